@@ -1,0 +1,147 @@
+//! Results grouped by server and scenario, reduced to medians over repetitions.
+//!
+//! A `Metric` names one figure of one scenario and how to read it from a record; the summary
+//! answers "median of this metric for this server" and "each repetition's value".
+
+use std::collections::BTreeMap;
+
+use crate::record::Record;
+
+/// One figure of one scenario.
+#[derive(Clone, Copy)]
+pub(crate) struct Metric {
+    pub(crate) scenario: &'static str,
+    pub(crate) read: fn(&Record) -> Option<f64>,
+}
+
+macro_rules! metric {
+    ($name:ident, $scenario:literal, |$r:ident| $e:expr) => {
+        pub(crate) const $name: Metric = Metric { scenario: $scenario, read: |$r: &Record| $e };
+    };
+}
+
+metric!(LAT_P50, "latency", |r| r.p50_us);
+metric!(LAT_P99, "latency", |r| r.p99_us);
+metric!(TPUT_RPS, "throughput", |r| r.rps);
+metric!(TPUT_P50, "throughput", |r| r.p50_us);
+metric!(TPUT_P99, "throughput", |r| r.p99_us);
+metric!(TPUT_CPU, "throughput", |r| r.cpu_us_per_op);
+metric!(TPUT_LOADGEN, "throughput", |r| r.loadgen_cpu_pct);
+metric!(SESS_RPS, "sessions", |r| r.rps);
+metric!(SESS_P99, "sessions", |r| r.p99_us);
+metric!(HOLD_KIB, "hold", |r| r.kib_per_session);
+metric!(HOLD_BEFORE_MIB, "hold", |r| r.rss_before_kib.map(mib));
+metric!(HOLD_AFTER_MIB, "hold", |r| r.rss_after_kib.map(mib));
+metric!(HOLD_N, "hold", |r| r.held.map(|n| n as f64));
+metric!(STREAMS_KIB, "streams", |r| r.kib_per_session);
+metric!(STREAMS_AFTER_MIB, "streams", |r| r.rss_after_kib.map(mib));
+metric!(STREAMS_N, "streams", |r| r.held.map(|n| n as f64));
+metric!(SETUP_P50, "setup", |r| r.p50_us);
+metric!(SETUP_P99, "setup", |r| r.p99_us);
+metric!(SETUP_HANDSHAKE, "setup", |r| r.handshake_p50_us);
+metric!(COLD_MS, "cold", |r| r.cold_ms);
+metric!(COLD_RSS_MIB, "cold", |r| r.rss_kib.map(mib));
+
+fn mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
+}
+
+/// All records, by server (in the order servers first appear) and scenario.
+pub(crate) struct Summary {
+    pub(crate) servers: Vec<String>,
+    runs: BTreeMap<(String, String), Vec<Record>>,
+    pub(crate) records: Vec<Record>,
+}
+
+impl Summary {
+    /// Groups `records`; repetitions of one server and scenario are kept in `rep` order.
+    pub(crate) fn new(records: Vec<Record>) -> Self {
+        let mut servers: Vec<String> = Vec::new();
+        let mut runs: BTreeMap<(String, String), Vec<Record>> = BTreeMap::new();
+        for r in &records {
+            if !servers.contains(&r.server) {
+                servers.push(r.server.clone());
+            }
+            runs.entry((r.server.clone(), r.scenario.clone())).or_default().push(r.clone());
+        }
+        for list in runs.values_mut() {
+            list.sort_by_key(|r| r.rep);
+        }
+        Summary { servers, runs, records }
+    }
+
+    fn runs(&self, server: &str, scenario: &str) -> &[Record] {
+        self.runs
+            .get(&(server.to_owned(), scenario.to_owned()))
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+    }
+
+    /// Each repetition's value of `m` for `server` (runs without the figure left out).
+    pub(crate) fn values(&self, server: &str, m: Metric) -> Vec<f64> {
+        self.runs(server, m.scenario).iter().filter_map(m.read).collect()
+    }
+
+    /// Median over repetitions (the mean of the middle two for an even count).
+    pub(crate) fn median(&self, server: &str, m: Metric) -> Option<f64> {
+        median(self.values(server, m))
+    }
+
+    /// `median(a) / median(b)` for two servers.
+    pub(crate) fn ratio(&self, server: &str, reference: &str, m: Metric) -> Option<f64> {
+        let (a, b) = (self.median(server, m)?, self.median(reference, m)?);
+        (b != 0.0).then_some(a / b)
+    }
+
+    /// Largest VmHWM of all of a server's runs, MiB.
+    pub(crate) fn peak_rss_mib(&self, server: &str) -> Option<f64> {
+        self.records
+            .iter()
+            .filter(|r| r.server == server)
+            .filter_map(|r| r.hwm_kib)
+            .max()
+            .map(mib)
+    }
+
+    /// Whether `server` was measured at all.
+    pub(crate) fn has(&self, server: &str) -> bool {
+        self.servers.iter().any(|s| s == server)
+    }
+}
+
+/// Median of a list of values; `None` when empty.
+pub(crate) fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(server: &str, rep: u32, rps: f64) -> Record {
+        Record {
+            server: server.into(),
+            scenario: "throughput".into(),
+            rep,
+            rps: Some(rps),
+            ..Record::default()
+        }
+    }
+
+    #[test]
+    fn medians_and_ratios() {
+        assert_eq!(median(vec![]), None);
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(vec![4.0, 1.0]), Some(2.5));
+        let s = Summary::new(vec![rec("a", 2, 30.0), rec("a", 1, 10.0), rec("b", 1, 10.0)]);
+        assert_eq!(s.servers, vec!["a", "b"]);
+        assert_eq!(s.values("a", TPUT_RPS), vec![10.0, 30.0]);
+        assert_eq!(s.ratio("a", "b", TPUT_RPS), Some(2.0));
+        assert_eq!(s.ratio("a", "c", TPUT_RPS), None);
+    }
+}

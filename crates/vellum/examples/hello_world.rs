@@ -1,0 +1,56 @@
+//! The seed: an MCP server with one typed tool, `hello_world`, over Streamable HTTP on
+//! 127.0.0.1:8000.
+//!
+//! Run: `cargo run --example hello_world`, then point any MCP client at
+//! `http://127.0.0.1:8000` (or `http://127.0.0.1:8000/mcp`: every path serves).
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use vellum::prelude::*;
+use vellum::transport::http::serve;
+
+// The tool's input (the seed's `helloInput`).
+#[derive(Deserialize, JsonSchema)]
+struct HelloInput {
+    /// 调用方用户名
+    user_name: String,
+}
+
+/// The tool's handler (the seed's `helloWorldTool`).
+async fn hello_world_tool(
+    _ctx: RequestContext,
+    _req: CallToolRequest,
+    input: HelloInput,
+) -> Result<CallToolResult, HandlerError> {
+    let text = format!("Hello World, {}", input.user_name);
+    Ok(CallToolResult::text(text))
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    const HOST: &str = "127.0.0.1";
+    const PORT: u16 = 8000;
+
+    let server = Server::new(
+        Implementation::new("hello-world", "0.1.0"),
+        ServerOptions::default(),
+    );
+
+    // 注册 hello_world 工具
+    server.add_tool(
+        Tool::new("hello_world", "根据 user_name 返回问候语"),
+        hello_world_tool,
+    )?;
+
+    // http 的 handler
+    let handler = StreamableHttpHandler::new(
+        move |_req: &http::request::Parts| Some(server.clone()),
+        StreamableHttpOptions::default(),
+    );
+
+    let addr = format!("{HOST}:{PORT}");
+    eprintln!("streamable HTTP MCP: http://{addr}");
+    // 启动 http 服务，注册 http handler
+    serve(addr, handler).await?;
+    Ok(())
+}

@@ -1,0 +1,58 @@
+//! # Vellum
+//!
+//! A Model Context Protocol (MCP) SDK for Rust whose headline is its Streamable HTTP
+//! transport: one endpoint that speaks both protocol eras (the session-based 2025-03-26,
+//! 2025-06-18 and 2025-11-25, and the stateless 2026-07-28), with every option of the Go
+//! SDK's handler and more.
+//!
+//! ```no_run
+//! use vellum::prelude::*;
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct HelloInput {
+//!     /// 调用方用户名
+//!     user_name: String,
+//! }
+//!
+//! # async fn run() -> anyhow::Result<()> {
+//! let server = Server::new(Implementation::new("hello-world", "0.1.0"), ServerOptions::default());
+//! server.add_tool(
+//!     Tool::new("hello_world", "根据 user_name 返回问候语"),
+//!     |_ctx: RequestContext, _req: CallToolRequest, input: HelloInput| async move {
+//!         Ok::<_, HandlerError>(CallToolResult::text(format!("Hello World, {}", input.user_name)))
+//!     },
+//! )?;
+//! let handler = StreamableHttpHandler::new(move |_req: &http::request::Parts| Some(server.clone()), StreamableHttpOptions::default());
+//! vellum::transport::http::serve("127.0.0.1:8000", handler).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! ## Layout
+//! - [`protocol`]: JSON-RPC framing and the MCP types of every version (no I/O).
+//! - [`server`]: [`Server`](server::Server), its registries, the handler context, sessions and
+//!   the one dispatch path.
+//! - [`transport`]: Streamable HTTP (a tower `Service`), with its security checks and options.
+//! - [`store`]: event stores for SSE resumption.
+
+#![forbid(unsafe_code)]
+
+pub mod error;
+pub mod protocol;
+pub mod server;
+pub mod store;
+pub mod transport;
+
+pub use error::{Error, Result};
+
+/// The names most programs need.
+pub mod prelude {
+    pub use crate::protocol::{
+        CallToolResult, ContentBlock, Implementation, Prompt, PromptArgument, PromptMessage,
+        Resource, ResourceTemplate, Tool,
+    };
+    pub use crate::server::{
+        CallToolRequest, GetPromptRequest, HandlerError, ReadResourceRequest, RequestContext,
+        Server, ServerOptions, Structured,
+    };
+    pub use crate::transport::http::{StreamableHttpHandler, StreamableHttpOptions};
+}

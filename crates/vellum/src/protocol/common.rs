@@ -1,0 +1,314 @@
+//! Types shared by every feature: `_meta`, implementation info, icons, annotations, roles,
+//! log levels, result types and cache hints.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::jsonrpc::ProgressToken;
+
+/// Well-known `_meta` keys.
+pub mod meta_keys {
+    /// The request's protocol version (2026-07-28, required on every request).
+    pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+    /// The client's capabilities for this request (2026-07-28, required on every request).
+    pub const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+    /// The client's identity (2026-07-28, recommended on every request).
+    pub const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+    /// The log level wanted for this request (2026-07-28).
+    pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+    /// The server's identity on every result (2026-07-28).
+    pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+    /// The id of the `subscriptions/listen` request a notification belongs to (2026-07-28).
+    pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+    /// The task a message relates to (2025-11-25 tasks).
+    pub const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+    /// The progress token of a request.
+    pub const PROGRESS_TOKEN: &str = "progressToken";
+}
+
+/// The `_meta` object: an open map that round-trips every key, with typed accessors for the
+/// keys the protocol defines.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Meta(pub Map<String, Value>);
+
+impl Meta {
+    /// An empty `_meta`.
+    pub fn new() -> Self {
+        Meta(Map::new())
+    }
+
+    /// The request's progress token, if it carries a valid one.
+    pub fn progress_token(&self) -> Option<ProgressToken> {
+        self.0
+            .get(meta_keys::PROGRESS_TOKEN)
+            .and_then(|v| ProgressToken::deserialize(v).ok())
+    }
+
+    /// Decodes one key into a type; `None` when absent, `Some(Err)` when malformed.
+    pub fn get_as<T: serde::de::DeserializeOwned>(
+        &self,
+        key: &str,
+    ) -> Option<Result<T, serde_json::Error>> {
+        self.0.get(key).map(T::deserialize)
+    }
+
+    /// Sets a key to a serializable value.
+    pub fn insert<T: Serialize>(&mut self, key: impl Into<String>, value: T) {
+        if let Ok(v) = serde_json::to_value(value) {
+            self.0.insert(key.into(), v);
+        }
+    }
+}
+
+impl Deref for Meta {
+    type Target = Map<String, Value>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl DerefMut for Meta {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
+
+/// Name and version of an MCP implementation (client or server).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Implementation {
+    /// Programmatic name.
+    pub name: String,
+    /// Display name (2025-06-18+).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Version string.
+    pub version: String,
+    /// Human-readable description (2025-11-25+).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Icons (2025-11-25+).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Vec<Icon>>,
+    /// Website (2025-11-25+).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub website_url: Option<String>,
+}
+
+impl Implementation {
+    /// An implementation with a name and a version.
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        Implementation {
+            name: name.into(),
+            version: version.into(),
+            ..Default::default()
+        }
+    }
+}
+
+/// An icon a client may display.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Icon {
+    /// `https:` or `data:` URI.
+    pub src: String,
+    /// MIME type, e.g. `image/png`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Sizes such as `48x48` or `any`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sizes: Option<Vec<String>>,
+    /// The theme the icon is designed for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub theme: Option<IconTheme>,
+}
+
+/// The theme an icon suits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IconTheme {
+    /// For light backgrounds.
+    Light,
+    /// For dark backgrounds.
+    Dark,
+}
+
+/// The sender or recipient of a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The user.
+    User,
+    /// The assistant (model).
+    Assistant,
+}
+
+/// Hints about how to use or display a piece of content.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Annotations {
+    /// Who the content is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audience: Option<Vec<Role>>,
+    /// Importance from 0 (least) to 1 (most).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<f64>,
+    /// ISO 8601 time of the last modification (2025-06-18+).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_modified: Option<String>,
+}
+
+/// RFC 5424 log severities, least severe first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LoggingLevel {
+    /// Debug-level messages.
+    Debug,
+    /// Informational messages.
+    Info,
+    /// Normal but significant conditions.
+    Notice,
+    /// Warning conditions.
+    Warning,
+    /// Error conditions.
+    Error,
+    /// Critical conditions.
+    Critical,
+    /// Action must be taken immediately.
+    Alert,
+    /// System is unusable.
+    Emergency,
+}
+
+impl LoggingLevel {
+    /// All levels, least severe first.
+    pub const ALL: [LoggingLevel; 8] = [
+        LoggingLevel::Debug,
+        LoggingLevel::Info,
+        LoggingLevel::Notice,
+        LoggingLevel::Warning,
+        LoggingLevel::Error,
+        LoggingLevel::Critical,
+        LoggingLevel::Alert,
+        LoggingLevel::Emergency,
+    ];
+
+    /// The wire name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            LoggingLevel::Debug => "debug",
+            LoggingLevel::Info => "info",
+            LoggingLevel::Notice => "notice",
+            LoggingLevel::Warning => "warning",
+            LoggingLevel::Error => "error",
+            LoggingLevel::Critical => "critical",
+            LoggingLevel::Alert => "alert",
+            LoggingLevel::Emergency => "emergency",
+        }
+    }
+
+    /// Parses a wire name.
+    pub fn parse(s: &str) -> Option<Self> {
+        LoggingLevel::ALL.into_iter().find(|l| l.as_str() == s)
+    }
+}
+
+impl fmt::Display for LoggingLevel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What kind of result a modern (2026-07-28) response carries.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub enum ResultType {
+    /// The final result.
+    #[default]
+    Complete,
+    /// More input is needed (MRTR).
+    InputRequired,
+    /// A task was created (tasks extension).
+    Task,
+    /// A value defined by an extension this SDK does not know.
+    Other(String),
+}
+
+impl ResultType {
+    /// The wire string.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ResultType::Complete => "complete",
+            ResultType::InputRequired => "input_required",
+            ResultType::Task => "task",
+            ResultType::Other(s) => s,
+        }
+    }
+}
+
+impl Serialize for ResultType {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ResultType {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Ok(match s.as_str() {
+            "complete" => ResultType::Complete,
+            "input_required" => ResultType::InputRequired,
+            "task" => ResultType::Task,
+            _ => ResultType::Other(s),
+        })
+    }
+}
+
+/// Who may reuse a cached result (2026-07-28).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheScope {
+    /// Not user-specific: shareable across users and tokens.
+    #[default]
+    Public,
+    /// Reusable only within the same authorization context.
+    Private,
+}
+
+/// Cache hints a modern server attaches to discover, list and read results.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct CacheHint {
+    /// How long the result stays fresh, in milliseconds.
+    pub ttl_ms: u64,
+    /// Who may reuse it.
+    pub scope: CacheScope,
+}
+
+/// The common fields of every result, for results this SDK has no type for.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EmptyResult {
+    /// Metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+}
+
+/// Parameters of a request that may carry only `_meta` (and, for lists, a cursor).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PaginatedParams {
+    /// The opaque cursor of the page to fetch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+    /// Metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+}
+
+/// A JSON object, as used for open-ended capability settings.
+pub type JsonObject = Map<String, Value>;
+
+/// An ordered map of string keys, used where the protocol has string-keyed objects.
+pub type StringMap<V> = BTreeMap<String, V>;

@@ -1,0 +1,685 @@
+//! JSON-RPC 2.0 framing: ids, error objects, and the one decoder and encoder every transport
+//! uses.
+//!
+//! Incoming bytes are decoded once into [`Message`]s whose `params`/`result` stay raw JSON
+//! ([`RawJson`], a zero-copy slice of the input) until a handler asks for a typed value.
+//! Outgoing messages are encoded straight into one buffer by [`encode_response`] and friends.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::io::Write as _;
+use std::sync::Arc;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
+
+/// Standard and MCP-specific JSON-RPC error codes.
+pub mod code {
+    /// Invalid JSON was received.
+    pub const PARSE_ERROR: i64 = -32700;
+    /// The JSON sent is not a valid request object.
+    pub const INVALID_REQUEST: i64 = -32600;
+    /// The method does not exist or is not available.
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// Invalid method parameters (also: unknown tool, prompt; modern: resource not found).
+    pub const INVALID_PARAMS: i64 = -32602;
+    /// Internal error.
+    pub const INTERNAL_ERROR: i64 = -32603;
+    /// Resource not found (legacy versions only; modern versions use `INVALID_PARAMS`).
+    pub const RESOURCE_NOT_FOUND: i64 = -32002;
+    /// URL elicitation required (2025-11-25 only).
+    pub const URL_ELICITATION_REQUIRED: i64 = -32042;
+    /// An MCP header does not match the body, is missing or malformed (2026-07-28).
+    pub const HEADER_MISMATCH: i64 = -32020;
+    /// The request needs a client capability the client did not declare (2026-07-28).
+    pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
+    /// The requested protocol version is not supported (2026-07-28).
+    pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+}
+
+/// A JSON-RPC request id: a string or an integer, never null.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RequestId {
+    /// An integer id.
+    Number(i64),
+    /// A string id.
+    String(Arc<str>),
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RequestId::Number(n) => write!(f, "{n}"),
+            RequestId::String(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+impl From<i64> for RequestId {
+    fn from(n: i64) -> Self {
+        RequestId::Number(n)
+    }
+}
+
+impl From<&str> for RequestId {
+    fn from(s: &str) -> Self {
+        RequestId::String(s.into())
+    }
+}
+
+impl From<String> for RequestId {
+    fn from(s: String) -> Self {
+        RequestId::String(s.into())
+    }
+}
+
+impl Serialize for RequestId {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            RequestId::Number(n) => s.serialize_i64(*n),
+            RequestId::String(v) => s.serialize_str(v),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for RequestId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = RequestId;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string or integer id")
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<RequestId, E> {
+                Ok(RequestId::Number(v))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<RequestId, E> {
+                i64::try_from(v)
+                    .map(RequestId::Number)
+                    .map_err(|_| E::custom("integer id out of range"))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RequestId, E> {
+                Ok(RequestId::String(v.into()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A progress token: like a request id, a string or an integer.
+pub type ProgressToken = RequestId;
+
+/// The `error` member of a JSON-RPC error response.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ErrorObject {
+    /// The error code (see [`code`]).
+    pub code: i64,
+    /// A short, single-sentence description.
+    pub message: Cow<'static, str>,
+    /// Structured details, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<serde_json::Value>,
+}
+
+impl ErrorObject {
+    /// An error with a code and message and no data.
+    pub fn new(code: i64, message: impl Into<Cow<'static, str>>) -> Self {
+        ErrorObject {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    /// Attaches structured data.
+    #[must_use]
+    pub fn with_data(mut self, data: serde_json::Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    /// -32700 Parse error.
+    pub fn parse_error(message: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(code::PARSE_ERROR, message)
+    }
+    /// -32600 Invalid request.
+    pub fn invalid_request(message: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(code::INVALID_REQUEST, message)
+    }
+    /// -32601 Method not found, naming the method.
+    pub fn method_not_found(method: &str) -> Self {
+        Self::new(
+            code::METHOD_NOT_FOUND,
+            format!("Method not found: {method}"),
+        )
+    }
+    /// -32602 Invalid params.
+    pub fn invalid_params(message: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(code::INVALID_PARAMS, message)
+    }
+    /// -32603 Internal error.
+    pub fn internal(message: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(code::INTERNAL_ERROR, message)
+    }
+}
+
+impl fmt::Display for ErrorObject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (JSON-RPC error {})", self.message, self.code)
+    }
+}
+
+impl std::error::Error for ErrorObject {}
+
+/// A piece of raw JSON text known to be well-formed: a zero-copy slice of the bytes it was
+/// decoded from. Decode it into a type with [`RawJson::parse`].
+#[derive(Clone, PartialEq, Eq)]
+pub struct RawJson(Bytes);
+
+impl RawJson {
+    /// Wraps bytes the caller knows to be one well-formed JSON value.
+    pub(crate) fn from_trusted(bytes: Bytes) -> Self {
+        RawJson(bytes)
+    }
+
+    /// Serializes a value.
+    pub fn from_value<T: Serialize + ?Sized>(value: &T) -> Result<Self, serde_json::Error> {
+        serde_json::to_vec(value).map(|v| RawJson(Bytes::from(v)))
+    }
+
+    /// Decodes the JSON into `T`.
+    pub fn parse<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+        serde_json::from_slice(&self.0)
+    }
+
+    /// The JSON text.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// The JSON text as a string.
+    pub fn as_str(&self) -> &str {
+        // Invariant: built from serde_json-validated text, which is UTF-8.
+        std::str::from_utf8(&self.0).unwrap_or("null")
+    }
+
+    /// The shared bytes.
+    pub fn bytes(&self) -> &Bytes {
+        &self.0
+    }
+}
+
+impl fmt::Debug for RawJson {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for RawJson {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match serde_json::from_slice::<&RawValue>(&self.0) {
+            Ok(raw) => raw.serialize(s),
+            Err(e) => Err(serde::ser::Error::custom(e)),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for RawJson {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = Box::<RawValue>::deserialize(d)?;
+        Ok(RawJson(Bytes::from(raw.get().to_owned())))
+    }
+}
+
+/// A request: it expects a response with the same id.
+#[derive(Clone, Debug)]
+pub struct Request {
+    /// The id the response must echo.
+    pub id: RequestId,
+    /// The method name.
+    pub method: String,
+    /// The parameters, undecoded.
+    pub params: Option<RawJson>,
+}
+
+/// A notification: no id, no response.
+#[derive(Clone, Debug)]
+pub struct Notification {
+    /// The method name.
+    pub method: String,
+    /// The parameters, undecoded.
+    pub params: Option<RawJson>,
+}
+
+/// A response to a request this side sent.
+#[derive(Clone, Debug)]
+pub struct Response {
+    /// The id of the request it answers (`None` only for errors about unreadable requests).
+    pub id: Option<RequestId>,
+    /// The result, or the error.
+    pub outcome: Result<RawJson, ErrorObject>,
+}
+
+/// One decoded JSON-RPC message.
+#[derive(Clone, Debug)]
+pub enum Message {
+    /// A request.
+    Request(Request),
+    /// A notification.
+    Notification(Notification),
+    /// A response (result or error).
+    Response(Response),
+}
+
+impl Message {
+    /// The method, for requests and notifications.
+    pub fn method(&self) -> Option<&str> {
+        match self {
+            Message::Request(r) => Some(&r.method),
+            Message::Notification(n) => Some(&n.method),
+            Message::Response(_) => None,
+        }
+    }
+
+    /// The id, for requests and responses.
+    pub fn id(&self) -> Option<&RequestId> {
+        match self {
+            Message::Request(r) => Some(&r.id),
+            Message::Notification(_) => None,
+            Message::Response(r) => r.id.as_ref(),
+        }
+    }
+}
+
+/// A POST body or a stdio line: one message, or (2025-03-26 only) a batch.
+#[derive(Clone, Debug)]
+pub enum Payload {
+    /// A single message.
+    Single(Message),
+    /// A JSON array of messages.
+    Batch(Vec<Message>),
+}
+
+/// Why a body could not be decoded into messages.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum DecodeError {
+    /// Not JSON at all.
+    #[error("invalid JSON: {0}")]
+    Parse(String),
+    /// JSON, but not a JSON-RPC 2.0 message; `id` is the request id when it could be read.
+    #[error("invalid JSON-RPC message: {reason}")]
+    Invalid {
+        /// The id of the offending request, when readable.
+        id: Option<RequestId>,
+        /// What is wrong.
+        reason: Cow<'static, str>,
+    },
+}
+
+impl DecodeError {
+    /// The JSON-RPC error object this failure is answered with.
+    pub fn to_error_object(&self) -> ErrorObject {
+        match self {
+            DecodeError::Parse(_) => {
+                ErrorObject::parse_error("Parse error: the body is not valid JSON")
+            }
+            DecodeError::Invalid { reason, .. } => {
+                ErrorObject::invalid_request(format!("Invalid request: {reason}"))
+            }
+        }
+    }
+
+    /// The request id the error response should echo, when it could be read.
+    pub fn id(&self) -> Option<&RequestId> {
+        match self {
+            DecodeError::Parse(_) => None,
+            DecodeError::Invalid { id, .. } => id.as_ref(),
+        }
+    }
+}
+
+/// The borrowed shape every message is first decoded into.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow)]
+    jsonrpc: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    method: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    params: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    result: Option<&'a RawValue>,
+    #[serde(default)]
+    error: Option<ErrorObject>,
+}
+
+fn slice_of(source: &Bytes, raw: &RawValue) -> RawJson {
+    RawJson(source.slice_ref(raw.get().as_bytes()))
+}
+
+fn decode_envelope(source: &Bytes, env: Envelope<'_>) -> Result<Message, DecodeError> {
+    let id = match env.id {
+        None => None,
+        Some(raw) if raw.get() == "null" => None,
+        Some(raw) => Some(serde_json::from_str::<RequestId>(raw.get()).map_err(|_| {
+            DecodeError::Invalid {
+                id: None,
+                reason: "the id must be a string or an integer".into(),
+            }
+        })?),
+    };
+    let invalid = |id: Option<RequestId>, reason: &'static str| DecodeError::Invalid {
+        id,
+        reason: reason.into(),
+    };
+    if env.jsonrpc.as_deref() != Some("2.0") {
+        return Err(invalid(id, "\"jsonrpc\" must be \"2.0\""));
+    }
+    // `params`, when present, must be an object or array (JSON-RPC 2.0 §4.2); MCP also
+    // tolerates an explicit null, which reads as absent.
+    let params = match env.params {
+        Some(raw) if raw.get() == "null" => None,
+        Some(raw) => {
+            let first = raw.get().as_bytes().first().copied();
+            if !matches!(first, Some(b'{') | Some(b'[')) {
+                return Err(invalid(id, "\"params\" must be an object"));
+            }
+            Some(slice_of(source, raw))
+        }
+        None => None,
+    };
+    match (env.method, id) {
+        (Some(method), Some(id)) => {
+            if env.result.is_some() || env.error.is_some() {
+                return Err(invalid(
+                    Some(id),
+                    "a request cannot carry a result or error",
+                ));
+            }
+            if method.is_empty() {
+                return Err(invalid(Some(id), "the method must not be empty"));
+            }
+            Ok(Message::Request(Request {
+                id,
+                method: method.into_owned(),
+                params,
+            }))
+        }
+        (Some(method), None) => {
+            if env.id.is_some() {
+                return Err(invalid(None, "the id must not be null"));
+            }
+            if method.is_empty() {
+                return Err(invalid(None, "the method must not be empty"));
+            }
+            Ok(Message::Notification(Notification {
+                method: method.into_owned(),
+                params,
+            }))
+        }
+        (None, id) => match (env.result, env.error) {
+            (Some(result), None) => {
+                let Some(id) = id else {
+                    return Err(invalid(None, "a result response needs an id"));
+                };
+                Ok(Message::Response(Response {
+                    id: Some(id),
+                    outcome: Ok(slice_of(source, result)),
+                }))
+            }
+            (None, Some(error)) => Ok(Message::Response(Response {
+                id,
+                outcome: Err(error),
+            })),
+            _ => Err(invalid(
+                id,
+                "a message needs a method, or exactly one of result and error",
+            )),
+        },
+    }
+}
+
+/// Decodes one message or a batch from a body. The bytes are shared, not copied: `params`
+/// and `result` of the decoded messages point into `source`.
+pub fn decode(source: &Bytes) -> Result<Payload, DecodeError> {
+    let first = source.iter().copied().find(|b| !b.is_ascii_whitespace());
+    if first == Some(b'[') {
+        let items: Vec<&RawValue> =
+            serde_json::from_slice(source).map_err(|e| DecodeError::Parse(e.to_string()))?;
+        if items.is_empty() {
+            return Err(DecodeError::Invalid {
+                id: None,
+                reason: "an empty batch".into(),
+            });
+        }
+        let mut out = Vec::with_capacity(items.len());
+        for raw in items {
+            out.push(decode_raw(source, raw)?);
+        }
+        return Ok(Payload::Batch(out));
+    }
+    let env: Envelope<'_> = serde_json::from_slice(source).map_err(|e| {
+        if e.is_data() {
+            DecodeError::Invalid {
+                id: None,
+                reason: "not a JSON-RPC message object".into(),
+            }
+        } else {
+            DecodeError::Parse(e.to_string())
+        }
+    })?;
+    decode_envelope(source, env).map(Payload::Single)
+}
+
+fn decode_raw(source: &Bytes, raw: &RawValue) -> Result<Message, DecodeError> {
+    let env: Envelope<'_> = serde_json::from_str(raw.get()).map_err(|_| DecodeError::Invalid {
+        id: None,
+        reason: "a batch item is not a JSON-RPC message object".into(),
+    })?;
+    // Re-anchor borrowed slices in `source`: `raw` itself points into `source`.
+    decode_envelope(source, env)
+}
+
+/// Decodes exactly one message (no batch).
+pub fn decode_message(source: &Bytes) -> Result<Message, DecodeError> {
+    match decode(source)? {
+        Payload::Single(m) => Ok(m),
+        Payload::Batch(_) => Err(DecodeError::Invalid {
+            id: None,
+            reason: "batches are not allowed here".into(),
+        }),
+    }
+}
+
+// ---- encoding -------------------------------------------------------------------------------
+
+const HEAD: &[u8] = br#"{"jsonrpc":"2.0","#;
+
+fn write_id(buf: &mut Vec<u8>, id: Option<&RequestId>) {
+    buf.extend_from_slice(br#""id":"#);
+    match id {
+        None => buf.extend_from_slice(b"null"),
+        Some(RequestId::Number(n)) => {
+            // Writing into a Vec cannot fail.
+            let _ = write!(buf, "{n}");
+        }
+        Some(RequestId::String(s)) => {
+            // Strings are escaped by serde_json; this cannot fail for a &str.
+            let _ = serde_json::to_writer(&mut *buf, &**s);
+        }
+    }
+}
+
+/// Encodes a success response `{"jsonrpc":"2.0","id":…,"result":…}`.
+pub fn encode_response<T: Serialize + ?Sized>(
+    id: &RequestId,
+    result: &T,
+) -> Result<Bytes, serde_json::Error> {
+    encode_response_with(id, |buf| serde_json::to_writer(buf, result))
+}
+
+/// Encodes a success response whose result `write` serializes straight into the buffer.
+pub(crate) fn encode_response_with(
+    id: &RequestId,
+    write: impl FnOnce(&mut Vec<u8>) -> Result<(), serde_json::Error>,
+) -> Result<Bytes, serde_json::Error> {
+    let mut buf = Vec::with_capacity(256);
+    buf.extend_from_slice(HEAD);
+    write_id(&mut buf, Some(id));
+    buf.extend_from_slice(br#","result":"#);
+    write(&mut buf)?;
+    buf.push(b'}');
+    Ok(Bytes::from(buf))
+}
+
+/// Encodes a success response around a result that is already JSON text.
+pub fn encode_response_raw(id: &RequestId, result_json: &[u8]) -> Bytes {
+    let mut buf = Vec::with_capacity(32 + result_json.len());
+    buf.extend_from_slice(HEAD);
+    write_id(&mut buf, Some(id));
+    buf.extend_from_slice(br#","result":"#);
+    buf.extend_from_slice(result_json);
+    buf.push(b'}');
+    Bytes::from(buf)
+}
+
+/// Encodes an error response; `id` is `None` only when the request's id was unreadable.
+pub fn encode_error(id: Option<&RequestId>, error: &ErrorObject) -> Bytes {
+    let mut buf = Vec::with_capacity(96 + error.message.len());
+    buf.extend_from_slice(HEAD);
+    write_id(&mut buf, id);
+    buf.extend_from_slice(br#","error":"#);
+    let mark = buf.len();
+    if serde_json::to_writer(&mut buf, error).is_err() {
+        // `data` failed to serialize (a non-string map key, say): send the error without it.
+        let plain = ErrorObject::new(error.code, error.message.clone());
+        buf.truncate(mark);
+        let _ = serde_json::to_writer(&mut buf, &plain);
+    }
+    buf.push(b'}');
+    Bytes::from(buf)
+}
+
+/// Encodes a request `{"jsonrpc":"2.0","id":…,"method":…,"params":…}`.
+pub fn encode_request<P: Serialize + ?Sized>(
+    id: &RequestId,
+    method: &str,
+    params: Option<&P>,
+) -> Result<Bytes, serde_json::Error> {
+    let mut buf = Vec::with_capacity(128);
+    buf.extend_from_slice(HEAD);
+    write_id(&mut buf, Some(id));
+    buf.extend_from_slice(br#","method":"#);
+    serde_json::to_writer(&mut buf, method)?;
+    if let Some(p) = params {
+        buf.extend_from_slice(br#","params":"#);
+        serde_json::to_writer(&mut buf, p)?;
+    }
+    buf.push(b'}');
+    Ok(Bytes::from(buf))
+}
+
+/// Encodes a notification `{"jsonrpc":"2.0","method":…,"params":…}`.
+pub fn encode_notification<P: Serialize + ?Sized>(
+    method: &str,
+    params: Option<&P>,
+) -> Result<Bytes, serde_json::Error> {
+    let mut buf = BytesMut::with_capacity(128).writer();
+    {
+        let b = buf.get_mut();
+        b.extend_from_slice(br#"{"jsonrpc":"2.0","method":"#);
+    }
+    serde_json::to_writer(&mut buf, method)?;
+    if let Some(p) = params {
+        buf.get_mut().extend_from_slice(br#","params":"#);
+        serde_json::to_writer(&mut buf, p)?;
+    }
+    buf.get_mut().put_u8(b'}');
+    Ok(buf.into_inner().freeze())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b(s: &str) -> Bytes {
+        Bytes::copy_from_slice(s.as_bytes())
+    }
+
+    #[test]
+    fn decodes_each_kind() {
+        let m = decode_message(&b(
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"cursor":"x"}}"#,
+        ))
+        .unwrap();
+        let Message::Request(r) = m else { panic!() };
+        assert_eq!(r.id, RequestId::Number(7));
+        assert_eq!(r.params.unwrap().as_str(), r#"{"cursor":"x"}"#);
+
+        let m = decode_message(&b(
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        ))
+        .unwrap();
+        assert!(matches!(m, Message::Notification(_)));
+
+        let m = decode_message(&b(r#"{"jsonrpc":"2.0","id":"a","result":{}}"#)).unwrap();
+        assert!(matches!(
+            m,
+            Message::Response(Response { outcome: Ok(_), .. })
+        ));
+
+        let m = decode_message(&b(
+            r#"{"jsonrpc":"2.0","id":"a","error":{"code":-1,"message":"no"}}"#,
+        ))
+        .unwrap();
+        assert!(matches!(
+            m,
+            Message::Response(Response {
+                outcome: Err(_),
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn rejects_malformed() {
+        assert!(matches!(decode(&b("{")), Err(DecodeError::Parse(_))));
+        assert!(matches!(decode(&b("[]")), Err(DecodeError::Invalid { .. })));
+        assert!(matches!(decode(&b("42")), Err(DecodeError::Invalid { .. })));
+        let e = decode(&b(r#"{"jsonrpc":"1.0","id":3,"method":"x"}"#)).unwrap_err();
+        assert_eq!(e.id(), Some(&RequestId::Number(3)));
+        assert!(decode(&b(r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#)).is_err());
+        assert!(decode(&b(r#"{"jsonrpc":"2.0","id":1,"method":"x","params":3}"#)).is_err());
+        assert!(decode(&b(r#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#)).is_err());
+    }
+
+    #[test]
+    fn batch() {
+        let p = decode(&b(
+            r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"n"}]"#,
+        ))
+        .unwrap();
+        let Payload::Batch(v) = p else { panic!() };
+        assert_eq!(v.len(), 2);
+    }
+
+    #[test]
+    fn encodes() {
+        let r = encode_response(&RequestId::from("x\"y"), &serde_json::json!({})).unwrap();
+        assert_eq!(&r[..], br#"{"jsonrpc":"2.0","id":"x\"y","result":{}}"#);
+        let e = encode_error(None, &ErrorObject::parse_error("bad"));
+        assert_eq!(
+            &e[..],
+            br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"bad"}}"#
+        );
+        let n = encode_notification::<()>("notifications/initialized", None).unwrap();
+        assert_eq!(
+            &n[..],
+            br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#
+        );
+    }
+}

@@ -1,0 +1,441 @@
+//! The handler context: what a tool, resource or prompt handler knows about the request it
+//! serves, and how it talks back (progress, logs, questions to the client).
+//!
+//! One [`RequestContext`] exists per request. The same handler code works in both eras:
+//! in a legacy session a question to the client ([`RequestContext::elicit`] and friends)
+//! is a JSON-RPC request on the request's stream; in the modern era it becomes a multi
+//! round-trip request (the handler returns, the client retries with the answer).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::Server;
+use super::outbox::Outbox;
+use super::session::Session;
+use crate::error::Error;
+use crate::protocol::jsonrpc::{encode_notification, encode_request};
+use crate::protocol::{
+    ClientCapabilities, CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult,
+    Implementation, InputRequest, InputRequiredResult, InputResponses, ListRootsResult,
+    LoggingLevel, LoggingMessageParams, Meta, ProgressParams, ProgressToken, ProtocolVersion,
+    RequestId, methods,
+};
+
+/// How long a question to the client may wait for its answer, unless the handler says
+/// otherwise.
+pub const DEFAULT_CLIENT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Where a request's protocol state comes from.
+pub(crate) enum Scope {
+    /// A legacy session (possibly a temporary one, in stateless mode).
+    Legacy(Arc<Session>),
+    /// A modern request: everything comes from its own `_meta`.
+    Modern(ModernMeta),
+}
+
+/// What a modern (2026-07-28) request says about its client.
+#[derive(Debug, Clone)]
+pub(crate) struct ModernMeta {
+    pub(crate) version: ProtocolVersion,
+    pub(crate) capabilities: ClientCapabilities,
+    pub(crate) client_info: Option<Implementation>,
+    pub(crate) log_level: Option<LoggingLevel>,
+}
+
+/// MRTR bookkeeping of a modern request.
+#[derive(Default)]
+struct InputState {
+    /// The answers the client sent with this attempt.
+    responses: InputResponses,
+    /// How many questions the handler asked so far in this attempt.
+    asked: u32,
+}
+
+/// Everything one request's handlers share.
+pub(crate) struct RequestShared {
+    pub(crate) id: RequestId,
+    pub(crate) method: String,
+    pub(crate) scope: Scope,
+    pub(crate) server: Server,
+    pub(crate) outbox: Outbox,
+    meta: OnceLock<Meta>,
+    http: Option<http::request::Parts>,
+    cancelled: AtomicBool,
+    /// Bits of the last progress value sent (for the "must increase" rule); NaN = none yet.
+    last_progress: AtomicU64,
+    /// Milliseconds of `retry` the handler asked for when closing its SSE stream; 0 = none.
+    close_stream: AtomicU64,
+    inputs: Mutex<InputState>,
+}
+
+impl RequestShared {
+    pub(crate) fn new(
+        id: RequestId,
+        method: String,
+        scope: Scope,
+        server: Server,
+        http: Option<http::request::Parts>,
+    ) -> Self {
+        RequestShared {
+            id,
+            method,
+            scope,
+            server,
+            outbox: Outbox::default(),
+            meta: OnceLock::new(),
+            http,
+            cancelled: AtomicBool::new(false),
+            last_progress: AtomicU64::new(f64::NAN.to_bits()),
+            close_stream: AtomicU64::new(0),
+            inputs: Mutex::new(InputState::default()),
+        }
+    }
+
+    /// Records the request's `_meta` (first call wins).
+    pub(crate) fn set_meta(&self, meta: Option<Meta>) {
+        if let Some(m) = meta {
+            let _ = self.meta.set(m);
+        }
+    }
+
+    /// Records the MRTR answers of a modern retry.
+    pub(crate) fn set_input_responses(&self, responses: Option<InputResponses>) {
+        if let Some(r) = responses {
+            self.inputs
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .responses = r;
+        }
+    }
+
+    /// Marks the request cancelled and wakes its driver, which drops the handler.
+    pub(crate) fn cancel(&self) {
+        self.cancelled.store(true, Ordering::Release);
+        self.outbox.wake_reader();
+    }
+
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Acquire)
+    }
+
+    /// The `retry` the handler asked for when it closed its stream (SEP-1699), if it did.
+    pub(crate) fn close_requested(&self) -> Option<Duration> {
+        match self.close_stream.load(Ordering::Acquire) {
+            0 => None,
+            ms => Some(Duration::from_millis(ms)),
+        }
+    }
+
+    pub(crate) fn version(&self) -> ProtocolVersion {
+        match &self.scope {
+            Scope::Legacy(s) => s.protocol_version(),
+            Scope::Modern(m) => m.version,
+        }
+    }
+}
+
+/// The context of one request, given to every handler.
+///
+/// Cheap to clone; clones refer to the same request.
+#[derive(Clone)]
+pub struct RequestContext {
+    pub(crate) shared: Arc<RequestShared>,
+}
+
+impl std::fmt::Debug for RequestContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestContext")
+            .field("id", &self.shared.id)
+            .field("method", &self.shared.method)
+            .field("protocol_version", &self.protocol_version())
+            .finish_non_exhaustive()
+    }
+}
+
+impl RequestContext {
+    pub(crate) fn new(shared: Arc<RequestShared>) -> Self {
+        RequestContext { shared }
+    }
+
+    /// The JSON-RPC id of the request.
+    pub fn request_id(&self) -> &RequestId {
+        &self.shared.id
+    }
+
+    /// The method being served.
+    pub fn method(&self) -> &str {
+        &self.shared.method
+    }
+
+    /// The server serving it.
+    pub fn server(&self) -> &Server {
+        &self.shared.server
+    }
+
+    /// The protocol version of this request (the session's, or the request's own).
+    pub fn protocol_version(&self) -> ProtocolVersion {
+        self.shared.version()
+    }
+
+    /// The client's capabilities as they apply to this request.
+    pub fn client_capabilities(&self) -> &ClientCapabilities {
+        static NONE: OnceLock<ClientCapabilities> = OnceLock::new();
+        match &self.shared.scope {
+            Scope::Legacy(s) => s.client_capabilities(),
+            Scope::Modern(m) => Some(&m.capabilities),
+        }
+        .unwrap_or_else(|| NONE.get_or_init(ClientCapabilities::default))
+    }
+
+    /// The client's self-reported identity, if known. Never base security decisions on it.
+    pub fn client_info(&self) -> Option<&Implementation> {
+        match &self.shared.scope {
+            Scope::Legacy(s) => s.client_info(),
+            Scope::Modern(m) => m.client_info.as_ref(),
+        }
+    }
+
+    /// The legacy session id (`Mcp-Session-Id`), if this request belongs to one.
+    pub fn session_id(&self) -> Option<&str> {
+        match &self.shared.scope {
+            Scope::Legacy(s) => s.id(),
+            Scope::Modern(_) => None,
+        }
+    }
+
+    /// The request's `_meta`, if it carried one.
+    pub fn meta(&self) -> Option<&Meta> {
+        self.shared.meta.get()
+    }
+
+    /// The request's progress token, if the client asked for progress.
+    pub fn progress_token(&self) -> Option<ProgressToken> {
+        self.meta().and_then(Meta::progress_token)
+    }
+
+    /// The HTTP request this MCP request arrived in (method, URI, headers, extensions), when
+    /// it came over HTTP. Auth layers put the verified principal into its extensions.
+    pub fn http(&self) -> Option<&http::request::Parts> {
+        self.shared.http.as_ref()
+    }
+
+    /// A typed value from the HTTP request's extensions (e.g. an authenticated principal).
+    pub fn extension<T: Clone + Send + Sync + 'static>(&self) -> Option<&T> {
+        self.http().and_then(|p| p.extensions.get::<T>())
+    }
+
+    /// True once the client cancelled the request. The handler's future is dropped soon
+    /// after; long synchronous work can poll this to stop early.
+    pub fn is_cancelled(&self) -> bool {
+        self.shared.is_cancelled()
+    }
+
+    /// Sends a notification related to this request, on its stream.
+    pub async fn notify<P: Serialize + ?Sized>(
+        &self,
+        method: &str,
+        params: &P,
+    ) -> Result<(), Error> {
+        let msg = encode_notification(method, Some(params))?;
+        self.shared
+            .outbox
+            .send(msg)
+            .await
+            .map_err(|_| Error::RequestFinished)
+    }
+
+    /// Reports progress, if the client asked for it (sent a progress token); otherwise does
+    /// nothing. `progress` must increase with every call.
+    pub async fn notify_progress(
+        &self,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    ) -> Result<(), Error> {
+        let Some(token) = self.progress_token() else {
+            return Ok(());
+        };
+        let last = f64::from_bits(self.shared.last_progress.load(Ordering::Acquire));
+        if !last.is_nan() && progress <= last {
+            return Err(Error::Unsupported(format!(
+                "progress must increase: {progress} after {last}"
+            )));
+        }
+        self.shared
+            .last_progress
+            .store(progress.to_bits(), Ordering::Release);
+        let params = ProgressParams {
+            progress_token: token,
+            progress,
+            total,
+            message,
+            meta: None,
+        };
+        self.notify(methods::PROGRESS, &params).await
+    }
+
+    /// The least severe level the client wants to see for this request, if any: the
+    /// session's `logging/setLevel` (legacy) or the request's `_meta` level (modern).
+    pub fn log_level(&self) -> Option<LoggingLevel> {
+        match &self.shared.scope {
+            Scope::Legacy(s) => s.log_level(),
+            Scope::Modern(m) => m.log_level,
+        }
+    }
+
+    /// Sends a log message to the client, if it asked for this level or a lower one.
+    pub async fn log(
+        &self,
+        level: LoggingLevel,
+        logger: Option<&str>,
+        data: impl Into<Value>,
+    ) -> Result<(), Error> {
+        match self.log_level() {
+            Some(min) if level >= min => {}
+            _ => return Ok(()),
+        }
+        let params = LoggingMessageParams {
+            level,
+            logger: logger.map(str::to_owned),
+            data: data.into(),
+            meta: None,
+        };
+        self.notify(methods::MESSAGE, &params).await
+    }
+
+    /// Ends this request's SSE stream now, asking the client to reconnect (with
+    /// `Last-Event-ID`) after `retry`; the handler keeps running and its later messages are
+    /// delivered on the resumed stream (SSE polling, SEP-1699). Needs an event store; without
+    /// one, or on a JSON response, it does nothing.
+    pub fn close_sse_stream(&self, retry: Duration) {
+        let ms = retry.as_millis().clamp(1, u128::from(u32::MAX)) as u64;
+        self.shared.close_stream.store(ms, Ordering::Release);
+        self.shared.outbox.wake_reader();
+    }
+
+    /// Asks the client's model for a completion (`sampling/createMessage`).
+    pub async fn create_message(
+        &self,
+        params: CreateMessageParams,
+    ) -> Result<CreateMessageResult, Error> {
+        if !self.client_capabilities().supports_sampling() {
+            return Err(Error::MissingCapability("sampling"));
+        }
+        if params.tools.is_some() && !self.client_capabilities().supports_sampling_tools() {
+            return Err(Error::MissingCapability("sampling.tools"));
+        }
+        self.ask(
+            methods::SAMPLING_CREATE_MESSAGE,
+            InputRequest::CreateMessage(params),
+        )
+        .await
+    }
+
+    /// Asks the user for input (`elicitation/create`), in form or URL mode.
+    pub async fn elicit(&self, params: ElicitParams) -> Result<ElicitResult, Error> {
+        let caps = self.client_capabilities();
+        match &params {
+            ElicitParams::Form(_) if !caps.supports_form_elicitation() => {
+                return Err(Error::MissingCapability("elicitation.form"));
+            }
+            ElicitParams::Url(_) if !caps.supports_url_elicitation() => {
+                return Err(Error::MissingCapability("elicitation.url"));
+            }
+            _ => {}
+        }
+        self.ask(methods::ELICITATION_CREATE, InputRequest::Elicit(params))
+            .await
+    }
+
+    /// Asks the client for its roots (`roots/list`).
+    pub async fn list_roots(&self) -> Result<ListRootsResult, Error> {
+        if !self.client_capabilities().supports_roots() {
+            return Err(Error::MissingCapability("roots"));
+        }
+        self.ask(methods::ROOTS_LIST, InputRequest::ListRoots).await
+    }
+
+    /// One question to the client, in whichever way this era asks.
+    async fn ask<R: DeserializeOwned>(
+        &self,
+        method: &str,
+        request: InputRequest,
+    ) -> Result<R, Error> {
+        match &self.shared.scope {
+            Scope::Legacy(session) => {
+                let params = match &request {
+                    InputRequest::Elicit(p) => serde_json::to_value(p)?,
+                    InputRequest::CreateMessage(p) => serde_json::to_value(p)?,
+                    InputRequest::ListRoots => Value::Object(Default::default()),
+                };
+                let raw = session
+                    .request_client(
+                        method,
+                        &params,
+                        &self.shared.outbox,
+                        DEFAULT_CLIENT_REQUEST_TIMEOUT,
+                    )
+                    .await?;
+                Ok(raw.parse()?)
+            }
+            Scope::Modern(_) => {
+                // MRTR: the n-th question of an attempt is keyed "n"; a retry carries the
+                // answers under the same keys, so a deterministic handler finds them again.
+                let (key, answer) = {
+                    let mut st = self.shared.inputs.lock().unwrap_or_else(|e| e.into_inner());
+                    st.asked += 1;
+                    let key = st.asked.to_string();
+                    let answer = st.responses.remove(&key);
+                    (key, answer)
+                };
+                match answer {
+                    Some(v) => Ok(serde_json::from_value(v)?),
+                    None => {
+                        let mut requests = std::collections::BTreeMap::new();
+                        requests.insert(key, request);
+                        Err(Error::InputRequired(Box::new(InputRequiredResult {
+                            input_requests: Some(requests),
+                            request_state: None,
+                            meta: None,
+                        })))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sends an arbitrary request to the client on this request's stream and waits for the
+    /// answer (legacy sessions only).
+    pub async fn send_request<P: Serialize + ?Sized, R: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: &P,
+        timeout: Duration,
+    ) -> Result<R, Error> {
+        match &self.shared.scope {
+            Scope::Legacy(session) => {
+                let raw = session
+                    .request_client(method, params, &self.shared.outbox, timeout)
+                    .await?;
+                Ok(raw.parse()?)
+            }
+            Scope::Modern(_) => Err(Error::Unsupported(
+                "2026-07-28 servers cannot send requests to the client".into(),
+            )),
+        }
+    }
+}
+
+/// Encodes a request to the client (used by sessions).
+pub(crate) fn encode_client_request<P: Serialize + ?Sized>(
+    id: &RequestId,
+    method: &str,
+    params: &P,
+) -> Result<bytes::Bytes, Error> {
+    Ok(encode_request(id, method, Some(params))?)
+}

@@ -1,0 +1,27 @@
+//! The server core: [`Server`] and its registries, the handler context, sessions, and the
+//! single dispatch path every transport feeds.
+//!
+//! Not here: HTTP, stdio or any other I/O (see [`crate::transport`]), and storage (see
+//! [`crate::store`]).
+
+mod context;
+pub(crate) mod dispatch;
+pub(crate) mod exchange;
+mod outbox;
+mod prompt;
+mod resource;
+#[allow(clippy::module_inception)]
+mod server;
+pub(crate) mod session;
+mod tool;
+pub mod uri_template;
+
+pub use context::{DEFAULT_CLIENT_REQUEST_TIMEOUT, RequestContext};
+pub(crate) use context::{ModernMeta, RequestShared, Scope};
+pub use prompt::GetPromptRequest;
+pub use resource::ReadResourceRequest;
+pub use server::{Server, ServerOptions};
+pub use tool::{
+    CallToolRequest, HandlerError, IntoToolResult, NoArgs, RegistrationError, Structured,
+    is_valid_tool_name, schema_for,
+};

@@ -1,0 +1,359 @@
+//! Tools: typed registration (input and output schemas derived from Rust types), argument
+//! validation, and the erased handler the dispatcher calls.
+
+use std::future::Future;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use super::context::RequestContext;
+use crate::error::Error;
+use crate::protocol::{
+    CallToolResult, ContentBlock, ErrorObject, InputRequiredResult, JsonObject, Meta, TaskMetadata,
+    Tool,
+};
+
+/// The `tools/call` request as a handler sees it, arguments already validated.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct CallToolRequest {
+    /// The tool's name.
+    pub name: String,
+    /// The arguments: a JSON object that passed the tool's input schema.
+    pub arguments: Value,
+    /// The request's `_meta`.
+    pub meta: Option<Meta>,
+    /// The task the client asked to run this call as (2025-11-25 tasks).
+    pub task: Option<TaskMetadata>,
+}
+
+/// How a handler (tool, resource, prompt) fails.
+///
+/// Any `std::error::Error` converts into it with `?`. In a tool, such an error becomes a tool
+/// error result (`isError: true`, the error's text as content) that the model can read; in
+/// a resource or prompt handler, a JSON-RPC internal error. An [`ErrorObject`] (or an
+/// [`Error::Remote`]) becomes that JSON-RPC error, and [`Error::InputRequired`] (from asking
+/// the client in the 2026-07-28 era) becomes an `InputRequiredResult`.
+#[derive(Debug)]
+pub enum HandlerError {
+    /// The handler failed; for a tool, the text is shown to the model (`isError: true`).
+    Failed(String),
+    /// A protocol error (JSON-RPC error response).
+    Protocol(ErrorObject),
+    /// More input is needed (2026-07-28 MRTR).
+    InputRequired(Box<InputRequiredResult>),
+}
+
+impl HandlerError {
+    /// A failure with this message.
+    pub fn failed(message: impl std::fmt::Display) -> Self {
+        HandlerError::Failed(message.to_string())
+    }
+}
+
+impl std::fmt::Display for HandlerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HandlerError::Failed(m) => f.write_str(m),
+            HandlerError::Protocol(e) => write!(f, "{e}"),
+            HandlerError::InputRequired(_) => f.write_str("input required"),
+        }
+    }
+}
+
+impl<E: std::error::Error + Send + Sync + 'static> From<E> for HandlerError {
+    fn from(e: E) -> Self {
+        let boxed: Box<dyn std::error::Error + Send + Sync> = Box::new(e);
+        match boxed.downcast::<Error>() {
+            Ok(err) => match *err {
+                Error::InputRequired(r) => HandlerError::InputRequired(r),
+                Error::Remote(obj) => HandlerError::Protocol(obj),
+                other => HandlerError::Failed(other.to_string()),
+            },
+            Err(boxed) => match boxed.downcast::<ErrorObject>() {
+                Ok(obj) => HandlerError::Protocol(*obj),
+                Err(boxed) => HandlerError::Failed(boxed.to_string()),
+            },
+        }
+    }
+}
+
+/// What a tool handler may return: a [`CallToolResult`], plain text, or a typed
+/// [`Structured`] value (which also gives the tool its `outputSchema`).
+pub trait IntoToolResult: Send + 'static {
+    /// The output schema implied by the type, if any.
+    fn output_schema() -> Option<JsonObject> {
+        None
+    }
+    /// Converts into the wire result.
+    fn into_tool_result(self) -> Result<CallToolResult, HandlerError>;
+}
+
+impl IntoToolResult for CallToolResult {
+    fn into_tool_result(self) -> Result<CallToolResult, HandlerError> {
+        Ok(self)
+    }
+}
+
+impl IntoToolResult for String {
+    fn into_tool_result(self) -> Result<CallToolResult, HandlerError> {
+        Ok(CallToolResult::text(self))
+    }
+}
+
+impl IntoToolResult for &'static str {
+    fn into_tool_result(self) -> Result<CallToolResult, HandlerError> {
+        Ok(CallToolResult::text(self))
+    }
+}
+
+/// Typed structured output: serialized into `structuredContent` (plus a text block with the
+/// same JSON, for clients that only read `content`), and its type's schema becomes the
+/// tool's `outputSchema`.
+#[derive(Debug, Clone)]
+pub struct Structured<T>(pub T);
+
+impl<T: Serialize + JsonSchema + Send + 'static> IntoToolResult for Structured<T> {
+    fn output_schema() -> Option<JsonObject> {
+        Some(schema_for::<T>(false))
+    }
+    fn into_tool_result(self) -> Result<CallToolResult, HandlerError> {
+        let value = serde_json::to_value(&self.0).map_err(|e| {
+            HandlerError::Protocol(ErrorObject::internal(format!(
+                "output does not serialize: {e}"
+            )))
+        })?;
+        let text = value.to_string();
+        Ok(CallToolResult {
+            content: vec![ContentBlock::text(text)],
+            structured_content: Some(value),
+            ..Default::default()
+        })
+    }
+}
+
+/// The input of a tool that takes no arguments.
+#[derive(Debug, Clone, Copy, Default, serde::Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoArgs {}
+
+/// Derives a JSON Schema (2020-12) for a Rust type: doc comments become `description`,
+/// non-`Option` fields are `required`, subschemas are inlined (clients handle `$defs`
+/// poorly), and the root's `$schema` and `title` are dropped.
+pub fn schema_for<T: JsonSchema>(for_input: bool) -> JsonObject {
+    let settings = SchemaSettings::draft2020_12().with(|s| s.inline_subschemas = true);
+    let settings = if for_input {
+        settings.for_deserialize()
+    } else {
+        settings.for_serialize()
+    };
+    let schema = settings.into_generator().into_root_schema_for::<T>();
+    let mut obj = match schema.to_value() {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    obj.remove("$schema");
+    obj.remove("title");
+    if for_input && !obj.contains_key("type") {
+        obj.insert("type".into(), Value::String("object".into()));
+    }
+    if for_input
+        && obj.get("type") == Some(&Value::String("object".into()))
+        && !obj.contains_key("properties")
+    {
+        obj.insert("properties".into(), Value::Object(Map::new()));
+    }
+    obj
+}
+
+/// Why a tool cannot be registered.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegistrationError {
+    /// The name breaks the naming rules (1-128 of `A-Za-z0-9_.-`).
+    #[error("invalid tool name {0:?}: use 1 to 128 of A-Z a-z 0-9 _ - .")]
+    InvalidName(String),
+    /// The input schema's root is not `type: object`.
+    #[error("the input schema of tool {0:?} must have `type: object` at its root")]
+    InputNotObject(String),
+    /// A schema does not compile.
+    #[error("the {which} schema of tool {tool:?} is invalid: {message}")]
+    InvalidSchema {
+        /// The tool.
+        tool: String,
+        /// `input` or `output`.
+        which: &'static str,
+        /// The validator's complaint.
+        message: String,
+    },
+    /// A resource URI or template is malformed.
+    #[error("invalid resource {0:?}: {1}")]
+    InvalidResource(String, String),
+}
+
+/// True for a valid tool name (SEP-986).
+pub fn is_valid_tool_name(name: &str) -> bool {
+    (1..=128).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+}
+
+/// The type-erased handler the dispatcher calls.
+pub(crate) trait DynToolHandler: Send + Sync {
+    fn call(
+        &self,
+        ctx: RequestContext,
+        request: CallToolRequest,
+    ) -> BoxFuture<'static, Result<CallToolResult, HandlerError>>;
+}
+
+/// A registered tool.
+pub(crate) struct ToolEntry {
+    pub(crate) tool: Tool,
+    pub(crate) handler: Arc<dyn DynToolHandler>,
+    input_validator: jsonschema::Validator,
+    output_validator: Option<jsonschema::Validator>,
+}
+
+fn compile(
+    tool: &str,
+    which: &'static str,
+    schema: &JsonObject,
+) -> Result<jsonschema::Validator, RegistrationError> {
+    // Default features are off: no network `$ref`s are ever fetched.
+    jsonschema::options()
+        .should_validate_formats(false)
+        .build(&Value::Object(schema.clone()))
+        .map_err(|e| RegistrationError::InvalidSchema {
+            tool: tool.to_owned(),
+            which,
+            message: e.to_string(),
+        })
+}
+
+impl ToolEntry {
+    pub(crate) fn new(
+        tool: Tool,
+        handler: Arc<dyn DynToolHandler>,
+    ) -> Result<Self, RegistrationError> {
+        if !is_valid_tool_name(&tool.name) {
+            return Err(RegistrationError::InvalidName(tool.name));
+        }
+        if tool.input_schema.get("type") != Some(&Value::String("object".into())) {
+            return Err(RegistrationError::InputNotObject(tool.name));
+        }
+        let input_validator = compile(&tool.name, "input", &tool.input_schema)?;
+        let output_validator = match &tool.output_schema {
+            Some(s) => Some(compile(&tool.name, "output", s)?),
+            None => None,
+        };
+        Ok(ToolEntry {
+            tool,
+            handler,
+            input_validator,
+            output_validator,
+        })
+    }
+
+    /// Validates arguments; the error text lists every violation.
+    pub(crate) fn validate_input(&self, arguments: &Value) -> Result<(), String> {
+        if self.input_validator.is_valid(arguments) {
+            return Ok(());
+        }
+        Err(describe_errors(&self.input_validator, arguments))
+    }
+
+    /// Validates structured output against the output schema.
+    pub(crate) fn validate_output(&self, output: &Value) -> Result<(), String> {
+        match &self.output_validator {
+            Some(v) if !v.is_valid(output) => Err(describe_errors(v, output)),
+            _ => Ok(()),
+        }
+    }
+
+    pub(crate) fn has_output_schema(&self) -> bool {
+        self.output_validator.is_some()
+    }
+}
+
+fn describe_errors(v: &jsonschema::Validator, instance: &Value) -> String {
+    let mut parts = Vec::new();
+    for e in v.iter_errors(instance).take(8) {
+        let path = e.instance_path().to_string();
+        let at = if path.is_empty() {
+            "(root)".to_owned()
+        } else {
+            path
+        };
+        parts.push(format!("{at}: {e}"));
+    }
+    format!("invalid arguments: {}", parts.join("; "))
+}
+
+/// A typed handler: deserializes the validated arguments into `In`.
+pub(crate) struct TypedTool<In, F> {
+    pub(crate) f: F,
+    pub(crate) _in: PhantomData<fn() -> In>,
+}
+
+impl<In, Out, E, F, Fut> DynToolHandler for TypedTool<In, F>
+where
+    In: DeserializeOwned + Send + 'static,
+    F: Fn(RequestContext, CallToolRequest, In) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Out, E>> + Send + 'static,
+    Out: IntoToolResult,
+    E: Into<HandlerError> + 'static,
+{
+    fn call(
+        &self,
+        ctx: RequestContext,
+        request: CallToolRequest,
+    ) -> BoxFuture<'static, Result<CallToolResult, HandlerError>> {
+        let input = match In::deserialize(&request.arguments) {
+            Ok(i) => i,
+            Err(e) => {
+                let msg = format!("invalid arguments: {e}");
+                return Box::pin(async move { Ok(CallToolResult::error(msg)) });
+            }
+        };
+        let fut = (self.f)(ctx, request, input);
+        Box::pin(async move {
+            match fut.await {
+                Ok(out) => out.into_tool_result(),
+                Err(e) => Err(e.into()),
+            }
+        })
+    }
+}
+
+/// A handler over raw arguments (no typed input).
+pub(crate) struct RawTool<F>(pub(crate) F);
+
+impl<Out, E, F, Fut> DynToolHandler for RawTool<F>
+where
+    F: Fn(RequestContext, CallToolRequest) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Out, E>> + Send + 'static,
+    Out: IntoToolResult,
+    E: Into<HandlerError> + 'static,
+{
+    fn call(
+        &self,
+        ctx: RequestContext,
+        request: CallToolRequest,
+    ) -> BoxFuture<'static, Result<CallToolResult, HandlerError>> {
+        let fut = (self.0)(ctx, request);
+        Box::pin(async move {
+            match fut.await {
+                Ok(out) => out.into_tool_result(),
+                Err(e) => Err(e.into()),
+            }
+        })
+    }
+}

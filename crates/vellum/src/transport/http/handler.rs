@@ -1,0 +1,741 @@
+//! [`StreamableHttpHandler`]: the Streamable HTTP endpoint as a tower `Service`.
+//!
+//! One request flows one way: security checks → method → body → era routing (session,
+//! `initialize`, modern `_meta`) → the server's dispatch → one response writer (JSON or
+//! SSE). Rejections are values ([`Rejection`]) turned into responses in one place.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::future::{Future, poll_fn};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::{HeaderValue, Method, Request, Response, StatusCode, header};
+use http_body::Body;
+use http_body_util::BodyExt;
+use tokio_util::sync::CancellationToken;
+
+use crate::protocol::{Message, Payload, ProtocolVersion, Request as RpcRequest, jsonrpc, methods};
+use crate::server::dispatch::{handle_notification, handle_response};
+use crate::server::exchange::Exchange;
+use crate::server::session::Session;
+use crate::server::{RequestShared, Scope, Server};
+use crate::store::{EventId, StreamId};
+
+use super::body::ResponseBody;
+use super::headers::{Accepts, is_json_content_type, names, text};
+use super::modern;
+use super::options::StreamableHttpOptions;
+use super::rejection::{Rejection, modern_error_status};
+use super::security::{ConnectionInfo, CrossOriginProtection, check_localhost};
+use super::sessions::{ActivityGuard, Attachment, HttpSession, SessionTable, new_session_id};
+use super::sse::{self, SseStream, Stops, push_event};
+use super::streams::{PostEvent, PostEvents, ResumeStream, StoredStream};
+
+type Factory = dyn Fn(&http::request::Parts) -> Option<Server> + Send + Sync;
+
+/// The Streamable HTTP handler, built like the Go SDK's
+/// `NewStreamableHTTPHandler(getServer, opts)`: a factory from the HTTP request to the
+/// [`Server`] that serves it, and [`StreamableHttpOptions`].
+///
+/// The factory is called for every new session (stateful mode) and for every request
+/// otherwise; returning `None` answers 400. The handler answers on whatever path it is
+/// mounted at. It is a `tower::Service`, so it serves from hyper, axum (`Router::route_service`)
+/// or [`serve`](super::serve).
+#[derive(Clone)]
+pub struct StreamableHttpHandler {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    factory: Box<Factory>,
+    options: StreamableHttpOptions,
+    origin: CrossOriginProtection,
+    sessions: Arc<SessionTable>,
+    shutdown: CancellationToken,
+}
+
+impl std::fmt::Debug for StreamableHttpHandler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamableHttpHandler")
+            .field("options", &self.inner.options)
+            .field("sessions", &self.inner.sessions.len())
+            .finish()
+    }
+}
+
+/// What a POST turned out to be, after routing.
+enum Route {
+    /// A legacy request for an existing or new session (or a stateless throwaway session).
+    Legacy {
+        session: Arc<Session>,
+        http: Option<Arc<HttpSession>>,
+        activity: Option<ActivityGuard>,
+        /// A new session: insert on success and send its id.
+        new: bool,
+    },
+    /// A modern request: its own `_meta` is its context.
+    Modern(crate::server::ModernMeta),
+}
+
+impl StreamableHttpHandler {
+    /// A handler serving the server `factory` returns for each request (or session).
+    pub fn new<F>(factory: F, options: StreamableHttpOptions) -> Self
+    where
+        F: Fn(&http::request::Parts) -> Option<Server> + Send + Sync + 'static,
+    {
+        let origin = options.cross_origin_protection.clone().unwrap_or_default();
+        StreamableHttpHandler {
+            inner: Arc::new(Inner {
+                factory: Box::new(factory),
+                options,
+                origin,
+                sessions: Arc::new(SessionTable::new()),
+                shutdown: CancellationToken::new(),
+            }),
+        }
+    }
+
+    /// A handler that serves the same server to everyone.
+    pub fn for_server(server: Server, options: StreamableHttpOptions) -> Self {
+        Self::new(move |_| Some(server.clone()), options)
+    }
+
+    /// The options.
+    pub fn options(&self) -> &StreamableHttpOptions {
+        &self.inner.options
+    }
+
+    /// How many sessions are live.
+    pub fn session_count(&self) -> usize {
+        self.inner.sessions.len()
+    }
+
+    /// Begins a graceful shutdown: open streams end (with a `retry` hint), sessions close.
+    /// In-flight requests already being answered finish normally.
+    pub fn shutdown(&self) {
+        self.inner.shutdown.cancel();
+        self.inner
+            .sessions
+            .close_all(self.inner.options.event_store.as_ref());
+    }
+
+    /// Serves one request.
+    pub async fn handle<B>(&self, req: Request<B>) -> Response<ResponseBody>
+    where
+        B: Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let inner = &self.inner;
+        let (parts, body) = req.into_parts();
+        let result = async {
+            inner.check_security(&parts)?;
+            match parts.method {
+                Method::POST => inner.post(parts, body).await,
+                Method::GET => inner.get(parts).await,
+                Method::DELETE => inner.delete(&parts),
+                _ => Err(Rejection::MethodNotAllowed {
+                    allow: inner.allow(),
+                }),
+            }
+        }
+        .await;
+        result.unwrap_or_else(Rejection::into_response)
+    }
+}
+
+impl Inner {
+    fn allow(&self) -> &'static str {
+        if self.options.stateless {
+            "POST"
+        } else {
+            "GET, POST, DELETE"
+        }
+    }
+
+    fn check_security(&self, parts: &http::request::Parts) -> Result<(), Rejection> {
+        if !self.options.disable_localhost_protection {
+            check_localhost(
+                &parts.headers,
+                &parts.uri,
+                parts.extensions.get::<ConnectionInfo>(),
+            )?;
+        }
+        self.origin.check(&parts.method, &parts.uri, &parts.headers)
+    }
+
+    fn store(&self) -> Option<&Arc<dyn crate::store::EventStore>> {
+        self.options.event_store.as_ref()
+    }
+
+    fn stops(&self, session: Option<&HttpSession>) -> Stops {
+        Stops {
+            shutdown: self.shutdown.clone(),
+            session: session.map(|s| s.closed.clone()),
+        }
+    }
+
+    /// Finds the live session a request names: 404 when unknown or closed.
+    fn session(&self, parts: &http::request::Parts) -> Result<Option<Arc<HttpSession>>, Rejection> {
+        let Some(id) = text(&parts.headers, names::SESSION_ID) else {
+            return Ok(None);
+        };
+        match self.sessions.get(id) {
+            Some(s) if !s.closed.is_cancelled() => Ok(Some(s)),
+            _ => Err(Rejection::UnknownSession),
+        }
+    }
+
+    // ---- POST ---------------------------------------------------------------------------
+
+    async fn post<B>(
+        &self,
+        parts: http::request::Parts,
+        body: B,
+    ) -> Result<Response<ResponseBody>, Rejection>
+    where
+        B: Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        if !is_json_content_type(&parts.headers) {
+            return Err(Rejection::UnsupportedMediaType);
+        }
+        let accepts = Accepts::from_headers(&parts.headers);
+        if !accepts.json && !accepts.sse {
+            return Err(Rejection::NotAcceptable(
+                "Not Acceptable: Accept must allow application/json or text/event-stream",
+            ));
+        }
+        let bytes = read_body(body, self.options.max_body_bytes).await?;
+        let payload = jsonrpc::decode(&bytes).map_err(Rejection::Decode)?;
+        let header_version = text(&parts.headers, names::PROTOCOL_VERSION);
+
+        // Era routing (the spec's dual-era order): a modern version header, then a session,
+        // then `initialize`, then a modern `_meta`, else legacy (stateless) or 400.
+        if header_version.is_some_and(ProtocolVersion::looks_modern)
+            || modern::carries_modern_meta(&payload)
+        {
+            let meta = modern::validate(&parts.headers, &payload)?;
+            return self
+                .serve_payload(parts, payload, accepts, Route::Modern(meta))
+                .await;
+        }
+        let version = match header_version {
+            None => None,
+            Some(v) => Some(
+                ProtocolVersion::parse(v)
+                    .ok_or_else(|| Rejection::UnsupportedLegacyVersion(v.to_owned()))?,
+            ),
+        };
+        if let Payload::Batch(_) = &payload
+            && !version
+                .unwrap_or(ProtocolVersion::DEFAULT_LEGACY)
+                .allows_batches()
+        {
+            return Err(Rejection::BadRequest {
+                id: None,
+                message: "Invalid request: batches are only allowed in protocol version 2025-03-26"
+                    .into(),
+            });
+        }
+        let route = if self.options.stateless {
+            self.stateless_route(&parts, &payload, version)?
+        } else if let Some(http) = self.session(&parts)? {
+            let activity = http.activity(&self.sessions);
+            Route::Legacy {
+                session: http.core.clone(),
+                http: Some(http),
+                activity: Some(activity),
+                new: false,
+            }
+        } else if is_initialize(&payload) {
+            self.new_session_route(&parts)?
+        } else {
+            return Err(Rejection::MissingSession);
+        };
+        self.serve_payload(parts, payload, accepts, route).await
+    }
+
+    fn stateless_route(
+        &self,
+        parts: &http::request::Parts,
+        payload: &Payload,
+        version: Option<ProtocolVersion>,
+    ) -> Result<Route, Rejection> {
+        let server = (self.factory)(parts).ok_or(Rejection::NoServer)?;
+        let session = if is_initialize(payload) {
+            // A stateless `initialize` still negotiates (no session id is sent back).
+            Session::temporary_uninitialized(server)
+        } else {
+            Session::temporary(server, version.unwrap_or(ProtocolVersion::DEFAULT_LEGACY))
+        };
+        Ok(Route::Legacy {
+            session,
+            http: None,
+            activity: None,
+            new: false,
+        })
+    }
+
+    fn new_session_route(&self, parts: &http::request::Parts) -> Result<Route, Rejection> {
+        if let Some(max) = self.options.max_sessions
+            && self.sessions.len() >= max
+        {
+            return Err(Rejection::TooManySessions);
+        }
+        let server = (self.factory)(parts).ok_or(Rejection::NoServer)?;
+        let id = new_session_id().map_err(|_| Rejection::TooManySessions)?;
+        let core = Session::new(server, Some(id.clone()));
+        let http = self.sessions.make(id, core.clone(), self.store().cloned());
+        let activity = http.activity(&self.sessions);
+        if let Some(t) = self.options.session_timeout {
+            self.sessions.start_sweeper(t, self.store().cloned());
+        }
+        Ok(Route::Legacy {
+            session: core,
+            http: Some(http),
+            activity: Some(activity),
+            new: true,
+        })
+    }
+
+    /// Serves the messages of a POST: answers, notifications, then requests.
+    async fn serve_payload(
+        &self,
+        parts: http::request::Parts,
+        payload: Payload,
+        accepts: Accepts,
+        route: Route,
+    ) -> Result<Response<ResponseBody>, Rejection> {
+        let messages = match payload {
+            Payload::Single(m) => vec![m],
+            Payload::Batch(v) => v,
+        };
+        let legacy_session = match &route {
+            Route::Legacy { session, .. } => Some(session.clone()),
+            Route::Modern(_) => None,
+        };
+        let mut requests = Vec::new();
+        for m in messages {
+            match m {
+                Message::Request(r) => requests.push(r),
+                Message::Notification(n) => handle_notification(legacy_session.as_ref(), &n),
+                Message::Response(r) => {
+                    if let Some(s) = &legacy_session {
+                        handle_response(s, r);
+                    }
+                }
+            }
+        }
+        if requests.is_empty() {
+            return Ok(status_only(StatusCode::ACCEPTED));
+        }
+        if requests.len() > 1 && requests.iter().any(|r| r.method == methods::INITIALIZE) {
+            return Err(Rejection::BadRequest {
+                id: None,
+                message: "Invalid request: initialize must not be part of a batch".into(),
+            });
+        }
+        self.respond(parts, requests, accepts, route).await
+    }
+
+    /// Runs the requests and writes the response: JSON, a finished SSE body, or a live stream.
+    async fn respond(
+        &self,
+        parts: http::request::Parts,
+        requests: Vec<RpcRequest>,
+        accepts: Accepts,
+        route: Route,
+    ) -> Result<Response<ResponseBody>, Rejection> {
+        let batch = requests.len() > 1;
+        let (server, scope, http, activity, new) = match route {
+            Route::Legacy {
+                session,
+                http,
+                activity,
+                new,
+            } => (
+                session.server().clone(),
+                ScopeOf::Legacy(session),
+                http,
+                activity,
+                new,
+            ),
+            Route::Modern(meta) => {
+                let server = (self.factory)(&parts).ok_or(Rejection::NoServer)?;
+                (server, ScopeOf::Modern(meta), None, None, false)
+            }
+        };
+        let modern = matches!(scope, ScopeOf::Modern(_));
+
+        // Start every request.
+        let mut exchanges = Vec::with_capacity(requests.len());
+        let mut early = Vec::new();
+        let n = requests.len();
+        let mut parts_slot = Some(parts);
+        for (i, r) in requests.into_iter().enumerate() {
+            let http_parts = if i + 1 == n {
+                parts_slot.take()
+            } else {
+                parts_slot.clone()
+            };
+            let shared = Arc::new(RequestShared::new(
+                r.id.clone(),
+                r.method,
+                scope.make(),
+                server.clone(),
+                http_parts,
+            ));
+            let guard = match &shared.scope {
+                Scope::Legacy(s) => match s.register_inflight(&shared) {
+                    Ok(g) => Some(g),
+                    Err(()) => {
+                        early.push(jsonrpc::encode_error(
+                            Some(&r.id),
+                            &crate::protocol::ErrorObject::invalid_request(
+                                "Invalid request: a request with this id is already in progress",
+                            ),
+                        ));
+                        continue;
+                    }
+                },
+                Scope::Modern(_) => None,
+            };
+            exchanges.push(Exchange::new(shared, r.params, guard));
+        }
+
+        // A resumable stream when there is a store and a legacy session.
+        let mut prefix = VecDeque::new();
+        let stored = match (self.store(), &http) {
+            (Some(store), Some(h)) if !self.options.json_response || accepts.sse => {
+                match store.open_stream(&h.id).await {
+                    Ok(stream) => {
+                        h.live.open(stream);
+                        if h.core.protocol_version() >= ProtocolVersion::V2025_11_25 || new {
+                            prefix.push_back(sse::priming(
+                                EventId::start_of(stream),
+                                self.options.sse_retry,
+                            ));
+                        }
+                        Some(StoredStream {
+                            store: store.clone(),
+                            session: h.id.clone(),
+                            stream,
+                            live: h.live.clone(),
+                        })
+                    }
+                    Err(_) => None,
+                }
+            }
+            _ => None,
+        };
+        let mut events = PostEvents::new(exchanges, stored, activity);
+
+        // Poll once: most requests finish at once, and then the whole answer is written in
+        // one go. In JSON mode, wait for the result unless a notification comes first.
+        let json_mode = (self.options.json_response && accepts.json) || !accepts.sse;
+        let mut buffered: Vec<PostEvent> = Vec::new();
+        let mut upgraded = false;
+        let complete = poll_fn(|cx| {
+            loop {
+                match events.poll_post_event(cx) {
+                    Poll::Ready(Some(ev)) => {
+                        let notification = ev.fin.is_none();
+                        if notification && json_mode && !accepts.sse {
+                            continue; // The client cannot take a stream: drop it.
+                        }
+                        buffered.push(ev);
+                        if notification && json_mode {
+                            upgraded = true;
+                            return Poll::Ready(false);
+                        }
+                    }
+                    Poll::Ready(None) => return Poll::Ready(true),
+                    Poll::Pending if json_mode => return Poll::Pending,
+                    Poll::Pending => return Poll::Ready(false),
+                }
+            }
+        })
+        .await;
+
+        // A new session exists once `initialize` succeeded.
+        let mut session_header = None;
+        if new && let Some(h) = &http {
+            let ok = complete && buffered.iter().any(|e| e.fin == Some(None));
+            if ok {
+                self.sessions.insert(h.clone());
+                session_header = HeaderValue::from_str(&h.id).ok();
+            } else {
+                h.core.close();
+            }
+        }
+
+        let mut resp = if complete && (json_mode && !upgraded) {
+            json_response(&buffered, &early, batch, modern)
+        } else if complete
+            && modern
+            && !batch
+            && let Some(status) = modern_error(&buffered)
+        {
+            // Modern protocol errors carry their HTTP status, so they cannot ride a stream.
+            let mut r = json_response(&buffered, &early, false, true);
+            *r.status_mut() = status;
+            r
+        } else {
+            for b in early {
+                push_event(
+                    &mut prefix,
+                    sse::SseEvent {
+                        id: None,
+                        message: b,
+                    },
+                );
+            }
+            for ev in buffered {
+                push_event(&mut prefix, ev.event);
+            }
+            let body = if complete {
+                ResponseBody::chunks(prefix)
+            } else {
+                let stops = self.stops(http.as_deref());
+                ResponseBody::stream(SseStream::new(
+                    Box::new(events),
+                    prefix,
+                    self.options.sse_keep_alive,
+                    self.options.sse_retry,
+                    stops,
+                    None,
+                ))
+            };
+            sse_response(body)
+        };
+        if let Some(v) = session_header {
+            resp.headers_mut().insert(names::SESSION_ID, v);
+        }
+        Ok(resp)
+    }
+
+    // ---- GET ----------------------------------------------------------------------------
+
+    async fn get(&self, parts: http::request::Parts) -> Result<Response<ResponseBody>, Rejection> {
+        if self.options.stateless
+            || text(&parts.headers, names::PROTOCOL_VERSION)
+                .is_some_and(ProtocolVersion::looks_modern)
+        {
+            return Err(Rejection::MethodNotAllowed { allow: "POST" });
+        }
+        if !Accepts::from_headers(&parts.headers).sse {
+            return Err(Rejection::NotAcceptable(
+                "Not Acceptable: a GET stream needs Accept: text/event-stream",
+            ));
+        }
+        let http = self.session(&parts)?.ok_or(Rejection::MissingSession)?;
+        let activity = http.activity(&self.sessions);
+        let last =
+            match text(&parts.headers, names::LAST_EVENT_ID) {
+                None => None,
+                Some(v) => Some(v.parse::<EventId>().map_err(|_| {
+                    Rejection::BadLastEventId("Bad Request: malformed Last-Event-ID")
+                })?),
+            };
+        let (stream, after) = match last {
+            Some(id) => {
+                if self.store().is_none() {
+                    return Err(Rejection::BadLastEventId(
+                        "Bad Request: this server keeps no events to resume from",
+                    ));
+                }
+                (id.stream, Some(id))
+            }
+            None => (StreamId::STANDALONE, None),
+        };
+        let live = http
+            .live
+            .attach(stream)
+            .map_err(|()| Rejection::StreamConflict)?;
+        let attachment = live.as_ref().map(|_| Attachment {
+            live: http.live.clone(),
+            stream,
+        });
+        let replay = match (after, self.store()) {
+            (Some(after), Some(store)) => store
+                .replay_after(&http.id, after)
+                .await
+                .map_err(Rejection::Replay)?,
+            _ => Vec::new(),
+        };
+        let mut prefix = VecDeque::new();
+        if after.is_none() {
+            // A new standalone stream: flush headers now, and give the client a place to
+            // resume from when events carry ids.
+            if self.store().is_some()
+                && http.core.protocol_version() >= ProtocolVersion::V2025_11_25
+            {
+                prefix.push_back(sse::priming(
+                    http.event_id_of_standalone_head(),
+                    self.options.sse_retry,
+                ));
+            } else {
+                prefix.push_back(sse::comment());
+            }
+        }
+        let source = ResumeStream::new(replay, after, live, attachment, activity);
+        let body = SseStream::new(
+            Box::new(source),
+            prefix,
+            self.options.sse_keep_alive,
+            self.options.sse_retry,
+            self.stops(Some(&http)),
+            None,
+        );
+        Ok(sse_response(ResponseBody::stream(body)))
+    }
+
+    // ---- DELETE -------------------------------------------------------------------------
+
+    fn delete(&self, parts: &http::request::Parts) -> Result<Response<ResponseBody>, Rejection> {
+        if self.options.stateless
+            || text(&parts.headers, names::PROTOCOL_VERSION)
+                .is_some_and(ProtocolVersion::looks_modern)
+        {
+            return Err(Rejection::MethodNotAllowed { allow: "POST" });
+        }
+        let http = self.session(parts)?.ok_or(Rejection::MissingSession)?;
+        self.sessions.close(&http.id, self.store());
+        Ok(status_only(StatusCode::NO_CONTENT))
+    }
+}
+
+/// Where each request of a POST gets its protocol context.
+enum ScopeOf {
+    Legacy(Arc<Session>),
+    Modern(crate::server::ModernMeta),
+}
+
+impl ScopeOf {
+    fn make(&self) -> Scope {
+        match self {
+            ScopeOf::Legacy(s) => Scope::Legacy(s.clone()),
+            ScopeOf::Modern(m) => Scope::Modern(m.clone()),
+        }
+    }
+}
+
+fn is_initialize(p: &Payload) -> bool {
+    matches!(p, Payload::Single(Message::Request(r)) if r.method == methods::INITIALIZE)
+}
+
+/// The HTTP status of a modern request's final error, when it is not 200.
+fn modern_error(events: &[PostEvent]) -> Option<StatusCode> {
+    events
+        .iter()
+        .find_map(|e| e.fin.flatten())
+        .map(modern_error_status)
+        .filter(|s| *s != StatusCode::OK)
+}
+
+fn status_only(status: StatusCode) -> Response<ResponseBody> {
+    let mut r = Response::new(ResponseBody::empty());
+    *r.status_mut() = status;
+    r
+}
+
+fn json_response(
+    events: &[PostEvent],
+    early: &[Bytes],
+    batch: bool,
+    _modern: bool,
+) -> Response<ResponseBody> {
+    let finals: Vec<Bytes> = early
+        .iter()
+        .cloned()
+        .chain(
+            events
+                .iter()
+                .filter(|e| e.fin.is_some())
+                .map(|e| e.event.message.clone()),
+        )
+        .collect();
+    let mut chunks = VecDeque::new();
+    if batch {
+        chunks.push_back(Bytes::from_static(b"["));
+        for (i, m) in finals.into_iter().enumerate() {
+            if i > 0 {
+                chunks.push_back(Bytes::from_static(b","));
+            }
+            chunks.push_back(m);
+        }
+        chunks.push_back(Bytes::from_static(b"]"));
+    } else {
+        chunks.extend(finals);
+    }
+    let mut r = Response::new(ResponseBody::chunks(chunks));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+fn sse_response(body: ResponseBody) -> Response<ResponseBody> {
+    let mut r = Response::new(body);
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache, no-transform"),
+    );
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    r
+}
+
+/// Reads a body up to `limit` bytes: 413 beyond it, 400 if it breaks off.
+async fn read_body<B>(body: B, limit: usize) -> Result<Bytes, Rejection>
+where
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    if let Some(upper) = body.size_hint().upper()
+        && upper > limit as u64
+    {
+        return Err(Rejection::PayloadTooLarge(limit));
+    }
+    match http_body_util::Limited::new(body, limit).collect().await {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e)
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
+            Err(Rejection::PayloadTooLarge(limit))
+        }
+        Err(_) => Err(Rejection::UnreadableBody),
+    }
+}
+
+impl<B> tower_service::Service<Request<B>> for StreamableHttpHandler
+where
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Response = Response<ResponseBody>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let this = self.clone();
+        Box::pin(async move { Ok(this.handle(req).await) })
+    }
+}

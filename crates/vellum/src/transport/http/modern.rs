@@ -1,0 +1,265 @@
+//! The checks of a 2026-07-28 request over HTTP: the version header against `_meta`, the
+//! required `_meta` fields, and the `Mcp-Method` / `Mcp-Name` mirror headers (SEP-2243).
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use http::{HeaderMap, StatusCode};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::protocol::{
+    ClientCapabilities, ErrorObject, Implementation, LoggingLevel, Message, Payload,
+    ProtocolVersion, RawJson, RequestId, code, meta_keys, methods,
+};
+use crate::server::ModernMeta;
+
+use super::headers::{names, text};
+use super::rejection::Rejection;
+
+/// The parts of modern params the transport checks (one pass over the params).
+#[derive(Deserialize, Default)]
+struct Peek {
+    #[serde(rename = "_meta", default)]
+    meta: Option<serde_json::Map<String, Value>>,
+    #[serde(default)]
+    name: Option<Value>,
+    #[serde(default)]
+    uri: Option<Value>,
+}
+
+fn peek(params: Option<&RawJson>) -> Option<Peek> {
+    match params {
+        None => Some(Peek::default()),
+        Some(p) => p.parse().ok(),
+    }
+}
+
+/// True when a single request's `_meta` names a protocol version (a modern request without
+/// the version header, which [`validate`] then rejects with -32020).
+pub(crate) fn carries_modern_meta(payload: &Payload) -> bool {
+    let Payload::Single(Message::Request(r)) = payload else {
+        return false;
+    };
+    #[derive(Deserialize)]
+    struct MetaOnly<'a> {
+        #[serde(rename = "_meta", borrow, default)]
+        meta: Option<VersionOnly<'a>>,
+    }
+    #[derive(Deserialize)]
+    struct VersionOnly<'a> {
+        #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow, default)]
+        version: Option<std::borrow::Cow<'a, str>>,
+    }
+    r.params.as_ref().is_some_and(|p| {
+        serde_json::from_slice::<MetaOnly<'_>>(p.as_bytes())
+            .ok()
+            .and_then(|m| m.meta)
+            .and_then(|m| m.version)
+            .is_some()
+    })
+}
+
+fn reject(id: Option<&RequestId>, code: i64, message: String) -> Rejection {
+    Rejection::Rpc {
+        status: StatusCode::BAD_REQUEST,
+        id: id.cloned(),
+        error: ErrorObject::new(code, message),
+    }
+}
+
+/// Decodes a header value that may use the `=?base64?…?=` form.
+pub(crate) fn decode_header_value(v: &str) -> Option<String> {
+    match v
+        .strip_prefix("=?base64?")
+        .and_then(|r| r.strip_suffix("?="))
+    {
+        Some(b64) => STANDARD
+            .decode(b64)
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok()),
+        None => Some(v.to_owned()),
+    }
+}
+
+/// Validates a modern POST and returns the request's client context.
+pub(crate) fn validate(headers: &HeaderMap, payload: &Payload) -> Result<ModernMeta, Rejection> {
+    let message = match payload {
+        Payload::Single(m) => m,
+        Payload::Batch(_) => {
+            return Err(reject(
+                None,
+                code::INVALID_REQUEST,
+                "Invalid request: 2026-07-28 does not allow batches".into(),
+            ));
+        }
+    };
+    let header = text(headers, names::PROTOCOL_VERSION);
+    let (id, method, params) = match message {
+        Message::Request(r) => (Some(&r.id), r.method.as_str(), r.params.as_ref()),
+        Message::Notification(n) => (None, n.method.as_str(), n.params.as_ref()),
+        Message::Response(_) => {
+            return Err(reject(
+                None,
+                code::INVALID_REQUEST,
+                "Invalid request: clients do not send responses in 2026-07-28".into(),
+            ));
+        }
+    };
+    let Some(header) = header else {
+        return Err(reject(
+            id,
+            code::HEADER_MISMATCH,
+            "Header mismatch: MCP-Protocol-Version is required".into(),
+        ));
+    };
+    let Some(p) = peek(params) else {
+        return Err(reject(
+            id,
+            code::INVALID_PARAMS,
+            "Invalid params: params must be an object".into(),
+        ));
+    };
+    let supported =
+        || -> Vec<&'static str> { ProtocolVersion::ALL.iter().map(|v| v.as_str()).collect() };
+    let Some(version) = ProtocolVersion::parse(header).filter(|v| v.is_modern()) else {
+        return Err(Rejection::Rpc {
+            status: StatusCode::BAD_REQUEST,
+            id: id.cloned(),
+            error: ErrorObject::new(
+                code::UNSUPPORTED_PROTOCOL_VERSION,
+                format!("Unsupported protocol version: {header}"),
+            )
+            .with_data(serde_json::json!({ "supported": supported(), "requested": header })),
+        });
+    };
+    let check_headers = |id: Option<&RequestId>| -> Result<(), Rejection> {
+        let m = text(headers, names::METHOD).and_then(decode_header_value);
+        if m.as_deref() != Some(method) {
+            return Err(reject(
+                id,
+                code::HEADER_MISMATCH,
+                format!("Header mismatch: Mcp-Method must be {method:?}"),
+            ));
+        }
+        let expected = match method {
+            methods::TOOLS_CALL | methods::PROMPTS_GET => Some(&p.name),
+            methods::RESOURCES_READ => Some(&p.uri),
+            _ => None,
+        };
+        if let Some(expected) = expected {
+            let body = expected.as_ref().and_then(Value::as_str);
+            let got = text(headers, names::NAME).and_then(decode_header_value);
+            if body.is_none() || got.as_deref() != body {
+                return Err(reject(
+                    id,
+                    code::HEADER_MISMATCH,
+                    "Header mismatch: Mcp-Name must equal the request's name or uri".into(),
+                ));
+            }
+        }
+        Ok(())
+    };
+    if id.is_none() {
+        // A notification: only the headers are checked.
+        check_headers(None)?;
+        return Ok(ModernMeta {
+            version,
+            capabilities: ClientCapabilities::default(),
+            client_info: None,
+            log_level: None,
+        });
+    }
+    let Some(meta) = p.meta.as_ref() else {
+        return Err(reject(
+            id,
+            code::INVALID_PARAMS,
+            "Invalid params: _meta is required".into(),
+        ));
+    };
+    match meta
+        .get(meta_keys::PROTOCOL_VERSION)
+        .and_then(Value::as_str)
+    {
+        None => {
+            return Err(reject(
+                id,
+                code::INVALID_PARAMS,
+                format!(
+                    "Invalid params: _meta[{:?}] is required",
+                    meta_keys::PROTOCOL_VERSION
+                ),
+            ));
+        }
+        Some(v) if v != header => {
+            return Err(reject(
+                id,
+                code::HEADER_MISMATCH,
+                format!(
+                    "Header mismatch: MCP-Protocol-Version {header:?} differs from _meta protocolVersion {v:?}"
+                ),
+            ));
+        }
+        Some(_) => {}
+    }
+    let capabilities = match meta.get(meta_keys::CLIENT_CAPABILITIES) {
+        None => {
+            return Err(reject(
+                id,
+                code::INVALID_PARAMS,
+                format!(
+                    "Invalid params: _meta[{:?}] is required",
+                    meta_keys::CLIENT_CAPABILITIES
+                ),
+            ));
+        }
+        Some(v) => ClientCapabilities::deserialize(v).map_err(|e| {
+            reject(
+                id,
+                code::INVALID_PARAMS,
+                format!("Invalid params: client capabilities: {e}"),
+            )
+        })?,
+    };
+    let client_info = match meta.get(meta_keys::CLIENT_INFO) {
+        None => None,
+        Some(v) => Some(Implementation::deserialize(v).map_err(|e| {
+            reject(
+                id,
+                code::INVALID_PARAMS,
+                format!("Invalid params: client info: {e}"),
+            )
+        })?),
+    };
+    let log_level = match meta.get(meta_keys::LOG_LEVEL) {
+        None => None,
+        Some(v) => Some(LoggingLevel::deserialize(v).map_err(|_| {
+            reject(
+                id,
+                code::INVALID_PARAMS,
+                "Invalid params: unknown log level".into(),
+            )
+        })?),
+    };
+    check_headers(id)?;
+    Ok(ModernMeta {
+        version,
+        capabilities,
+        client_info,
+        log_level,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_values_decode() {
+        assert_eq!(decode_header_value("plain").as_deref(), Some("plain"));
+        assert_eq!(
+            decode_header_value("=?base64?w6lsw6k=?=").as_deref(),
+            Some("élé")
+        );
+        assert_eq!(decode_header_value("=?base64?***?="), None);
+    }
+}

@@ -1,0 +1,142 @@
+//! [`StreamableHttpOptions`]: every knob of the Streamable HTTP handler, each with the
+//! default its zero value gives and the wire effect it has.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::store::EventStore;
+
+use super::security::CrossOriginProtection;
+
+/// Options of [`StreamableHttpHandler`](super::StreamableHttpHandler).
+///
+/// `StreamableHttpOptions::default()` is the stateful, SSE-answering, secure default: no
+/// event store, no idle timeout, localhost and cross-origin protection on.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct StreamableHttpOptions {
+    /// Serve without sessions. No `Mcp-Session-Id` is minted or checked; every legacy
+    /// request gets a throwaway session, as if initialized with the version in its
+    /// `MCP-Protocol-Version` header (2025-03-26 when absent); requests from the server to
+    /// the client fail at once with an error (they cannot be answered); notifications a
+    /// handler emits still reach that request's response. GET and DELETE answer 405.
+    /// Modern (2026-07-28) requests are stateless in every mode. Default: false.
+    pub stateless: bool,
+    /// Answer requests with one `application/json` body instead of an SSE stream. A handler
+    /// that emits a notification (progress, log, a question to the client) before its result
+    /// has its response upgraded to SSE on the spot, so nothing is dropped; a client that did
+    /// not accept `text/event-stream` gets those notifications dropped instead.
+    /// Default: false (SSE).
+    pub json_response: bool,
+    /// Where this handler's logs go (a `tracing` dispatcher). `None` means this handler logs
+    /// nothing, whatever the global subscriber. Default: `None`.
+    pub logger: Option<tracing::Dispatch>,
+    /// Stores SSE events so clients can resume a broken stream with `Last-Event-ID`
+    /// (legacy versions only). With a store, SSE events carry ids, 2025-11-25 streams start
+    /// with a priming event, and a GET with `Last-Event-ID` replays what the client missed on
+    /// that stream. Default: none (no ids, no resumption, as in the Go SDK).
+    pub event_store: Option<Arc<dyn EventStore>>,
+    /// Close sessions idle for this long. In-flight requests and open streams (the GET
+    /// stream included) count as activity, so a listening client is never reaped.
+    /// Default: none (sessions live until DELETE).
+    pub session_timeout: Option<Duration>,
+    /// Turn off the DNS-rebinding defence: by default a request that arrives on a loopback
+    /// address with a `Host` that is not a loopback name or IP gets 403. Default: false.
+    pub disable_localhost_protection: bool,
+    /// Cross-origin (CSRF) protection, with the semantics of Go's
+    /// `http.CrossOriginProtection`. `None` means the default policy, as in the seed. Even
+    /// when disabled, a present `Origin` that is neither same-origin nor trusted gets 403
+    /// (the spec's rule). Default: the default policy.
+    pub cross_origin_protection: Option<CrossOriginProtection>,
+    /// The largest request body accepted; larger bodies get 413.
+    /// Default: [`StreamableHttpOptions::DEFAULT_MAX_BODY_BYTES`] (4 MiB).
+    pub max_body_bytes: usize,
+    /// The most live sessions; an `initialize` beyond it gets 503 with `Retry-After`.
+    /// Default: none.
+    pub max_sessions: Option<usize>,
+    /// Send an SSE comment this often on idle streams so proxies keep them open.
+    /// Default: 15 s. `None` disables keep-alives.
+    pub sse_keep_alive: Option<Duration>,
+    /// The `retry` (reconnect delay) announced on priming events and stream closes.
+    /// Default: 1 s.
+    pub sse_retry: Duration,
+}
+
+impl StreamableHttpOptions {
+    /// The default request body limit: 4 MiB, as in the Go SDK.
+    pub const DEFAULT_MAX_BODY_BYTES: usize = 4 << 20;
+
+    /// Sets `stateless`.
+    #[must_use]
+    pub fn stateless(mut self, on: bool) -> Self {
+        self.stateless = on;
+        self
+    }
+
+    /// Sets `json_response`.
+    #[must_use]
+    pub fn json_response(mut self, on: bool) -> Self {
+        self.json_response = on;
+        self
+    }
+
+    /// Sets the event store.
+    #[must_use]
+    pub fn event_store(mut self, store: Arc<dyn EventStore>) -> Self {
+        self.event_store = Some(store);
+        self
+    }
+
+    /// Sets the idle session timeout.
+    #[must_use]
+    pub fn session_timeout(mut self, timeout: Duration) -> Self {
+        self.session_timeout = Some(timeout);
+        self
+    }
+
+    /// Sets the logger.
+    #[must_use]
+    pub fn logger(mut self, dispatch: tracing::Dispatch) -> Self {
+        self.logger = Some(dispatch);
+        self
+    }
+}
+
+impl Default for StreamableHttpOptions {
+    fn default() -> Self {
+        StreamableHttpOptions {
+            stateless: false,
+            json_response: false,
+            logger: None,
+            event_store: None,
+            session_timeout: None,
+            disable_localhost_protection: false,
+            cross_origin_protection: None,
+            max_body_bytes: Self::DEFAULT_MAX_BODY_BYTES,
+            max_sessions: None,
+            sse_keep_alive: Some(Duration::from_secs(15)),
+            sse_retry: Duration::from_secs(1),
+        }
+    }
+}
+
+impl std::fmt::Debug for StreamableHttpOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamableHttpOptions")
+            .field("stateless", &self.stateless)
+            .field("json_response", &self.json_response)
+            .field("logger", &self.logger.is_some())
+            .field("event_store", &self.event_store.is_some())
+            .field("session_timeout", &self.session_timeout)
+            .field(
+                "disable_localhost_protection",
+                &self.disable_localhost_protection,
+            )
+            .field("cross_origin_protection", &self.cross_origin_protection)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("max_sessions", &self.max_sessions)
+            .field("sse_keep_alive", &self.sse_keep_alive)
+            .field("sse_retry", &self.sse_retry)
+            .finish()
+    }
+}

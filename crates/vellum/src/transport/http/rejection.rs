@@ -1,0 +1,214 @@
+//! Every way the HTTP handler refuses a request, and the one function that maps each to its
+//! HTTP status and JSON-RPC error (see `docs/http-status.md` for the table).
+
+use http::{HeaderValue, Response, StatusCode, header};
+
+use super::body::ResponseBody;
+use crate::protocol::jsonrpc::encode_error;
+use crate::protocol::{DecodeError, ErrorObject, ProtocolVersion, RequestId, code};
+use crate::store::StoreError;
+
+/// Why a request was refused before (or instead of) being served.
+#[derive(Debug)]
+pub(crate) enum Rejection {
+    /// Host or Origin check failed (403).
+    Forbidden(&'static str),
+    /// The method is not served (405, with `Allow`).
+    MethodNotAllowed { allow: &'static str },
+    /// The POST body is not `application/json` (415).
+    UnsupportedMediaType,
+    /// `Accept` allows neither JSON nor SSE (406).
+    NotAcceptable(&'static str),
+    /// The body exceeds the limit (413).
+    PayloadTooLarge(usize),
+    /// The body could not be read (400).
+    UnreadableBody,
+    /// The body is not JSON or not JSON-RPC (400, -32700 / -32600).
+    Decode(DecodeError),
+    /// A malformed request (400, -32600).
+    BadRequest {
+        id: Option<RequestId>,
+        message: String,
+    },
+    /// A legacy `MCP-Protocol-Version` this server does not speak (400, -32600).
+    UnsupportedLegacyVersion(String),
+    /// A stateful request without `Mcp-Session-Id` (400).
+    MissingSession,
+    /// An unknown, expired or deleted session (404).
+    UnknownSession,
+    /// Too many live sessions (503, `Retry-After`).
+    TooManySessions,
+    /// The stream is already being read by another connection (409).
+    StreamConflict,
+    /// A `Last-Event-ID` that is not ours, or a replay the store refused (400).
+    BadLastEventId(&'static str),
+    /// The store could not replay (400 for gaps, 503 for backend failures).
+    Replay(StoreError),
+    /// The server factory declined the request (400).
+    NoServer,
+    /// A JSON-RPC error with a status chosen by the protocol rules (modern-era checks).
+    Rpc {
+        status: StatusCode,
+        id: Option<RequestId>,
+        error: ErrorObject,
+    },
+}
+
+impl Rejection {
+    /// The status, JSON-RPC error and extra header of each rejection.
+    fn parts(
+        self,
+    ) -> (
+        StatusCode,
+        Option<RequestId>,
+        ErrorObject,
+        Option<(header::HeaderName, HeaderValue)>,
+    ) {
+        use Rejection as R;
+        let invalid = |m: &str| ErrorObject::invalid_request(m.to_owned());
+        match self {
+            R::Forbidden(m) => (StatusCode::FORBIDDEN, None, invalid(m), None),
+            R::MethodNotAllowed { allow } => (
+                StatusCode::METHOD_NOT_ALLOWED,
+                None,
+                invalid("Method not allowed"),
+                Some((header::ALLOW, HeaderValue::from_static(allow))),
+            ),
+            R::UnsupportedMediaType => (
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                None,
+                invalid("Unsupported Media Type: Content-Type must be application/json"),
+                None,
+            ),
+            R::NotAcceptable(m) => (StatusCode::NOT_ACCEPTABLE, None, invalid(m), None),
+            R::PayloadTooLarge(limit) => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                None,
+                ErrorObject::invalid_request(format!(
+                    "Payload Too Large: the body exceeds {limit} bytes"
+                )),
+                None,
+            ),
+            R::UnreadableBody => (
+                StatusCode::BAD_REQUEST,
+                None,
+                invalid("Bad Request: the body could not be read"),
+                None,
+            ),
+            R::Decode(e) => (
+                StatusCode::BAD_REQUEST,
+                e.id().cloned(),
+                e.to_error_object(),
+                None,
+            ),
+            R::BadRequest { id, message } => (
+                StatusCode::BAD_REQUEST,
+                id,
+                ErrorObject::invalid_request(message),
+                None,
+            ),
+            R::UnsupportedLegacyVersion(v) => {
+                let supported: Vec<&str> =
+                    ProtocolVersion::ALL.iter().map(|v| v.as_str()).collect();
+                (
+                    StatusCode::BAD_REQUEST,
+                    None,
+                    ErrorObject::invalid_request(format!(
+                        "Bad Request: unsupported protocol version {v:?} (supported: {})",
+                        supported.join(", ")
+                    ))
+                    .with_data(serde_json::json!({ "supported": supported, "requested": v })),
+                    None,
+                )
+            }
+            R::MissingSession => (
+                StatusCode::BAD_REQUEST,
+                None,
+                invalid("Bad Request: Mcp-Session-Id header is required"),
+                None,
+            ),
+            R::UnknownSession => (
+                StatusCode::NOT_FOUND,
+                None,
+                invalid("Session not found"),
+                None,
+            ),
+            R::TooManySessions => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                None,
+                ErrorObject::new(
+                    code::INTERNAL_ERROR,
+                    "Service Unavailable: too many sessions",
+                ),
+                Some((header::RETRY_AFTER, HeaderValue::from_static("1"))),
+            ),
+            R::StreamConflict => (
+                StatusCode::CONFLICT,
+                None,
+                invalid("Conflict: this stream is already open on another connection"),
+                None,
+            ),
+            R::BadLastEventId(m) => (StatusCode::BAD_REQUEST, None, invalid(m), None),
+            R::Replay(e) => match e {
+                StoreError::Evicted => (
+                    StatusCode::BAD_REQUEST,
+                    None,
+                    invalid(
+                        "Bad Request: the events after Last-Event-ID were evicted; the stream cannot be resumed",
+                    ),
+                    None,
+                ),
+                StoreError::UnknownStream => (
+                    StatusCode::BAD_REQUEST,
+                    None,
+                    invalid("Bad Request: Last-Event-ID names no stream of this session"),
+                    None,
+                ),
+                StoreError::Backend(_) => (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    None,
+                    ErrorObject::internal("Service Unavailable: the event store is unreachable"),
+                    Some((header::RETRY_AFTER, HeaderValue::from_static("1"))),
+                ),
+            },
+            R::NoServer => (
+                StatusCode::BAD_REQUEST,
+                None,
+                invalid("Bad Request: no server is available for this request"),
+                None,
+            ),
+            R::Rpc { status, id, error } => (status, id, error, None),
+        }
+    }
+
+    /// The HTTP response for this rejection: its status, a JSON-RPC error body, and the
+    /// header the status needs (`Allow`, `Retry-After`).
+    pub(crate) fn into_response(self) -> Response<ResponseBody> {
+        let (status, id, error, extra) = self.parts();
+        let body = encode_error(id.as_ref(), &error);
+        let mut resp = Response::new(ResponseBody::full(body));
+        *resp.status_mut() = status;
+        resp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        if let Some((k, v)) = extra {
+            resp.headers_mut().insert(k, v);
+        }
+        resp
+    }
+}
+
+/// The HTTP status a modern (2026-07-28) error response gets.
+pub(crate) fn modern_error_status(error_code: i64) -> StatusCode {
+    match error_code {
+        code::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+        code::INVALID_PARAMS
+        | code::INVALID_REQUEST
+        | code::PARSE_ERROR
+        | code::HEADER_MISMATCH
+        | code::MISSING_REQUIRED_CLIENT_CAPABILITY
+        | code::UNSUPPORTED_PROTOCOL_VERSION => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    }
+}

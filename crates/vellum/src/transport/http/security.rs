@@ -1,0 +1,373 @@
+//! The request checks that run before anything else: the localhost DNS-rebinding defence
+//! and cross-origin protection.
+
+use std::net::{IpAddr, SocketAddr};
+
+use http::{HeaderMap, Method, header};
+
+use super::rejection::Rejection;
+
+/// How the connection a request arrived on looks. [`serve`](super::serve) inserts it into
+/// every request's extensions; when you serve the handler yourself, insert it too, or the
+/// handler assumes a loopback connection (the safe assumption for the localhost check).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionInfo {
+    /// The local address the connection was accepted on (`None` for Unix sockets).
+    pub local: Option<SocketAddr>,
+    /// The peer's address (`None` for Unix sockets).
+    pub remote: Option<SocketAddr>,
+}
+
+impl ConnectionInfo {
+    /// True when the connection came in on a loopback address (or is unknown).
+    fn is_loopback(info: Option<&ConnectionInfo>) -> bool {
+        match info {
+            None => true,
+            Some(ConnectionInfo { local: Some(a), .. }) => {
+                a.ip().is_loopback() || is_mapped_loopback(a.ip())
+            }
+            // A Unix socket: no browser can reach it by DNS, so nothing to rebind.
+            Some(ConnectionInfo { local: None, .. }) => false,
+        }
+    }
+}
+
+fn is_mapped_loopback(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()),
+        IpAddr::V4(_) => false,
+    }
+}
+
+/// Splits `host[:port]` (with `[v6]` brackets) and returns the host part.
+fn host_part(authority: &str) -> &str {
+    if let Some(rest) = authority.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or("");
+    }
+    match authority.rsplit_once(':') {
+        Some((h, port)) if !h.contains(':') && port.bytes().all(|b| b.is_ascii_digit()) => h,
+        _ => authority,
+    }
+}
+
+/// True for `localhost`, `127.x.y.z`, `[::1]`, each with an optional port.
+pub fn is_loopback_host(authority: &str) -> bool {
+    let host = host_part(authority);
+    if host.eq_ignore_ascii_case("localhost") {
+        return true;
+    }
+    host.parse::<IpAddr>()
+        .is_ok_and(|ip| ip.is_loopback() || is_mapped_loopback(ip))
+}
+
+/// The DNS-rebinding defence: a loopback connection must name a loopback host.
+pub(crate) fn check_localhost(
+    headers: &HeaderMap,
+    uri: &http::Uri,
+    info: Option<&ConnectionInfo>,
+) -> Result<(), Rejection> {
+    if !ConnectionInfo::is_loopback(info) {
+        return Ok(());
+    }
+    let host = request_host(headers, uri);
+    match host {
+        Some(h) if is_loopback_host(h) => Ok(()),
+        Some(_) => Err(Rejection::Forbidden("Forbidden: invalid Host header")),
+        None => Err(Rejection::Forbidden("Forbidden: missing Host header")),
+    }
+}
+
+/// The `Host` header, or the URI's authority (HTTP/2).
+fn request_host<'a>(headers: &'a HeaderMap, uri: &'a http::Uri) -> Option<&'a str> {
+    headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .or_else(|| uri.authority().map(|a| a.as_str()))
+}
+
+/// Cross-origin request protection with the semantics of Go's `http.CrossOriginProtection`:
+/// safe methods (GET, HEAD, OPTIONS) pass; otherwise `Sec-Fetch-Site` decides when present
+/// (`same-origin` and `none` pass), else the `Origin` header must match `Host`; trusted
+/// origins and bypassed paths are exempt. A request with neither header (any non-browser
+/// client) passes.
+#[derive(Debug, Clone)]
+pub struct CrossOriginProtection {
+    enabled: bool,
+    trusted: Vec<String>,
+    bypass: Vec<String>,
+}
+
+impl Default for CrossOriginProtection {
+    fn default() -> Self {
+        CrossOriginProtection {
+            enabled: true,
+            trusted: Vec::new(),
+            bypass: Vec::new(),
+        }
+    }
+}
+
+/// An origin that cannot be trusted (it must be `scheme://host[:port]`).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("invalid origin {0:?}: expected scheme://host[:port]")]
+pub struct InvalidOrigin(pub String);
+
+impl CrossOriginProtection {
+    /// The default policy (on, nothing trusted).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// No cross-origin checks beyond the spec's rule on a present `Origin` header.
+    pub fn disabled() -> Self {
+        CrossOriginProtection {
+            enabled: false,
+            ..Self::default()
+        }
+    }
+
+    /// True unless [`CrossOriginProtection::disabled`].
+    pub fn is_enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// Trusts requests from `origin` (exact match, e.g. `https://app.example.com`).
+    pub fn add_trusted_origin(&mut self, origin: &str) -> Result<&mut Self, InvalidOrigin> {
+        let valid = origin.split_once("://").is_some_and(|(scheme, rest)| {
+            !scheme.is_empty()
+                && scheme
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+                && !rest.is_empty()
+                && !rest.contains(['/', '?', '#'])
+        });
+        if !valid {
+            return Err(InvalidOrigin(origin.to_owned()));
+        }
+        self.trusted.push(origin.to_ascii_lowercase());
+        Ok(self)
+    }
+
+    /// Exempts requests whose path starts with `prefix` (use sparingly).
+    pub fn add_insecure_bypass_prefix(&mut self, prefix: impl Into<String>) -> &mut Self {
+        self.bypass.push(prefix.into());
+        self
+    }
+
+    /// The trusted origins.
+    pub fn trusted_origins(&self) -> &[String] {
+        &self.trusted
+    }
+
+    /// True when `origin` is trusted.
+    pub fn is_trusted(&self, origin: &str) -> bool {
+        self.trusted.iter().any(|t| t.eq_ignore_ascii_case(origin))
+    }
+
+    /// Checks a request.
+    pub(crate) fn check(
+        &self,
+        method: &Method,
+        uri: &http::Uri,
+        headers: &HeaderMap,
+    ) -> Result<(), Rejection> {
+        let origin = headers
+            .get(header::ORIGIN)
+            .map(|v| v.to_str().unwrap_or("\u{0}"));
+        let host = request_host(headers, uri);
+        // The spec's rule holds in every mode: a present Origin must be ours or trusted.
+        if let Some(o) = origin
+            && !self.is_trusted(o)
+            && !same_origin(o, host)
+        {
+            return Err(Rejection::Forbidden(
+                "Forbidden: cross-origin request (Origin not allowed)",
+            ));
+        }
+        if !self.enabled || matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS) {
+            return Ok(());
+        }
+        if self
+            .bypass
+            .iter()
+            .any(|p| uri.path().starts_with(p.as_str()))
+        {
+            return Ok(());
+        }
+        match headers
+            .get("sec-fetch-site")
+            .map(|v| v.to_str().unwrap_or(""))
+        {
+            Some("same-origin" | "none") => Ok(()),
+            Some(_) => match origin {
+                Some(o) if self.is_trusted(o) => Ok(()),
+                _ => Err(Rejection::Forbidden(
+                    "Forbidden: cross-origin request detected from Sec-Fetch-Site header",
+                )),
+            },
+            // No Sec-Fetch-Site: the Origin rule above already decided.
+            None => Ok(()),
+        }
+    }
+}
+
+/// True when `origin` (`scheme://host[:port]`) names the same host and port as `host`.
+fn same_origin(origin: &str, host: Option<&str>) -> bool {
+    let Some(host) = host else { return false };
+    match origin.split_once("://") {
+        Some((_, authority)) if !authority.is_empty() => authority.eq_ignore_ascii_case(host),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_hosts() {
+        for ok in [
+            "localhost",
+            "localhost:8000",
+            "LOCALHOST",
+            "127.0.0.1",
+            "127.0.0.1:1",
+            "127.9.9.9",
+            "[::1]",
+            "[::1]:80",
+            "::1",
+        ] {
+            assert!(is_loopback_host(ok), "{ok}");
+        }
+        for bad in [
+            "evil.com",
+            "localhost.evil.com",
+            "localhost.",
+            "10.0.0.1",
+            "0.0.0.0",
+            "[::2]:80",
+            "evil.com:8000",
+            "",
+        ] {
+            assert!(!is_loopback_host(bad), "{bad}");
+        }
+    }
+
+    fn h(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut m = HeaderMap::new();
+        for (k, v) in pairs {
+            m.insert(
+                http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                v.parse().unwrap(),
+            );
+        }
+        m
+    }
+
+    #[test]
+    fn cross_origin_matrix() {
+        let uri: http::Uri = "/mcp".parse().unwrap();
+        let p = CrossOriginProtection::default();
+        let post = Method::POST;
+        // Non-browser clients: no Origin, no Sec-Fetch-Site.
+        assert!(
+            p.check(&post, &uri, &h(&[("host", "localhost:8000")]))
+                .is_ok()
+        );
+        // Same origin.
+        assert!(
+            p.check(
+                &post,
+                &uri,
+                &h(&[
+                    ("host", "localhost:8000"),
+                    ("origin", "http://localhost:8000")
+                ])
+            )
+            .is_ok()
+        );
+        // Cross origin.
+        assert!(
+            p.check(
+                &post,
+                &uri,
+                &h(&[("host", "localhost:8000"), ("origin", "http://evil.com")])
+            )
+            .is_err()
+        );
+        assert!(
+            p.check(
+                &post,
+                &uri,
+                &h(&[("host", "localhost:8000"), ("origin", "null")])
+            )
+            .is_err()
+        );
+        assert!(
+            p.check(
+                &post,
+                &uri,
+                &h(&[("host", "localhost:8000"), ("sec-fetch-site", "cross-site")])
+            )
+            .is_err()
+        );
+        assert!(
+            p.check(
+                &post,
+                &uri,
+                &h(&[
+                    ("host", "localhost:8000"),
+                    ("sec-fetch-site", "same-origin")
+                ])
+            )
+            .is_ok()
+        );
+        // Safe methods skip Sec-Fetch-Site, but never the Origin rule.
+        assert!(
+            p.check(
+                &Method::GET,
+                &uri,
+                &h(&[("host", "x"), ("sec-fetch-site", "cross-site")])
+            )
+            .is_ok()
+        );
+        assert!(
+            p.check(
+                &Method::GET,
+                &uri,
+                &h(&[("host", "x"), ("origin", "http://evil.com")])
+            )
+            .is_err()
+        );
+        // Trusted.
+        let mut t = CrossOriginProtection::default();
+        t.add_trusted_origin("http://app.test:3000").unwrap();
+        assert!(
+            t.check(
+                &post,
+                &uri,
+                &h(&[
+                    ("host", "localhost:8000"),
+                    ("origin", "http://app.test:3000"),
+                    ("sec-fetch-site", "cross-site")
+                ])
+            )
+            .is_ok()
+        );
+        assert!(t.add_trusted_origin("http://x/path").is_err());
+        // Disabled keeps the Origin rule.
+        let d = CrossOriginProtection::disabled();
+        assert!(
+            d.check(
+                &post,
+                &uri,
+                &h(&[("host", "a"), ("sec-fetch-site", "cross-site")])
+            )
+            .is_ok()
+        );
+        assert!(
+            d.check(&post, &uri, &h(&[("host", "a"), ("origin", "http://b")]))
+                .is_err()
+        );
+    }
+}

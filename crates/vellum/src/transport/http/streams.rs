@@ -1,0 +1,286 @@
+//! The event sources behind SSE responses: a POST's requests being served
+//! ([`PostEvents`]), and a GET reading a stream ([`ResumeStream`]: the standalone stream,
+//! or a POST stream resumed with `Last-Event-ID`).
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::future::BoxFuture;
+use tokio::sync::mpsc;
+
+use crate::protocol::jsonrpc::encode_error;
+use crate::server::dispatch::Outcome;
+use crate::server::exchange::{Exchange, Step};
+use crate::store::{EventId, EventStore, StoreError, StoredEvent, StreamId};
+
+use super::sessions::{ActivityGuard, Attachment, LiveStreams};
+use super::sse::{EventSource, SseEvent};
+
+/// Where a POST stream's events are stored.
+pub(crate) struct StoredStream {
+    pub(crate) store: Arc<dyn EventStore>,
+    pub(crate) session: Arc<str>,
+    pub(crate) stream: StreamId,
+    pub(crate) live: Arc<LiveStreams>,
+}
+
+/// One event of a POST stream, with what the response logic needs to know about it.
+#[derive(Debug)]
+pub(crate) struct PostEvent {
+    pub(crate) event: SseEvent,
+    /// `Some` for a request's final response: its JSON-RPC error code, if it failed.
+    pub(crate) fin: Option<Option<i64>>,
+}
+
+/// The requests of one POST being served, as a stream of events.
+pub(crate) struct PostEvents {
+    exchanges: Vec<Exchange>,
+    stored: Option<StoredStream>,
+    appending: Option<(
+        BoxFuture<'static, Result<EventId, StoreError>>,
+        Bytes,
+        Option<Option<i64>>,
+    )>,
+    /// Present for legacy sessions: keeps the session active while requests run, and lets
+    /// the requests go on after the response is gone.
+    session: Option<ActivityGuard>,
+    done: bool,
+    /// Already running in the background (never detach twice).
+    detached: bool,
+}
+
+impl PostEvents {
+    pub(crate) fn new(
+        exchanges: Vec<Exchange>,
+        stored: Option<StoredStream>,
+        session: Option<ActivityGuard>,
+    ) -> Self {
+        PostEvents {
+            exchanges,
+            stored,
+            appending: None,
+            session,
+            done: false,
+            detached: false,
+        }
+    }
+
+    /// The stored stream's id, if the events are stored.
+    pub(crate) fn stream_id(&self) -> Option<StreamId> {
+        self.stored.as_ref().map(|s| s.stream)
+    }
+
+    fn emit(&mut self, message: Bytes, fin: Option<Option<i64>>) -> Option<PostEvent> {
+        match &self.stored {
+            Some(s) => {
+                let f = s.store.append(&s.session, s.stream, message.clone());
+                self.appending = Some((f, message, fin));
+                None
+            }
+            None => Some(PostEvent {
+                event: SseEvent { id: None, message },
+                fin,
+            }),
+        }
+    }
+
+    /// The next event.
+    pub(crate) fn poll_post_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<PostEvent>> {
+        loop {
+            if let Some((fut, _, _)) = self.appending.as_mut() {
+                let res = match fut.as_mut().poll(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(r) => r,
+                };
+                let Some((_, message, fin)) = self.appending.take() else {
+                    continue;
+                };
+                // A store failure must not lose the live message: send it without an id.
+                let id = res.ok();
+                return Poll::Ready(Some(PostEvent {
+                    event: SseEvent { id, message },
+                    fin,
+                }));
+            }
+            if self.done {
+                return Poll::Ready(None);
+            }
+            let mut pending = false;
+            let mut produced = None;
+            for ex in self.exchanges.iter_mut().filter(|e| !e.is_finished()) {
+                match ex.poll_step(cx) {
+                    Poll::Ready(Some(Step::Message(m))) => {
+                        produced = Some((m, None));
+                        break;
+                    }
+                    Poll::Ready(Some(Step::Finished(outcome))) => {
+                        let id = ex.shared().id.clone();
+                        match outcome {
+                            Outcome::Reply(b) => {
+                                produced = Some((b, Some(None)));
+                                break;
+                            }
+                            Outcome::Error(e) => {
+                                produced = Some((encode_error(Some(&id), &e), Some(Some(e.code))));
+                                break;
+                            }
+                            Outcome::Silent => {}
+                        }
+                    }
+                    Poll::Ready(None) => {}
+                    Poll::Pending => pending = true,
+                }
+            }
+            if let Some((m, fin)) = produced {
+                match self.emit(m, fin) {
+                    Some(ev) => return Poll::Ready(Some(ev)),
+                    None => continue,
+                }
+            }
+            if pending {
+                return Poll::Pending;
+            }
+            self.done = true;
+            if let Some(s) = &self.stored {
+                s.live.finish(s.stream);
+            }
+        }
+    }
+
+    /// The first `retry` a handler asked for when closing its stream (needs a store).
+    fn close_request(&self) -> Option<Duration> {
+        self.stored.as_ref()?;
+        self.exchanges
+            .iter()
+            .filter(|e| !e.is_finished())
+            .find_map(|e| e.shared().close_requested())
+    }
+
+    /// Moves the unfinished requests into a background task (legacy: a disconnect is not a
+    /// cancellation); their later events go to the store and to a GET that resumes them.
+    fn run_detached(&mut self) {
+        let Some(guard) = self.session.take() else {
+            return; // Modern: closing the stream cancels the requests; dropping does it.
+        };
+        let closed = guard.session().closed.clone();
+        if closed.is_cancelled() {
+            return;
+        }
+        if let Some(s) = &self.stored {
+            s.live.release(s.stream);
+        }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let mut rest = PostEvents {
+            exchanges: std::mem::take(&mut self.exchanges),
+            stored: self.stored.take(),
+            appending: self.appending.take(),
+            session: Some(guard),
+            done: false,
+            detached: true,
+        };
+        rt.spawn(async move {
+            let drive = async {
+                while let Some(ev) = std::future::poll_fn(|cx| rest.poll_post_event(cx)).await {
+                    let sink = rest.stored.as_ref().and_then(|s| s.live.sink(s.stream));
+                    if let Some(tx) = sink {
+                        let _ = tx.send(ev.event).await;
+                    }
+                }
+            };
+            tokio::select! {
+                _ = drive => {}
+                _ = closed.cancelled() => {}
+            }
+        });
+    }
+}
+
+impl EventSource for PostEvents {
+    fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<SseEvent>> {
+        self.poll_post_event(cx).map(|o| o.map(|e| e.event))
+    }
+
+    fn close_requested(&self) -> Option<Duration> {
+        self.close_request()
+    }
+}
+
+impl Drop for PostEvents {
+    fn drop(&mut self) {
+        if !self.done && !self.detached {
+            self.run_detached();
+        }
+        if let Some(s) = &self.stored
+            && !self.detached
+        {
+            // Never leave a slot claiming to be attached to a response that is gone.
+            s.live.release(s.stream);
+        }
+    }
+}
+
+/// A GET reading a stream: first what the client missed (from the store), then live events
+/// (if the stream is still live), each exactly once.
+pub(crate) struct ResumeStream {
+    replay: VecDeque<StoredEvent>,
+    live: Option<mpsc::Receiver<SseEvent>>,
+    /// The last seq delivered, so live events that the replay already had are skipped.
+    last_seq: Option<u64>,
+    _attachment: Option<Attachment>,
+    _activity: ActivityGuard,
+}
+
+impl ResumeStream {
+    pub(crate) fn new(
+        replay: Vec<StoredEvent>,
+        after: Option<EventId>,
+        live: Option<mpsc::Receiver<SseEvent>>,
+        attachment: Option<Attachment>,
+        activity: ActivityGuard,
+    ) -> Self {
+        ResumeStream {
+            replay: replay.into(),
+            live,
+            last_seq: after.map(|a| a.seq),
+            _attachment: attachment,
+            _activity: activity,
+        }
+    }
+}
+
+impl EventSource for ResumeStream {
+    fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<SseEvent>> {
+        if let Some(ev) = self.replay.pop_front() {
+            self.last_seq = Some(ev.id.seq);
+            return Poll::Ready(Some(SseEvent {
+                id: Some(ev.id),
+                message: ev.message,
+            }));
+        }
+        let Some(rx) = self.live.as_mut() else {
+            return Poll::Ready(None);
+        };
+        loop {
+            match rx.poll_recv(cx) {
+                Poll::Ready(Some(ev)) => {
+                    if let (Some(id), Some(last)) = (ev.id, self.last_seq) {
+                        if id.seq <= last {
+                            continue; // Already replayed.
+                        }
+                    }
+                    if let Some(id) = ev.id {
+                        self.last_seq = Some(id.seq);
+                    }
+                    return Poll::Ready(Some(ev));
+                }
+                Poll::Ready(None) => return Poll::Ready(None),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+}
