@@ -1,7 +1,130 @@
-//! `mcpbench report`.
+//! `mcpbench report`: JSON-lines results → `docs/benchmarks.md` and `docs/bench/*.svg`.
+//!
+//! `summary` groups runs and takes medians, `markdown` writes the tables, `chart` draws the
+//! SVG. Machine facts are read here from `/proc`; versions come from the runner's file.
+
+mod chart;
+mod markdown;
+mod summary;
+
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::Context as _;
 
 use crate::cli::ReportArgs;
+use crate::record::Record;
 
-pub(crate) fn write(_args: &ReportArgs) -> anyhow::Result<()> {
+/// File name of the chart inside `--svg-dir`.
+const CHART: &str = "overview.svg";
+
+/// Runs `report`.
+pub(crate) fn write(args: &ReportArgs) -> anyhow::Result<()> {
+    let mut records = Vec::new();
+    for path in &args.results {
+        records.extend(Record::read_all(path)?);
+    }
+    anyhow::ensure!(!records.is_empty(), "no results in {:?}", args.results);
+    let summary = summary::Summary::new(records);
+
+    std::fs::create_dir_all(&args.svg_dir)
+        .with_context(|| format!("creating {}", args.svg_dir.display()))?;
+    let chart_path = args.svg_dir.join(CHART);
+    chart::draw(&summary, &chart_path)?;
+
+    let versions = match &args.versions {
+        Some(p) => {
+            std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?
+        }
+        None => String::new(),
+    };
+    let md_dir = args.markdown.parent().unwrap_or(Path::new("."));
+    let chart_link = relative(md_dir, &chart_path);
+    let machine = machine();
+    let cx = markdown::Context {
+        machine: &machine,
+        versions: &versions,
+        command: &args.command,
+        chart: &chart_link,
+    };
+    let text = markdown::render(&summary, &cx);
+    if !md_dir.as_os_str().is_empty() {
+        std::fs::create_dir_all(md_dir)
+            .with_context(|| format!("creating {}", md_dir.display()))?;
+    }
+    std::fs::write(&args.markdown, text)
+        .with_context(|| format!("writing {}", args.markdown.display()))?;
+    eprintln!(
+        "wrote {} and {}",
+        args.markdown.display(),
+        chart_path.display()
+    );
     Ok(())
+}
+
+/// `target` relative to the folder `from` (both relative to the same working directory).
+fn relative(from: &Path, target: &Path) -> String {
+    let norm = |p: &Path| -> Vec<String> {
+        p.components()
+            .filter(|c| !matches!(c, Component::CurDir))
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect()
+    };
+    let (f, t) = (norm(from), norm(target));
+    let common = f.iter().zip(&t).take_while(|(a, b)| a == b).count();
+    let mut out = PathBuf::new();
+    for _ in common..f.len() {
+        out.push("..");
+    }
+    for part in &t[common..] {
+        out.push(part);
+    }
+    out.to_string_lossy().into_owned()
+}
+
+/// CPU model and count, memory and kernel, from `/proc`.
+fn machine() -> Vec<String> {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("model name")
+                .and_then(|r| r.split_once(':'))
+                .map(|(_, v)| v.trim())
+        })
+        .unwrap_or("unknown CPU")
+        .to_owned();
+    let cpus = cpuinfo
+        .lines()
+        .filter(|l| l.starts_with("processor"))
+        .count();
+    let mem_kib: u64 = std::fs::read_to_string("/proc/meminfo")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0);
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    vec![
+        format!("CPU: {model}, {cpus} logical CPUs"),
+        format!("memory: {:.0} GiB", mem_kib as f64 / (1024.0 * 1024.0)),
+        format!("kernel: Linux {}", kernel.trim()),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_links() {
+        assert_eq!(
+            relative(Path::new("docs"), Path::new("docs/bench/x.svg")),
+            "bench/x.svg"
+        );
+        assert_eq!(
+            relative(Path::new("a/b"), Path::new("c/x.svg")),
+            "../../c/x.svg"
+        );
+        assert_eq!(relative(Path::new(""), Path::new("x.svg")), "x.svg");
+    }
 }

@@ -16,7 +16,10 @@ pub(crate) struct Metric {
 
 macro_rules! metric {
     ($name:ident, $scenario:literal, |$r:ident| $e:expr) => {
-        pub(crate) const $name: Metric = Metric { scenario: $scenario, read: |$r: &Record| $e };
+        pub(crate) const $name: Metric = Metric {
+            scenario: $scenario,
+            read: |$r: &Record| $e,
+        };
     };
 }
 
@@ -62,12 +65,18 @@ impl Summary {
             if !servers.contains(&r.server) {
                 servers.push(r.server.clone());
             }
-            runs.entry((r.server.clone(), r.scenario.clone())).or_default().push(r.clone());
+            runs.entry((r.server.clone(), r.scenario.clone()))
+                .or_default()
+                .push(r.clone());
         }
         for list in runs.values_mut() {
             list.sort_by_key(|r| r.rep);
         }
-        Summary { servers, runs, records }
+        Summary {
+            servers,
+            runs,
+            records,
+        }
     }
 
     fn runs(&self, server: &str, scenario: &str) -> &[Record] {
@@ -79,7 +88,10 @@ impl Summary {
 
     /// Each repetition's value of `m` for `server` (runs without the figure left out).
     pub(crate) fn values(&self, server: &str, m: Metric) -> Vec<f64> {
-        self.runs(server, m.scenario).iter().filter_map(m.read).collect()
+        self.runs(server, m.scenario)
+            .iter()
+            .filter_map(m.read)
+            .collect()
     }
 
     /// Median over repetitions (the mean of the middle two for an even count).
@@ -116,7 +128,11 @@ pub(crate) fn median(mut v: Vec<f64>) -> Option<f64> {
     }
     v.sort_by(f64::total_cmp);
     let n = v.len();
-    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
 }
 
 #[cfg(test)]
@@ -138,7 +154,11 @@ mod tests {
         assert_eq!(median(vec![]), None);
         assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
         assert_eq!(median(vec![4.0, 1.0]), Some(2.5));
-        let s = Summary::new(vec![rec("a", 2, 30.0), rec("a", 1, 10.0), rec("b", 1, 10.0)]);
+        let s = Summary::new(vec![
+            rec("a", 2, 30.0),
+            rec("a", 1, 10.0),
+            rec("b", 1, 10.0),
+        ]);
         assert_eq!(s.servers, vec!["a", "b"]);
         assert_eq!(s.values("a", TPUT_RPS), vec![10.0, 30.0]);
         assert_eq!(s.ratio("a", "b", TPUT_RPS), Some(2.0));
