@@ -25,6 +25,10 @@ pub(crate) enum Command {
     Report(ReportArgs),
     /// Wait until a TCP port accepts connections (poll every 2 ms), or check it is free.
     WaitPort(WaitPortArgs),
+    /// Wait until a process has exited (poll every 2 ms); non-zero exit on timeout.
+    WaitExit(WaitExitArgs),
+    /// Check result lines: no errors, and every run measured something (the CI smoke).
+    Check(CheckArgs),
 }
 
 /// The measurement scenarios; each names a fixed set of parameters (see the README).
@@ -162,4 +166,26 @@ pub(crate) struct WaitPortArgs {
     /// Succeed only if nothing accepts on the address right now.
     #[arg(long)]
     pub(crate) free: bool,
+}
+
+/// Arguments of `mcpbench wait-exit`.
+#[derive(Args, Debug)]
+pub(crate) struct WaitExitArgs {
+    /// The process to wait for (a zombie counts as exited).
+    #[arg(long)]
+    pub(crate) pid: u32,
+    /// Give up after this many seconds.
+    #[arg(long, default_value_t = 10.0)]
+    pub(crate) timeout: f64,
+}
+
+/// Arguments of `mcpbench check`.
+#[derive(Args, Debug)]
+pub(crate) struct CheckArgs {
+    /// JSON-lines result files written by `mcpbench run`.
+    #[arg(required = true)]
+    pub(crate) results: Vec<PathBuf>,
+    /// Servers that must have results (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) expect: Vec<String>,
 }

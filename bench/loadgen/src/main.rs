@@ -7,7 +7,8 @@
 //! Layout: `cli` (arguments), `proto` (request framing per protocol era), `client` (client
 //! connections), `sse` + `check` (answer verification), `session` (initialize / call / delete),
 //! `procfs` (server CPU and memory), `limits` (RLIMIT_NOFILE), `record` (result lines),
-//! `scenario/` (the measurements), `report/` (tables and chart), `waitport`.
+//! `scenario/` (the measurements), `report/` (tables and chart), `waitport`, `verdict` (the
+//! smoke's pass/fail).
 
 mod check;
 mod cli;
@@ -20,13 +21,23 @@ mod report;
 mod scenario;
 mod session;
 mod sse;
+mod verdict;
 mod waitport;
 
 use anyhow::Context as _;
 use clap::Parser;
 
-fn main() -> anyhow::Result<()> {
-    let cli = cli::Cli::parse();
+fn main() -> std::process::ExitCode {
+    match run(cli::Cli::parse()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mcpbench: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: cli::Cli) -> anyhow::Result<()> {
     match cli.command {
         cli::Command::Report(args) => report::write(&args),
         cli::Command::Run(args) => {
@@ -34,6 +45,8 @@ fn main() -> anyhow::Result<()> {
             runtime()?.block_on(scenario::run(args))
         }
         cli::Command::WaitPort(args) => runtime()?.block_on(waitport::run(&args)),
+        cli::Command::WaitExit(args) => runtime()?.block_on(waitport::wait_exit(&args)),
+        cli::Command::Check(args) => verdict::run(&args),
     }
 }
 

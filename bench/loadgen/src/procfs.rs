@@ -84,6 +84,24 @@ pub(crate) fn tree_cpu(pid: u32) -> anyhow::Result<f64> {
             .sum::<f64>())
 }
 
+/// Busy and stolen CPU seconds of the whole machine so far, from the `cpu` line of
+/// `/proc/stat` (busy = user + nice + system + irq + softirq; steal = time the hypervisor ran
+/// something else).
+pub(crate) fn machine_cpu() -> Option<(f64, f64)> {
+    let text = fs::read_to_string("/proc/stat").ok()?;
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let f: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    let tick = |i: usize| f.get(i).copied().unwrap_or(0) as f64 / USER_HZ;
+    Some((tick(0) + tick(1) + tick(2) + tick(5) + tick(6), tick(7)))
+}
+
+/// Unit of `/proc/stat` (fixed at 100 by the kernel's ABI, whatever CONFIG_HZ is).
+const USER_HZ: f64 = 100.0;
+
 /// CPU seconds used so far by this process.
 pub(crate) fn self_cpu() -> f64 {
     cpu_of(std::process::id()).unwrap_or(0.0)

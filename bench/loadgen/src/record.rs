@@ -59,6 +59,13 @@ pub(crate) struct Record {
     /// Load generator CPU over the window, % of one core.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) loadgen_cpu_pct: Option<f64>,
+    /// CPU used on the machine by neither the server nor the load generator over the window,
+    /// % of one core: noise from other work on the machine.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) other_cpu_pct: Option<f64>,
+    /// CPU time stolen by the hypervisor over the window, % of one core.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) steal_pct: Option<f64>,
     /// Server VmRSS at the end, KiB.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) rss_kib: Option<u64>,

@@ -1,7 +1,9 @@
-//! `mcpbench wait-port`: lets the runner script wait for a server without sleeping blindly.
+//! `mcpbench wait-port` and `wait-exit`: let the runner script wait for a server to come up or
+//! go away without sleeping blindly.
 //!
-//! Polls a TCP connect every 2 ms until the port accepts (exit 0), the given PID is gone or the
-//! timeout passes (exit non-zero). With `--free`, checks instead that nothing accepts now.
+//! `wait-port` polls a TCP connect every 2 ms until the port accepts (exit 0), the given PID is
+//! gone or the timeout passes (exit non-zero); with `--free` it checks instead that nothing
+//! accepts now. `wait-exit` polls `/proc/PID` every 2 ms until the process is gone or a zombie.
 
 use std::time::Duration;
 
@@ -9,7 +11,7 @@ use anyhow::bail;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
-use crate::cli::WaitPortArgs;
+use crate::cli::{WaitExitArgs, WaitPortArgs};
 
 const POLL: Duration = Duration::from_millis(2);
 
@@ -31,7 +33,7 @@ pub(crate) async fn run(args: &WaitPortArgs) -> anyhow::Result<()> {
             return Ok(());
         }
         if let Some(pid) = args.pid
-            && !std::path::Path::new(&format!("/proc/{pid}")).exists()
+            && !alive(pid)
         {
             bail!(
                 "process {pid} exited before {} accepted connections",
@@ -47,4 +49,34 @@ pub(crate) async fn run(args: &WaitPortArgs) -> anyhow::Result<()> {
         }
         tokio::time::sleep(POLL).await;
     }
+}
+
+/// Whether `pid` exists and is not a zombie.
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state is the first field after `(comm)`.
+        Ok(stat) => {
+            stat.rfind(')')
+                .and_then(|i| stat[i + 1..].split_whitespace().next())
+                != Some("Z")
+        }
+        Err(_) => false,
+    }
+}
+
+/// Runs `wait-exit`.
+pub(crate) async fn wait_exit(args: &WaitExitArgs) -> anyhow::Result<()> {
+    let deadline =
+        Instant::now() + Duration::try_from_secs_f64(args.timeout).unwrap_or(Duration::ZERO);
+    while alive(args.pid) {
+        if Instant::now() >= deadline {
+            bail!(
+                "process {} still running after {:?} s",
+                args.pid,
+                args.timeout
+            );
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    Ok(())
 }

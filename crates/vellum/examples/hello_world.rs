@@ -3,21 +3,22 @@
 //!
 //! Run: `cargo run --example hello_world`, then point any MCP client at
 //! `http://127.0.0.1:8000` (or `http://127.0.0.1:8000/mcp`: every path serves).
+//! `vellum serve --server hello-world` serves the same server (it compiles this file).
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use vellum::prelude::*;
 use vellum::transport::http::serve;
 
-// The tool's input (the seed's `helloInput`).
+/// The tool's input (the seed's `helloInput`).
 #[derive(Deserialize, JsonSchema)]
-struct HelloInput {
+pub struct HelloInput {
     /// 调用方用户名
-    user_name: String,
+    pub user_name: String,
 }
 
 /// The tool's handler (the seed's `helloWorldTool`).
-async fn hello_world_tool(
+pub async fn hello_world_tool(
     _ctx: RequestContext,
     _req: CallToolRequest,
     input: HelloInput,
@@ -26,11 +27,8 @@ async fn hello_world_tool(
     Ok(CallToolResult::text(text))
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    const HOST: &str = "127.0.0.1";
-    const PORT: u16 = 8000;
-
+/// The seed's server: `hello-world` 0.1.0 with the `hello_world` tool.
+pub fn hello_world_server() -> Result<Server, vellum::server::RegistrationError> {
     let server = Server::new(
         Implementation::new("hello-world", "0.1.0"),
         ServerOptions::default(),
@@ -41,6 +39,15 @@ async fn main() -> anyhow::Result<()> {
         Tool::new("hello_world", "根据 user_name 返回问候语"),
         hello_world_tool,
     )?;
+    Ok(server)
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    const HOST: &str = "127.0.0.1";
+    const PORT: u16 = 8000;
+
+    let server = hello_world_server()?;
 
     // http 的 handler
     let handler = StreamableHttpHandler::new(

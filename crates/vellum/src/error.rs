@@ -48,18 +48,5 @@ pub enum Error {
     Protocol(String),
 }
 
-impl Error {
-    /// The error object to put on the wire when a handler fails with this error.
-    pub(crate) fn to_error_object(&self) -> ErrorObject {
-        match self {
-            Error::Remote(e) => e.clone(),
-            Error::MissingCapability(_) | Error::Unsupported(_) => {
-                ErrorObject::invalid_params(self.to_string())
-            }
-            _ => ErrorObject::internal(self.to_string()),
-        }
-    }
-}
-
 /// A shorthand for results with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -106,7 +106,8 @@ fn write_request_table(out: &mut String, s: &Summary) {
         "`latency`: 1 session, 1 request in flight. `throughput`: 1 session, 32 in flight. \
          `sessions`: 32 sessions, 64 in flight. CPU = server user + system time per correct \
          answer (`throughput`). Load generator CPU shows how close the harness itself came to \
-         its limit (100% = one core).\n"
+         its limit (100% = one core); other CPU is what the rest of the machine used meanwhile \
+         (noise: figures taken with more than a few % are suspect).\n"
     );
     table(
         out,
@@ -121,6 +122,7 @@ fn write_request_table(out: &mut String, s: &Summary) {
             "sessions req/s",
             "sessions p99 µs",
             "load generator CPU %",
+            "other CPU %",
         ],
         |sv| {
             vec![
@@ -133,6 +135,7 @@ fn write_request_table(out: &mut String, s: &Summary) {
                 int(s.median(sv, m::SESS_RPS)),
                 int(s.median(sv, m::SESS_P99)),
                 int(s.median(sv, m::TPUT_LOADGEN)),
+                int(s.median(sv, m::TPUT_OTHER)),
             ]
         },
     );

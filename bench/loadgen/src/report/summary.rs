@@ -30,6 +30,7 @@ metric!(TPUT_P50, "throughput", |r| r.p50_us);
 metric!(TPUT_P99, "throughput", |r| r.p99_us);
 metric!(TPUT_CPU, "throughput", |r| r.cpu_us_per_op);
 metric!(TPUT_LOADGEN, "throughput", |r| r.loadgen_cpu_pct);
+metric!(TPUT_OTHER, "throughput", |r| r.other_cpu_pct);
 metric!(SESS_RPS, "sessions", |r| r.rps);
 metric!(SESS_P99, "sessions", |r| r.p99_us);
 metric!(HOLD_KIB, "hold", |r| r.kib_per_session);

@@ -97,9 +97,11 @@ pub(super) async fn run(
     let pid = args.server_pid;
     let cpu0 = pid.map(procfs::tree_cpu).transpose()?;
     let self0 = procfs::self_cpu();
+    let machine0 = procfs::machine_cpu();
     tokio::time::sleep_until(window.end).await;
     let cpu1 = pid.map(procfs::tree_cpu).transpose()?;
     let self1 = procfs::self_cpu();
+    let machine1 = procfs::machine_cpu();
     let mem = pid.map(procfs::tree_memory).transpose()?;
 
     let mut latency = histogram()?;
@@ -129,6 +131,13 @@ pub(super) async fn run(
         }
     }
     rec.loadgen_cpu_pct = Some(100.0 * (self1 - self0) / window_s);
+    if let (Some((busy0, steal0)), Some((busy1, steal1)), Some(c0), Some(c1)) =
+        (machine0, machine1, cpu0, cpu1)
+    {
+        let other = (busy1 - busy0) - (c1 - c0) - (self1 - self0);
+        rec.other_cpu_pct = Some((100.0 * other / window_s).max(0.0));
+        rec.steal_pct = Some(100.0 * (steal1 - steal0) / window_s);
+    }
     if let Some(m) = mem {
         rec.rss_kib = Some(m.rss_kib);
         rec.hwm_kib = Some(m.hwm_kib);

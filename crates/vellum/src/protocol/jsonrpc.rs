@@ -179,11 +179,6 @@ impl std::error::Error for ErrorObject {}
 pub struct RawJson(Bytes);
 
 impl RawJson {
-    /// Wraps bytes the caller knows to be one well-formed JSON value.
-    pub(crate) fn from_trusted(bytes: Bytes) -> Self {
-        RawJson(bytes)
-    }
-
     /// Serializes a value.
     pub fn from_value<T: Serialize + ?Sized>(value: &T) -> Result<Self, serde_json::Error> {
         serde_json::to_vec(value).map(|v| RawJson(Bytes::from(v)))
@@ -345,7 +340,9 @@ impl DecodeError {
 struct Envelope<'a> {
     #[serde(borrow)]
     jsonrpc: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
+    // `deserialize_with` keeps an explicit `null` as `Some("null")` (serde's `Option` would
+    // turn it into `None`, making `"id": null` look like a notification).
+    #[serde(default, borrow, deserialize_with = "raw_present")]
     id: Option<&'a RawValue>,
     #[serde(default, borrow)]
     method: Option<Cow<'a, str>>,
@@ -355,6 +352,10 @@ struct Envelope<'a> {
     result: Option<&'a RawValue>,
     #[serde(default)]
     error: Option<ErrorObject>,
+}
+
+fn raw_present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
 }
 
 fn slice_of(source: &Bytes, raw: &RawValue) -> RawJson {

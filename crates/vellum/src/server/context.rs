@@ -35,7 +35,7 @@ pub(crate) enum Scope {
     /// A legacy session (possibly a temporary one, in stateless mode).
     Legacy(Arc<Session>),
     /// A modern request: everything comes from its own `_meta`.
-    Modern(ModernMeta),
+    Modern(Box<ModernMeta>),
 }
 
 /// What a modern (2026-07-28) request says about its client.

@@ -178,12 +178,13 @@ async fn dispatch(
 ) -> Result<Outcome, ErrorObject> {
     let method = shared.method.as_str();
     let modern = is_modern(shared);
-    if let Scope::Legacy(session) = &shared.scope {
-        if !session.is_initialized() && !matches!(method, methods::INITIALIZE | methods::PING) {
-            return Err(ErrorObject::invalid_request(
-                "Invalid request: the session is not initialized yet",
-            ));
-        }
+    if let Scope::Legacy(session) = &shared.scope
+        && !session.is_initialized()
+        && !matches!(method, methods::INITIALIZE | methods::PING)
+    {
+        return Err(ErrorObject::invalid_request(
+            "Invalid request: the session is not initialized yet",
+        ));
     }
     let raw = raw.as_ref();
     Ok(match method {

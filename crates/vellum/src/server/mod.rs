@@ -4,9 +4,11 @@
 //! Not here: HTTP, stdio or any other I/O (see [`crate::transport`]), and storage (see
 //! [`crate::store`]).
 
+mod connection;
 mod context;
 pub(crate) mod dispatch;
 pub(crate) mod exchange;
+pub(crate) mod modern;
 mod outbox;
 mod prompt;
 mod resource;
@@ -16,6 +18,7 @@ pub(crate) mod session;
 mod tool;
 pub mod uri_template;
 
+pub use connection::Connection;
 pub use context::{DEFAULT_CLIENT_REQUEST_TIMEOUT, RequestContext};
 pub(crate) use context::{ModernMeta, RequestShared, Scope};
 pub use prompt::GetPromptRequest;

@@ -90,11 +90,6 @@ impl Outbox {
         m
     }
 
-    /// True when messages wait.
-    pub(crate) fn has_pending(&self) -> bool {
-        !self.lock().queue.is_empty()
-    }
-
     /// Closes the outbox: later sends fail, waiting senders are released.
     pub(crate) fn close(&self) {
         let mut inner = self.lock();

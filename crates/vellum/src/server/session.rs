@@ -143,11 +143,6 @@ impl Session {
         &self.server
     }
 
-    /// True for a stateless request's throwaway session.
-    pub(crate) fn is_temporary(&self) -> bool {
-        self.temporary
-    }
-
     /// Records the outcome of `initialize`; false if the session was already initialized.
     pub(crate) fn set_init(&self, init: ClientInit) -> bool {
         self.init.set(init).is_ok()

@@ -145,7 +145,8 @@ pub struct NoArgs {}
 
 /// Derives a JSON Schema (2020-12) for a Rust type: doc comments become `description`,
 /// non-`Option` fields are `required`, subschemas are inlined (clients handle `$defs`
-/// poorly), and the root's `$schema` and `title` are dropped.
+/// poorly), and the root's `$schema` and `title` (and, for inputs, `description`) are
+/// dropped.
 pub fn schema_for<T: JsonSchema>(for_input: bool) -> JsonObject {
     let settings = SchemaSettings::draft2020_12().with(|s| s.inline_subschemas = true);
     let settings = if for_input {
@@ -160,6 +161,10 @@ pub fn schema_for<T: JsonSchema>(for_input: bool) -> JsonObject {
     };
     obj.remove("$schema");
     obj.remove("title");
+    if for_input {
+        // The tool's own description says what it does; the Rust type's doc is for Rust.
+        obj.remove("description");
+    }
     if for_input && !obj.contains_key("type") {
         obj.insert("type".into(), Value::String("object".into()));
     }

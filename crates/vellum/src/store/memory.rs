@@ -12,20 +12,22 @@ use futures_util::future::{BoxFuture, ready};
 
 use super::event::{EventId, EventStore, StoreError, StoredEvent, StreamId};
 
-#[derive(Default)]
 struct StreamLog {
     /// The seq of `events[0]`.
     first_seq: u64,
     events: VecDeque<Bytes>,
 }
 
-impl StreamLog {
-    fn new() -> Self {
+impl Default for StreamLog {
+    fn default() -> Self {
         StreamLog {
             first_seq: 1,
             events: VecDeque::new(),
         }
     }
+}
+
+impl StreamLog {
     fn next_seq(&self) -> u64 {
         self.first_seq + self.events.len() as u64
     }
@@ -110,7 +112,7 @@ impl MemoryEventStore {
         let log = i.sessions.entry(key).or_default();
         log.next_stream += 1;
         let id = StreamId(log.next_stream);
-        log.streams.insert(id, StreamLog::new());
+        log.streams.insert(id, StreamLog::default());
         id
     }
 
@@ -126,9 +128,7 @@ impl MemoryEventStore {
         let log = i.sessions.entry(key.clone()).or_default();
         let s = match log.streams.get_mut(&stream) {
             Some(s) => s,
-            None if stream == StreamId::STANDALONE => {
-                log.streams.entry(stream).or_insert_with(StreamLog::new)
-            }
+            None if stream == StreamId::STANDALONE => log.streams.entry(stream).or_default(),
             None => return Err(StoreError::UnknownStream),
         };
         let seq = s.next_seq();

@@ -77,7 +77,7 @@ enum Route {
         new: bool,
     },
     /// A modern request: its own `_meta` is its context.
-    Modern(crate::server::ModernMeta),
+    Modern(Box<crate::server::ModernMeta>),
 }
 
 impl StreamableHttpHandler {
@@ -221,7 +221,7 @@ impl Inner {
         {
             let meta = modern::validate(&parts.headers, &payload)?;
             return self
-                .serve_payload(parts, payload, accepts, Route::Modern(meta))
+                .serve_payload(parts, payload, accepts, Route::Modern(Box::new(meta)))
                 .await;
         }
         let version = match header_version {
@@ -613,7 +613,7 @@ impl Inner {
 /// Where each request of a POST gets its protocol context.
 enum ScopeOf {
     Legacy(Arc<Session>),
-    Modern(crate::server::ModernMeta),
+    Modern(Box<crate::server::ModernMeta>),
 }
 
 impl ScopeOf {

@@ -8,10 +8,10 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::protocol::{
-    ClientCapabilities, ErrorObject, Implementation, LoggingLevel, Message, Payload,
-    ProtocolVersion, RawJson, RequestId, code, meta_keys, methods,
+    ErrorObject, Message, Payload, ProtocolVersion, RawJson, RequestId, code, methods,
 };
 use crate::server::ModernMeta;
+use crate::server::modern as server_modern;
 
 use super::headers::{names, text};
 use super::rejection::Rejection;
@@ -93,7 +93,6 @@ pub(crate) fn validate(headers: &HeaderMap, payload: &Payload) -> Result<ModernM
             ));
         }
     };
-    let header = text(headers, names::PROTOCOL_VERSION);
     let (id, method, params) = match message {
         Message::Request(r) => (Some(&r.id), r.method.as_str(), r.params.as_ref()),
         Message::Notification(n) => (None, n.method.as_str(), n.params.as_ref()),
@@ -105,13 +104,6 @@ pub(crate) fn validate(headers: &HeaderMap, payload: &Payload) -> Result<ModernM
             ));
         }
     };
-    let Some(header) = header else {
-        return Err(reject(
-            id,
-            code::HEADER_MISMATCH,
-            "Header mismatch: MCP-Protocol-Version is required".into(),
-        ));
-    };
     let Some(p) = peek(params) else {
         return Err(reject(
             id,
@@ -119,134 +111,76 @@ pub(crate) fn validate(headers: &HeaderMap, payload: &Payload) -> Result<ModernM
             "Invalid params: params must be an object".into(),
         ));
     };
-    let supported =
-        || -> Vec<&'static str> { ProtocolVersion::ALL.iter().map(|v| v.as_str()).collect() };
-    let Some(version) = ProtocolVersion::parse(header).filter(|v| v.is_modern()) else {
+    let header = text(headers, names::PROTOCOL_VERSION);
+    let body_version = p.meta.as_ref().and_then(server_modern::meta_version);
+    let Some(header) = header else {
+        return Err(reject(
+            id,
+            code::HEADER_MISMATCH,
+            "Header mismatch: MCP-Protocol-Version is required".into(),
+        ));
+    };
+    if let Some(v) = body_version
+        && v != header
+    {
+        return Err(reject(
+            id,
+            code::HEADER_MISMATCH,
+            format!(
+                "Header mismatch: MCP-Protocol-Version {header:?} differs from _meta protocolVersion {v:?}"
+            ),
+        ));
+    }
+    if ProtocolVersion::parse(header)
+        .filter(|v| v.is_modern())
+        .is_none()
+    {
         return Err(Rejection::Rpc {
             status: StatusCode::BAD_REQUEST,
             id: id.cloned(),
-            error: ErrorObject::new(
-                code::UNSUPPORTED_PROTOCOL_VERSION,
-                format!("Unsupported protocol version: {header}"),
-            )
-            .with_data(serde_json::json!({ "supported": supported(), "requested": header })),
+            error: server_modern::unsupported_version(header),
         });
-    };
-    let check_headers = |id: Option<&RequestId>| -> Result<(), Rejection> {
-        let m = text(headers, names::METHOD).and_then(decode_header_value);
-        if m.as_deref() != Some(method) {
-            return Err(reject(
-                id,
-                code::HEADER_MISMATCH,
-                format!("Header mismatch: Mcp-Method must be {method:?}"),
-            ));
-        }
-        let expected = match method {
-            methods::TOOLS_CALL | methods::PROMPTS_GET => Some(&p.name),
-            methods::RESOURCES_READ => Some(&p.uri),
-            _ => None,
-        };
-        if let Some(expected) = expected {
-            let body = expected.as_ref().and_then(Value::as_str);
-            let got = text(headers, names::NAME).and_then(decode_header_value);
-            if body.is_none() || got.as_deref() != body {
-                return Err(reject(
-                    id,
-                    code::HEADER_MISMATCH,
-                    "Header mismatch: Mcp-Name must equal the request's name or uri".into(),
-                ));
-            }
-        }
-        Ok(())
-    };
-    if id.is_none() {
-        // A notification: only the headers are checked.
-        check_headers(None)?;
-        return Ok(ModernMeta {
-            version,
-            capabilities: ClientCapabilities::default(),
+    }
+    let meta = if id.is_some() {
+        server_modern::parse_meta(p.meta.as_ref()).map_err(|error| Rejection::Rpc {
+            status: StatusCode::BAD_REQUEST,
+            id: id.cloned(),
+            error,
+        })?
+    } else {
+        // Notifications carry no required `_meta`.
+        ModernMeta {
+            version: ProtocolVersion::V2026_07_28,
+            capabilities: Default::default(),
             client_info: None,
             log_level: None,
-        });
-    }
-    let Some(meta) = p.meta.as_ref() else {
+        }
+    };
+    let got_method = text(headers, names::METHOD).and_then(decode_header_value);
+    if got_method.as_deref() != Some(method) {
         return Err(reject(
             id,
-            code::INVALID_PARAMS,
-            "Invalid params: _meta is required".into(),
+            code::HEADER_MISMATCH,
+            format!("Header mismatch: Mcp-Method must be {method:?}"),
         ));
+    }
+    let expected = match method {
+        methods::TOOLS_CALL | methods::PROMPTS_GET => Some(&p.name),
+        methods::RESOURCES_READ => Some(&p.uri),
+        _ => None,
     };
-    match meta
-        .get(meta_keys::PROTOCOL_VERSION)
-        .and_then(Value::as_str)
-    {
-        None => {
-            return Err(reject(
-                id,
-                code::INVALID_PARAMS,
-                format!(
-                    "Invalid params: _meta[{:?}] is required",
-                    meta_keys::PROTOCOL_VERSION
-                ),
-            ));
-        }
-        Some(v) if v != header => {
+    if let Some(expected) = expected {
+        let body = expected.as_ref().and_then(Value::as_str);
+        let got = text(headers, names::NAME).and_then(decode_header_value);
+        if body.is_none() || got.as_deref() != body {
             return Err(reject(
                 id,
                 code::HEADER_MISMATCH,
-                format!(
-                    "Header mismatch: MCP-Protocol-Version {header:?} differs from _meta protocolVersion {v:?}"
-                ),
+                "Header mismatch: Mcp-Name must equal the request's name or uri".into(),
             ));
         }
-        Some(_) => {}
     }
-    let capabilities = match meta.get(meta_keys::CLIENT_CAPABILITIES) {
-        None => {
-            return Err(reject(
-                id,
-                code::INVALID_PARAMS,
-                format!(
-                    "Invalid params: _meta[{:?}] is required",
-                    meta_keys::CLIENT_CAPABILITIES
-                ),
-            ));
-        }
-        Some(v) => ClientCapabilities::deserialize(v).map_err(|e| {
-            reject(
-                id,
-                code::INVALID_PARAMS,
-                format!("Invalid params: client capabilities: {e}"),
-            )
-        })?,
-    };
-    let client_info = match meta.get(meta_keys::CLIENT_INFO) {
-        None => None,
-        Some(v) => Some(Implementation::deserialize(v).map_err(|e| {
-            reject(
-                id,
-                code::INVALID_PARAMS,
-                format!("Invalid params: client info: {e}"),
-            )
-        })?),
-    };
-    let log_level = match meta.get(meta_keys::LOG_LEVEL) {
-        None => None,
-        Some(v) => Some(LoggingLevel::deserialize(v).map_err(|_| {
-            reject(
-                id,
-                code::INVALID_PARAMS,
-                "Invalid params: unknown log level".into(),
-            )
-        })?),
-    };
-    check_headers(id)?;
-    Ok(ModernMeta {
-        version,
-        capabilities,
-        client_info,
-        log_level,
-    })
+    Ok(meta)
 }
 
 #[cfg(test)]

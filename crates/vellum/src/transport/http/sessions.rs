@@ -103,13 +103,6 @@ impl LiveStreams {
         lock(&self.slots).get(&stream).and_then(|s| s.sink.clone())
     }
 
-    /// True while a connection reads the standalone stream.
-    pub(crate) fn standalone_attached(&self) -> bool {
-        lock(&self.slots)
-            .get(&StreamId::STANDALONE)
-            .is_some_and(|s| s.attached)
-    }
-
     pub(crate) fn standalone_head(&self) -> u64 {
         self.standalone_head.load(Ordering::Acquire)
     }

@@ -27,6 +27,13 @@ pub(crate) struct StoredStream {
     pub(crate) live: Arc<LiveStreams>,
 }
 
+/// A message waiting for the store to give it an id.
+type Appending = (
+    BoxFuture<'static, Result<EventId, StoreError>>,
+    Bytes,
+    Option<Option<i64>>,
+);
+
 /// One event of a POST stream, with what the response logic needs to know about it.
 #[derive(Debug)]
 pub(crate) struct PostEvent {
@@ -39,11 +46,7 @@ pub(crate) struct PostEvent {
 pub(crate) struct PostEvents {
     exchanges: Vec<Exchange>,
     stored: Option<StoredStream>,
-    appending: Option<(
-        BoxFuture<'static, Result<EventId, StoreError>>,
-        Bytes,
-        Option<Option<i64>>,
-    )>,
+    appending: Option<Appending>,
     /// Present for legacy sessions: keeps the session active while requests run, and lets
     /// the requests go on after the response is gone.
     session: Option<ActivityGuard>,
@@ -66,11 +69,6 @@ impl PostEvents {
             done: false,
             detached: false,
         }
-    }
-
-    /// The stored stream's id, if the events are stored.
-    pub(crate) fn stream_id(&self) -> Option<StreamId> {
-        self.stored.as_ref().map(|s| s.stream)
     }
 
     fn emit(&mut self, message: Bytes, fin: Option<Option<i64>>) -> Option<PostEvent> {
@@ -268,10 +266,10 @@ impl EventSource for ResumeStream {
         loop {
             match rx.poll_recv(cx) {
                 Poll::Ready(Some(ev)) => {
-                    if let (Some(id), Some(last)) = (ev.id, self.last_seq) {
-                        if id.seq <= last {
-                            continue; // Already replayed.
-                        }
+                    if let (Some(id), Some(last)) = (ev.id, self.last_seq)
+                        && id.seq <= last
+                    {
+                        continue; // Already replayed.
                     }
                     if let Some(id) = ev.id {
                         self.last_seq = Some(id.seq);

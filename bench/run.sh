@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# One command for the whole benchmark: builds Vellum, the peers and the harness, runs every
+# server x scenario on a fresh server (server pinned to CPU 0, load generator to CPU 1),
+# repetition 2 of everything after repetition 1 of everything, then writes
+# docs/benchmarks.md and docs/bench/overview.svg at the repository root.
+#
+# usage: bench/run.sh [--quick | --smoke] [--only a,b,...] [--reps N] [--debug]
+#                     [--no-build] [--no-report] [--out DIR]
+#   --quick      short windows (1 s warm-up, 3 s measured), 1,000 held sessions, no
+#                `sessions`/`streams` scenarios
+#   --smoke      seconds-long check (0.2 s + 1 s windows, 100 held sessions, 1 rep, no report);
+#                see smoke.sh
+#   --only LIST  only these servers (see servers.sh; default: all that can run here)
+#   --reps N     repetitions (default 2)
+#   --debug      use debug builds (for the smoke; never for figures)
+#   --out DIR    where results.jsonl, versions.txt and server logs go
+#                (default bench/results/<date-time>)
+# See bench/README.md for the method.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/servers.sh"
+
+mode=full reps=2 only="" build=1 report=1 out=""
+while (($#)); do
+    case $1 in
+        --quick) mode=quick ;;
+        --smoke) mode=smoke reps=1 report=0 ;;
+        --only) only=${2:?--only needs a list}; shift ;;
+        --only=*) only=${1#--only=} ;;
+        --reps) reps=${2:?--reps needs a number}; shift ;;
+        --reps=*) reps=${1#--reps=} ;;
+        --debug) set_profile debug ;;
+        --no-build) build=0 ;;
+        --no-report) report=0 ;;
+        --out) out=${2:?--out needs a folder}; shift ;;
+        --out=*) out=${1#--out=} ;;
+        -h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) echo "run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+case $mode in
+    full) load=(--warmup 2 --duration 10) hold=(--hold 10000 --settle 2) setup=(--setup-count 200) ;;
+    quick) load=(--warmup 1 --duration 3) hold=(--hold 1000 --settle 1) setup=(--setup-count 100) ;;
+    smoke) load=(--warmup 0.2 --duration 1) hold=(--hold 100 --settle 0.2) setup=(--setup-count 20) ;;
+esac
+# File descriptors for the server and the load generator: 10,000 held sessions with a GET
+# stream each need one socket per stream on both sides. 65,536, or the hard limit if lower
+# (raising the hard limit needs CAP_SYS_RESOURCE).
+NOFILE=65536
+hard=$(ulimit -Hn)
+[[ $hard != unlimited ]] && ((hard < NOFILE)) && NOFILE=$hard
+cargo_flags=()
+[[ $BENCH_PROFILE == release ]] && cargo_flags=(--release)
+
+servers=()
+if [[ -n $only ]]; then
+    IFS=, read -r -a servers <<<"$only"
+else
+    read -r -a servers <<<"$ALL_SERVERS"
+fi
+
+# --- build -----------------------------------------------------------------------------------
+if ((build)); then
+    echo "== building the harness ($BENCH_PROFILE)" >&2
+    nice -n 15 cargo build "${cargo_flags[@]}" --quiet --manifest-path "$BENCH_DIR/Cargo.toml"
+    if [[ " ${servers[*]} " == *" vellum"* ]]; then
+        echo "== building vellum ($BENCH_PROFILE)" >&2
+        (cd "$REPO_DIR" && nice -n 15 cargo build "${cargo_flags[@]}" --quiet -p vellum-cli) ||
+            echo "run.sh: building vellum failed; its servers will be skipped" >&2
+    fi
+    peers=()
+    for s in "${servers[@]}"; do
+        p=$(server_peer "$s")
+        [[ -n $p && " ${peers[*]} " != *" $p "* ]] && peers+=("$p")
+    done
+    if ((${#peers[@]})); then
+        echo "== building peers: ${peers[*]}" >&2
+        "$BENCH_DIR/peers/build.sh" "${peers[@]}"
+    fi
+fi
+
+runnable=()
+for s in "${servers[@]}"; do
+    why=$(server_missing "$s")
+    if [[ -z $why ]]; then
+        runnable+=("$s")
+    elif [[ -n $only ]]; then
+        echo "run.sh: cannot run $s: $why" >&2
+        exit 1
+    else
+        echo "run.sh: skipping $s: $why" >&2
+    fi
+done
+((${#runnable[@]})) || { echo "run.sh: no server to run" >&2; exit 1; }
+
+out=${out:-$BENCH_DIR/results/$(date -u +%Y%m%d-%H%M%S)}
+mkdir -p "$out/logs"
+results=$out/results.jsonl
+: >"$results"
+ulimit -n "$NOFILE" || echo "run.sh: could not raise the file limit to $NOFILE" >&2
+
+# --- versions ---------------------------------------------------------------------------------
+lock_version() { # Cargo.lock crate
+    awk -v c="$2" '$0 == "name = \"" c "\"" { getline; gsub(/version = |"/, ""); print; exit }' "$1" 2>/dev/null
+}
+{
+    echo "vellum: $(git -C "$REPO_DIR" describe --always --dirty 2>/dev/null || echo unknown) ($BENCH_PROFILE build)"
+    echo "harness: mcpbench $(lock_version "$BENCH_DIR/Cargo.lock" loadgen), hyper $(lock_version "$BENCH_DIR/Cargo.lock" hyper), tokio $(lock_version "$BENCH_DIR/Cargo.lock" tokio)"
+    echo "rustc: $(rustc --version 2>/dev/null)"
+    echo "rmcp peer: rmcp $(lock_version "$BENCH_DIR/peers/rmcp/Cargo.lock" rmcp), axum $(lock_version "$BENCH_DIR/peers/rmcp/Cargo.lock" axum) (crates.io)"
+    ts_pkg=$BENCH_DIR/peers/ts/node_modules
+    if [[ -d $ts_pkg ]]; then
+        echo "TypeScript peer: @modelcontextprotocol/sdk $(node -p "require('$ts_pkg/@modelcontextprotocol/sdk/package.json').version"), express $(node -p "require('$ts_pkg/express/package.json').version") (npm), node $(node --version)"
+    fi
+    py=$BENCH_DIR/peers/py/.venv/bin/python
+    if [[ -x $py ]]; then
+        echo "Python peer: $("$py" -c 'import importlib.metadata as m; print(", ".join(f"{p} {m.version(p)}" for p in ("mcp", "uvicorn", "starlette")))') (PyPI), $("$py" --version)"
+    fi
+} >"$out/versions.txt"
+
+# --- runs -------------------------------------------------------------------------------------
+port=20000
+server_pid=""
+trap '[[ -n $server_pid ]] && kill -KILL "$server_pid" 2>/dev/null; true' EXIT
+
+stop_server() {
+    kill -TERM "$server_pid" 2>/dev/null || true
+    if ! "$MCPBENCH" wait-exit --pid "$server_pid" --timeout 10; then
+        kill -KILL "$server_pid" 2>/dev/null || true
+    fi
+    wait "$server_pid" 2>/dev/null || true
+    server_pid=""
+}
+
+failed() { # server scenario rep message: a result line that the report shows as an error
+    printf '{"server":"%s","scenario":"%s","rep":%s,"errors":1,"error_samples":["%s"]}\n' \
+        "$1" "$2" "$3" "$4" >>"$results"
+    echo "run.sh: $1 $2 rep $3: $4" >&2
+}
+
+run_one() { # server scenario rep
+    local s=$1 sc=$2 rep=$3 log
+    port=$((port + 1))
+    log=$out/logs/$s-$sc-$rep.log
+    local common=(--label "$s" --rep "$rep" --addr "127.0.0.1:$port" --out "$results")
+    read -r -a flags <<<"$(server_flags "$s")"
+    "$MCPBENCH" wait-port --free --addr "127.0.0.1:$port" || { failed "$s" "$sc" "$rep" "port $port busy"; return; }
+    echo "== rep $rep  $s  $sc" >&2
+    if [[ $sc == cold ]]; then
+        local cmd
+        cmd="taskset -c 0 prlimit --nofile=$NOFILE:$NOFILE $(printf %q "$BENCH_DIR/servers.sh") exec $(printf %q "$s") $port"
+        BENCH_PROFILE=$BENCH_PROFILE VELLUM_BIN=$VELLUM_BIN taskset -c 1 "$MCPBENCH" run --scenario cold \
+            --spawn "$cmd" "${common[@]}" "${flags[@]}" 2>>"$log" ||
+            failed "$s" "$sc" "$rep" "mcpbench failed, see logs/$s-$sc-$rep.log"
+        return
+    fi
+    BENCH_PROFILE=$BENCH_PROFILE VELLUM_BIN=$VELLUM_BIN \
+        taskset -c 0 prlimit --nofile=$NOFILE:$NOFILE "$BENCH_DIR/servers.sh" exec "$s" "$port" >>"$log" 2>&1 &
+    server_pid=$!
+    if ! "$MCPBENCH" wait-port --addr "127.0.0.1:$port" --pid "$server_pid" --timeout 60 2>>"$log"; then
+        failed "$s" "$sc" "$rep" "server did not start, see logs/$s-$sc-$rep.log"
+        stop_server
+        return
+    fi
+    local extra=()
+    case $sc in
+        latency | throughput | sessions) extra=("${load[@]}") ;;
+        hold | streams) extra=("${hold[@]}") ;;
+        setup) extra=("${setup[@]}") ;;
+    esac
+    taskset -c 1 "$MCPBENCH" run --scenario "$sc" --server-pid "$server_pid" "${common[@]}" \
+        "${flags[@]}" "${extra[@]}" 2>>"$log" ||
+        failed "$s" "$sc" "$rep" "mcpbench failed, see logs/$s-$sc-$rep.log"
+    stop_server
+}
+
+start=$SECONDS
+for ((rep = 1; rep <= reps; rep++)); do
+    for s in "${runnable[@]}"; do
+        for sc in $(server_scenarios "$s"); do
+            if [[ $mode == quick && ($sc == sessions || $sc == streams) ]]; then continue; fi
+            run_one "$s" "$sc" "$rep"
+        done
+    done
+done
+echo "== $(wc -l <"$results") runs in $((SECONDS - start)) s; results in $results" >&2
+
+# --- report -----------------------------------------------------------------------------------
+if ((report)); then
+    cmd="bench/run.sh"
+    [[ $mode != full ]] && cmd+=" --$mode"
+    [[ -n $only ]] && cmd+=" --only $only"
+    [[ $reps != 2 ]] && cmd+=" --reps $reps"
+    "$MCPBENCH" report "$results" --markdown "$REPO_DIR/docs/benchmarks.md" \
+        --svg-dir "$REPO_DIR/docs/bench" --versions "$out/versions.txt" --command "$cmd"
+fi

@@ -1,0 +1,177 @@
+//! `vellum serve`: the one place where command-line flags become handler options.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use clap::{Args, ValueEnum};
+use vellum::server::Server;
+use vellum::store::MemoryEventStore;
+use vellum::transport::http::{
+    CrossOriginProtection, StreamableHttpHandler, StreamableHttpOptions, serve_listener,
+};
+
+#[path = "../../vellum/examples/hello_world.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod hello_world;
+
+/// Which demo server to serve.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum DemoServer {
+    /// The seed: one `hello_world` tool.
+    HelloWorld,
+}
+
+/// Flags of `vellum serve`.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Address to listen on (port 0 picks a free port; the start line shows it).
+    #[arg(long, default_value = "127.0.0.1:8000")]
+    addr: String,
+    /// Serve on a Unix socket at this path instead of TCP.
+    #[arg(long, value_name = "PATH", conflicts_with = "addr")]
+    unix: Option<std::path::PathBuf>,
+    /// The demo server.
+    #[arg(long, value_enum, default_value = "hello-world")]
+    server: DemoServer,
+    /// No sessions: every request stands alone (server→client requests fail at once).
+    #[arg(long)]
+    stateless: bool,
+    /// Answer with one JSON body instead of an SSE stream (upgraded to SSE when a handler
+    /// emits notifications first).
+    #[arg(long)]
+    json_response: bool,
+    /// Per-request logging of this handler to stderr: a level (error, warn, info, debug,
+    /// trace) or `off`.
+    #[arg(long, value_name = "LEVEL|off", default_value = "off")]
+    log: String,
+    /// Keep SSE events for `Last-Event-ID` resumption: `memory` or `memory:BYTES`.
+    #[arg(long, value_name = "memory[:BYTES]")]
+    event_store: Option<String>,
+    /// Close sessions idle for this long (e.g. `30s`, `5m`); open streams count as activity.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    session_timeout: Option<Duration>,
+    /// Accept any Host header on loopback connections (turns off the DNS-rebinding defence).
+    #[arg(long)]
+    disable_localhost_protection: bool,
+    /// Trust cross-origin requests from this origin (`scheme://host[:port]`); repeatable.
+    #[arg(long, value_name = "ORIGIN")]
+    trusted_origin: Vec<String>,
+    /// Cross-origin protection with the default policy (the default).
+    #[arg(long, conflicts_with = "no_cross_origin_protection")]
+    cross_origin_protection: bool,
+    /// Turn cross-origin protection off (a present, foreign `Origin` still gets 403).
+    #[arg(long)]
+    no_cross_origin_protection: bool,
+    /// The largest request body accepted (413 beyond it).
+    #[arg(long, value_name = "BYTES", default_value_t = StreamableHttpOptions::DEFAULT_MAX_BODY_BYTES)]
+    max_body_bytes: usize,
+    /// The most live sessions (503 with Retry-After beyond it).
+    #[arg(long, value_name = "N")]
+    max_sessions: Option<usize>,
+    /// Interval of SSE keep-alive comments (`0s` turns them off).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "15s")]
+    sse_keep_alive: Duration,
+}
+
+fn build_server(which: DemoServer) -> anyhow::Result<Server> {
+    match which {
+        DemoServer::HelloWorld => Ok(hello_world::hello_world_server()?),
+    }
+}
+
+fn event_store(spec: &str) -> anyhow::Result<Arc<dyn vellum::store::EventStore>> {
+    let (kind, arg) = spec.split_once(':').unwrap_or((spec, ""));
+    match kind {
+        "memory" => {
+            let bytes = if arg.is_empty() {
+                MemoryEventStore::DEFAULT_MAX_BYTES
+            } else {
+                arg.parse().with_context(|| {
+                    format!("--event-store memory:BYTES: {arg:?} is not a byte count")
+                })?
+            };
+            Ok(Arc::new(MemoryEventStore::new(bytes)))
+        }
+        other => bail!("--event-store: unknown store {other:?} (expected memory[:BYTES])"),
+    }
+}
+
+fn logger(level: &str) -> anyhow::Result<Option<tracing::Dispatch>> {
+    if level.eq_ignore_ascii_case("off") {
+        return Ok(None);
+    }
+    let level: tracing::Level = level.parse().map_err(|_| {
+        anyhow::anyhow!("--log: expected error, warn, info, debug, trace or off, got {level:?}")
+    })?;
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(level)
+        .finish();
+    Ok(Some(tracing::Dispatch::new(subscriber)))
+}
+
+/// Maps the flags to handler options (the only place that does).
+fn options(args: &ServeArgs) -> anyhow::Result<StreamableHttpOptions> {
+    let mut o = StreamableHttpOptions::default();
+    o.stateless = args.stateless;
+    o.json_response = args.json_response;
+    o.logger = logger(&args.log)?;
+    o.event_store = args.event_store.as_deref().map(event_store).transpose()?;
+    o.session_timeout = args.session_timeout;
+    o.disable_localhost_protection = args.disable_localhost_protection;
+    let mut cop = if args.no_cross_origin_protection {
+        CrossOriginProtection::disabled()
+    } else {
+        CrossOriginProtection::default()
+    };
+    for origin in &args.trusted_origin {
+        cop.add_trusted_origin(origin)?;
+    }
+    o.cross_origin_protection = Some(cop);
+    o.max_body_bytes = args.max_body_bytes;
+    o.max_sessions = args.max_sessions;
+    o.sse_keep_alive = (!args.sse_keep_alive.is_zero()).then_some(args.sse_keep_alive);
+    Ok(o)
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let server = build_server(args.server)?;
+    let options = options(&args)?;
+    let handler = StreamableHttpHandler::for_server(server, options);
+    if let Some(path) = &args.unix {
+        #[cfg(unix)]
+        {
+            let _ = std::fs::remove_file(path);
+            eprintln!("streamable HTTP MCP: unix:{}", path.display());
+            vellum::transport::http::serve_unix(path, handler, shutdown_signal())
+                .await
+                .with_context(|| format!("cannot serve on {}", path.display()))?;
+            return Ok(());
+        }
+        #[cfg(not(unix))]
+        bail!("--unix needs a Unix system");
+    }
+    let listener = tokio::net::TcpListener::bind(&args.addr)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.addr))?;
+    let addr = listener.local_addr()?;
+    eprintln!("streamable HTTP MCP: http://{addr}");
+    serve_listener(listener, handler, shutdown_signal()).await?;
+    Ok(())
+}
