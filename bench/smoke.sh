@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# CI smoke of the benchmark harness, so it never rots: builds the harness and Vellum (debug),
+# runs one short window of every scenario against Vellum and the null server, and fails on any
+# error, on a run that measured nothing, or on a server with no results. About a minute,
+# mostly building. Its figures mean nothing (debug builds, 1 s windows); bench/run.sh makes
+# the real ones.
+#
+# usage: bench/smoke.sh [--only LIST]     (default: vellum,null)
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+only=vellum,null
+case ${1:-} in
+    --only) only=${2:?--only needs a list} ;;
+    --only=*) only=${1#--only=} ;;
+    "") ;;
+    *) echo "smoke.sh: unknown option $1" >&2; exit 2 ;;
+esac
+out=$(mktemp -d "${TMPDIR:-/tmp}/vellum-bench-smoke.XXXXXX")
+"$here/run.sh" --smoke --debug --only "$only" --out "$out"
+"$here/target/debug/mcpbench" check "$out/results.jsonl" --expect "$only"
+rm -rf "$out"
