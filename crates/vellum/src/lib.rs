@@ -36,6 +36,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod auth;
 pub mod error;
 pub mod protocol;
 pub mod server;
