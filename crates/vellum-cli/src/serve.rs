@@ -69,6 +69,19 @@ pub(crate) struct ServeArgs {
     /// The most live sessions (503 with Retry-After beyond it).
     #[arg(long, value_name = "N")]
     max_sessions: Option<usize>,
+    /// Answer CORS requests (preflights, exposed `Mcp-Session-Id`) from the trusted origins.
+    #[arg(long)]
+    cors: bool,
+    /// The most requests one session may have in flight (429 beyond it; 0 = no limit).
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    max_in_flight: usize,
+    /// The most sessions one authenticated principal may hold (503 beyond it).
+    #[arg(long, value_name = "N")]
+    max_sessions_per_principal: Option<usize>,
+    /// Close sessions that never send `notifications/initialized` within this time
+    /// (`0s` turns it off).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "60s")]
+    initialize_timeout: Duration,
     /// Interval of SSE keep-alive comments (`0s` turns them off).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "15s")]
     sse_keep_alive: Duration,
@@ -132,6 +145,10 @@ fn options(args: &ServeArgs) -> anyhow::Result<StreamableHttpOptions> {
     o.max_body_bytes = args.max_body_bytes;
     o.max_sessions = args.max_sessions;
     o.sse_keep_alive = (!args.sse_keep_alive.is_zero()).then_some(args.sse_keep_alive);
+    o.cors = args.cors;
+    o.max_in_flight_per_session = (args.max_in_flight > 0).then_some(args.max_in_flight);
+    o.max_sessions_per_principal = args.max_sessions_per_principal;
+    o.initialize_timeout = (!args.initialize_timeout.is_zero()).then_some(args.initialize_timeout);
     Ok(o)
 }
 

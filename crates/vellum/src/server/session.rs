@@ -158,6 +158,16 @@ impl Session {
         self.initialized.store(true, Ordering::Release);
     }
 
+    /// True once the client sent `notifications/initialized` (the handshake is complete).
+    pub(crate) fn handshake_complete(&self) -> bool {
+        self.initialized.load(Ordering::Acquire)
+    }
+
+    /// How many of the client's requests are being served now.
+    pub(crate) fn inflight_count(&self) -> usize {
+        lock(&self.inflight).len()
+    }
+
     /// The negotiated version (the default legacy version before `initialize`).
     pub(crate) fn protocol_version(&self) -> ProtocolVersion {
         self.init

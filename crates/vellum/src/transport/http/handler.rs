@@ -25,14 +25,20 @@ use crate::server::{RequestShared, Scope, Server};
 use crate::store::{EventId, StreamId};
 
 use super::body::ResponseBody;
+use super::cors;
 use super::headers::{Accepts, is_json_content_type, names, text};
 use super::modern;
 use super::options::StreamableHttpOptions;
 use super::rejection::{Rejection, modern_error_status};
 use super::security::{ConnectionInfo, CrossOriginProtection, check_localhost};
-use super::sessions::{ActivityGuard, Attachment, HttpSession, SessionTable, new_session_id};
+use super::sessions::{
+    ActivityGuard, Attachment, Expiry, HttpSession, SessionTable, new_session_id,
+};
 use super::sse::{self, SseStream, Stops, push_event};
 use super::streams::{PostEvent, PostEvents, ResumeStream, StoredStream};
+use super::trace::{RequestInfo, RequestTrace, log_event};
+use crate::auth::Principal;
+use crate::transport::redact_session_id;
 
 type Factory = dyn Fn(&http::request::Parts) -> Option<Server> + Send + Sync;
 
@@ -131,19 +137,39 @@ impl StreamableHttpHandler {
     {
         let inner = &self.inner;
         let (parts, body) = req.into_parts();
+        let method = parts.method.clone();
+        // CORS applies only to trusted origins (a foreign Origin is refused by the checks).
+        let cors_origin = parts
+            .headers
+            .get(header::ORIGIN)
+            .filter(|o| inner.options.cors && o.to_str().is_ok_and(|o| inner.origin.is_trusted(o)))
+            .cloned();
         let result = async {
             inner.check_security(&parts)?;
             match parts.method {
                 Method::POST => inner.post(parts, body).await,
                 Method::GET => inner.get(parts).await,
                 Method::DELETE => inner.delete(&parts),
+                Method::OPTIONS if cors_origin.is_some() => Ok(cors::preflight(
+                    &parts.headers,
+                    cors_origin
+                        .as_ref()
+                        .unwrap_or(&HeaderValue::from_static("null")),
+                )),
                 _ => Err(Rejection::MethodNotAllowed {
                     allow: inner.allow(),
                 }),
             }
         }
         .await;
-        result.unwrap_or_else(Rejection::into_response)
+        let mut resp = result.unwrap_or_else(|r| {
+            log_event!(inner.options.logger.as_ref(), debug, method = %method, rejection = ?r, "request rejected");
+            r.into_response()
+        });
+        if let Some(o) = &cors_origin {
+            cors::decorate(resp.headers_mut(), o);
+        }
+        resp
     }
 }
 
@@ -178,15 +204,23 @@ impl Inner {
         }
     }
 
-    /// Finds the live session a request names: 404 when unknown or closed.
+    /// Finds the live session a request names: 404 when unknown or closed, 403 when it
+    /// belongs to another principal.
     fn session(&self, parts: &http::request::Parts) -> Result<Option<Arc<HttpSession>>, Rejection> {
         let Some(id) = text(&parts.headers, names::SESSION_ID) else {
             return Ok(None);
         };
-        match self.sessions.get(id) {
-            Some(s) if !s.closed.is_cancelled() => Ok(Some(s)),
-            _ => Err(Rejection::UnknownSession),
+        let s = match self.sessions.get(id) {
+            Some(s) if !s.closed.is_cancelled() => s,
+            _ => return Err(Rejection::UnknownSession),
+        };
+        if let Some(owner) = &s.owner {
+            let caller = parts.extensions.get::<Principal>();
+            if !caller.is_some_and(|p| p.issuer == owner.0 && p.subject == owner.1) {
+                return Err(Rejection::WrongPrincipal);
+            }
         }
+        Ok(Some(s))
     }
 
     // ---- POST ---------------------------------------------------------------------------
@@ -245,6 +279,12 @@ impl Inner {
         let route = if self.options.stateless {
             self.stateless_route(&parts, &payload, version)?
         } else if let Some(http) = self.session(&parts)? {
+            if let Some(max) = self.options.max_in_flight_per_session
+                && has_request(&payload)
+                && http.core.inflight_count() >= max
+            {
+                return Err(Rejection::TooManyRequests);
+            }
             let activity = http.activity(&self.sessions);
             Route::Legacy {
                 session: http.core.clone(),
@@ -287,14 +327,29 @@ impl Inner {
         {
             return Err(Rejection::TooManySessions);
         }
+        let owner = parts
+            .extensions
+            .get::<Principal>()
+            .map(|p| (p.issuer.clone(), p.subject.clone()));
+        if let (Some(max), Some(o)) = (self.options.max_sessions_per_principal, &owner)
+            && self.sessions.owned_by(o) >= max
+        {
+            return Err(Rejection::TooManySessions);
+        }
         let server = (self.factory)(parts).ok_or(Rejection::NoServer)?;
         let id = new_session_id().map_err(|_| Rejection::TooManySessions)?;
         let core = Session::new(server, Some(id.clone()));
-        let http = self.sessions.make(id, core.clone(), self.store().cloned());
+        let http = self
+            .sessions
+            .make(id, core.clone(), owner, self.store().cloned());
         let activity = http.activity(&self.sessions);
-        if let Some(t) = self.options.session_timeout {
-            self.sessions.start_sweeper(t, self.store().cloned());
-        }
+        self.sessions.start_sweeper(
+            Expiry {
+                idle: self.options.session_timeout,
+                handshake: self.options.initialize_timeout,
+            },
+            self.store().cloned(),
+        );
         Ok(Route::Legacy {
             session: core,
             http: Some(http),
@@ -372,6 +427,12 @@ impl Inner {
         };
         let modern = matches!(scope, ScopeOf::Modern(_));
 
+        // `subscriptions/listen` is a stream by nature: never a JSON body.
+        let listen = requests
+            .iter()
+            .any(|r| r.method == methods::SUBSCRIPTIONS_LISTEN);
+        let logger = self.options.logger.as_ref();
+
         // Start every request.
         let mut exchanges = Vec::with_capacity(requests.len());
         let mut early = Vec::new();
@@ -405,7 +466,20 @@ impl Inner {
                 },
                 Scope::Modern(_) => None,
             };
-            exchanges.push(Exchange::new(shared, r.params, guard));
+            let trace = logger.map(|d| {
+                let target = request_target(&shared.method, r.params.as_ref());
+                RequestTrace::start(
+                    d,
+                    RequestInfo {
+                        method: &shared.method,
+                        id: &shared.id,
+                        target: target.as_deref(),
+                        session: http.as_ref().map(|h| &*h.id),
+                        version: shared.version().as_str(),
+                    },
+                )
+            });
+            exchanges.push((Exchange::new(shared, r.params, guard), trace));
         }
 
         // A resumable stream when there is a store and a legacy session.
@@ -437,7 +511,9 @@ impl Inner {
 
         // Poll once: most requests finish at once, and then the whole answer is written in
         // one go. In JSON mode, wait for the result unless a notification comes first.
-        let json_mode = (self.options.json_response && accepts.json) || !accepts.sse;
+        // JSON when the client takes nothing else, or when asked for and the request is not a
+        // stream by nature.
+        let json_mode = !accepts.sse || (self.options.json_response && accepts.json && !listen);
         let mut buffered: Vec<PostEvent> = Vec::new();
         let mut upgraded = false;
         let complete = poll_fn(|cx| {
@@ -469,6 +545,7 @@ impl Inner {
             if ok {
                 self.sessions.insert(h.clone());
                 session_header = HeaderValue::from_str(&h.id).ok();
+                log_event!(logger, info, "mcp.session.id" = %redact_session_id(&h.id), "session created");
             } else {
                 h.core.close();
             }
@@ -606,6 +683,7 @@ impl Inner {
         }
         let http = self.session(parts)?.ok_or(Rejection::MissingSession)?;
         self.sessions.close(&http.id, self.store());
+        log_event!(self.options.logger.as_ref(), info, "mcp.session.id" = %redact_session_id(&http.id), "session deleted");
         Ok(status_only(StatusCode::NO_CONTENT))
     }
 }
@@ -622,6 +700,31 @@ impl ScopeOf {
             ScopeOf::Legacy(s) => Scope::Legacy(s.clone()),
             ScopeOf::Modern(m) => Scope::Modern(m.clone()),
         }
+    }
+}
+
+/// The tool, prompt or resource a request targets (for span names).
+fn request_target(method: &str, params: Option<&crate::protocol::RawJson>) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Target {
+        #[serde(default)]
+        name: Option<String>,
+        #[serde(default)]
+        uri: Option<String>,
+    }
+    match method {
+        methods::TOOLS_CALL | methods::PROMPTS_GET | methods::RESOURCES_READ => {
+            let t: Target = params?.parse().ok()?;
+            t.name.or(t.uri)
+        }
+        _ => None,
+    }
+}
+
+fn has_request(p: &Payload) -> bool {
+    match p {
+        Payload::Single(m) => matches!(m, Message::Request(_)),
+        Payload::Batch(v) => v.iter().any(|m| matches!(m, Message::Request(_))),
     }
 }
 

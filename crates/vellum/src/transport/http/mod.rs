@@ -15,6 +15,7 @@
 //! `docs/http-status.md`.
 
 mod body;
+mod cors;
 mod handler;
 pub mod headers;
 mod modern;
@@ -25,6 +26,7 @@ mod serve;
 mod sessions;
 mod sse;
 mod streams;
+mod trace;
 
 pub use body::ResponseBody;
 pub use handler::StreamableHttpHandler;

@@ -60,6 +60,20 @@ pub struct StreamableHttpOptions {
     /// The `retry` (reconnect delay) announced on priming events and stream closes.
     /// Default: 1 s.
     pub sse_retry: Duration,
+    /// Answer CORS requests from the trusted origins of `cross_origin_protection`: preflight
+    /// `OPTIONS` gets 204, responses carry `Access-Control-Allow-Origin` and expose
+    /// `Mcp-Session-Id`, `Mcp-Protocol-Version` and `WWW-Authenticate`. Default: false.
+    pub cors: bool,
+    /// The most requests one session may have in flight; more get 429 with `Retry-After`.
+    /// Default: 256.
+    pub max_in_flight_per_session: Option<usize>,
+    /// The most live sessions one authenticated principal may hold (see
+    /// [`Principal`](crate::auth::Principal)); more get 503 with `Retry-After`.
+    /// Default: none.
+    pub max_sessions_per_principal: Option<usize>,
+    /// Close sessions whose client has not sent `notifications/initialized` this long after
+    /// `initialize` (abandoned handshakes). Default: 60 s.
+    pub initialize_timeout: Option<Duration>,
 }
 
 impl StreamableHttpOptions {
@@ -116,6 +130,10 @@ impl Default for StreamableHttpOptions {
             max_sessions: None,
             sse_keep_alive: Some(Duration::from_secs(15)),
             sse_retry: Duration::from_secs(1),
+            cors: false,
+            max_in_flight_per_session: Some(256),
+            max_sessions_per_principal: None,
+            initialize_timeout: Some(Duration::from_secs(60)),
         }
     }
 }
@@ -137,6 +155,13 @@ impl std::fmt::Debug for StreamableHttpOptions {
             .field("max_sessions", &self.max_sessions)
             .field("sse_keep_alive", &self.sse_keep_alive)
             .field("sse_retry", &self.sse_retry)
+            .field("cors", &self.cors)
+            .field("max_in_flight_per_session", &self.max_in_flight_per_session)
+            .field(
+                "max_sessions_per_principal",
+                &self.max_sessions_per_principal,
+            )
+            .field("initialize_timeout", &self.initialize_timeout)
             .finish()
     }
 }

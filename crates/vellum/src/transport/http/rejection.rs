@@ -36,8 +36,12 @@ pub(crate) enum Rejection {
     MissingSession,
     /// An unknown, expired or deleted session (404).
     UnknownSession,
-    /// Too many live sessions (503, `Retry-After`).
+    /// Too many live sessions, in all or for this principal (503, `Retry-After`).
     TooManySessions,
+    /// The session has too many requests in flight (429, `Retry-After`).
+    TooManyRequests,
+    /// The session belongs to another principal (403).
+    WrongPrincipal,
     /// The stream is already being read by another connection (409).
     StreamConflict,
     /// A `Last-Event-ID` that is not ours, or a replay the store refused (400).
@@ -141,6 +145,21 @@ impl Rejection {
                     "Service Unavailable: too many sessions",
                 ),
                 Some((header::RETRY_AFTER, HeaderValue::from_static("1"))),
+            ),
+            R::TooManyRequests => (
+                StatusCode::TOO_MANY_REQUESTS,
+                None,
+                ErrorObject::new(
+                    code::INTERNAL_ERROR,
+                    "Too Many Requests: too many requests in flight in this session",
+                ),
+                Some((header::RETRY_AFTER, HeaderValue::from_static("1"))),
+            ),
+            R::WrongPrincipal => (
+                StatusCode::FORBIDDEN,
+                None,
+                invalid("Forbidden: this session belongs to another principal"),
+                None,
             ),
             R::StreamConflict => (
                 StatusCode::CONFLICT,

@@ -157,11 +157,18 @@ impl StandaloneSink for Standalone {
     }
 }
 
+/// Who owns a session: the `(issuer, subject)` of the principal that created it.
+pub(crate) type Owner = (String, String);
+
 /// One live legacy session over HTTP.
 pub(crate) struct HttpSession {
     pub(crate) id: Arc<str>,
     pub(crate) core: Arc<Session>,
     pub(crate) live: Arc<LiveStreams>,
+    /// The authenticated principal that created the session, if any.
+    pub(crate) owner: Option<Owner>,
+    /// Milliseconds since the table's epoch when the session was created.
+    created: u64,
     /// Cancelled when the session ends; every stream of the session watches it.
     pub(crate) closed: CancellationToken,
     active: AtomicU32,
@@ -210,14 +217,26 @@ impl Drop for ActivityGuard {
 /// All live sessions of one handler.
 pub(crate) struct SessionTable {
     map: RwLock<HashMap<Arc<str>, Arc<HttpSession>>>,
+    /// Live sessions per owner (for the per-principal cap).
+    per_owner: Mutex<HashMap<Owner, usize>>,
     epoch: Instant,
     sweeper: AtomicBool,
+}
+
+/// When the sweeper closes sessions.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Expiry {
+    /// Idle longer than this (no request, no open stream).
+    pub(crate) idle: Option<Duration>,
+    /// No `notifications/initialized` this long after creation.
+    pub(crate) handshake: Option<Duration>,
 }
 
 impl SessionTable {
     pub(crate) fn new() -> Self {
         SessionTable {
             map: RwLock::new(HashMap::new()),
+            per_owner: Mutex::new(HashMap::new()),
             epoch: Instant::now(),
             sweeper: AtomicBool::new(false),
         }
@@ -244,6 +263,7 @@ impl SessionTable {
         &self,
         id: Arc<str>,
         core: Arc<Session>,
+        owner: Option<Owner>,
         store: Option<Arc<dyn EventStore>>,
     ) -> Arc<HttpSession> {
         let live = Arc::new(LiveStreams::default());
@@ -252,18 +272,42 @@ impl SessionTable {
             live: live.clone(),
             store,
         }));
+        let now = self.epoch.elapsed().as_millis() as u64;
         Arc::new(HttpSession {
             id,
             core,
             live,
+            owner,
+            created: now,
             closed: CancellationToken::new(),
             active: AtomicU32::new(0),
-            last_active: AtomicU64::new(self.epoch.elapsed().as_millis() as u64),
+            last_active: AtomicU64::new(now),
         })
     }
 
+    /// How many live sessions `owner` holds.
+    pub(crate) fn owned_by(&self, owner: &Owner) -> usize {
+        lock(&self.per_owner).get(owner).copied().unwrap_or(0)
+    }
+
     pub(crate) fn insert(&self, session: Arc<HttpSession>) {
+        if let Some(o) = &session.owner {
+            *lock(&self.per_owner).entry(o.clone()).or_default() += 1;
+        }
         self.write().insert(session.id.clone(), session);
+    }
+
+    fn removed(&self, s: &HttpSession, store: Option<&Arc<dyn EventStore>>) {
+        if let Some(o) = &s.owner {
+            let mut per = lock(&self.per_owner);
+            if let Some(n) = per.get_mut(o) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    per.remove(o);
+                }
+            }
+        }
+        close_session(s, store);
     }
 
     /// Removes and closes a session; false if it was not there.
@@ -271,7 +315,7 @@ impl SessionTable {
         let Some(s) = self.write().remove(id) else {
             return false;
         };
-        close_session(&s, store);
+        self.removed(&s, store);
         true
     }
 
@@ -279,55 +323,69 @@ impl SessionTable {
     pub(crate) fn close_all(&self, store: Option<&Arc<dyn EventStore>>) {
         let all: Vec<_> = self.write().drain().map(|(_, s)| s).collect();
         for s in all {
-            close_session(&s, store);
+            self.removed(&s, store);
         }
     }
 
-    /// Starts the idle sweeper once (needs a runtime; the handler calls it from a request).
+    /// Starts the sweeper once (needs a runtime; the handler calls it from a request).
     pub(crate) fn start_sweeper(
         self: &Arc<Self>,
-        timeout: Duration,
+        expiry: Expiry,
         store: Option<Arc<dyn EventStore>>,
     ) {
+        let shortest = match (expiry.idle, expiry.handshake) {
+            (Some(a), Some(b)) => a.min(b),
+            (Some(a), None) | (None, Some(a)) => a,
+            (None, None) => return,
+        };
         if self.sweeper.swap(true, Ordering::AcqRel) {
             return;
         }
         let table: Weak<SessionTable> = Arc::downgrade(self);
-        let period = (timeout / 4).clamp(Duration::from_millis(10), Duration::from_secs(5));
+        let period = (shortest / 4).clamp(Duration::from_millis(10), Duration::from_secs(5));
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(period);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tick.tick().await;
                 let Some(table) = table.upgrade() else { return };
-                table.sweep(timeout, store.as_ref());
+                table.sweep(expiry, store.as_ref());
             }
         });
     }
 
-    fn sweep(&self, timeout: Duration, store: Option<&Arc<dyn EventStore>>) {
+    fn expired(&self, s: &HttpSession, expiry: Expiry, now: u64) -> bool {
+        if s.active.load(Ordering::Acquire) != 0 {
+            return false;
+        }
+        let idle = expiry.idle.is_some_and(|t| {
+            now.saturating_sub(s.last_active.load(Ordering::Acquire)) >= t.as_millis() as u64
+        });
+        let abandoned = expiry.handshake.is_some_and(|t| {
+            !s.core.handshake_complete() && now.saturating_sub(s.created) >= t.as_millis() as u64
+        });
+        idle || abandoned
+    }
+
+    fn sweep(&self, expiry: Expiry, store: Option<&Arc<dyn EventStore>>) {
         let now = self.epoch.elapsed().as_millis() as u64;
-        let limit = timeout.as_millis() as u64;
-        let idle: Vec<Arc<str>> = self
+        let candidates: Vec<Arc<str>> = self
             .read()
             .values()
-            .filter(|s| {
-                s.active.load(Ordering::Acquire) == 0
-                    && now.saturating_sub(s.last_active.load(Ordering::Acquire)) >= limit
-            })
+            .filter(|s| self.expired(s, expiry, now))
             .map(|s| s.id.clone())
             .collect();
-        for id in idle {
+        for id in candidates {
             // Re-check under the write lock: a request may have started meanwhile.
             let removed = {
                 let mut map = self.write();
                 match map.get(&id) {
-                    Some(s) if s.active.load(Ordering::Acquire) == 0 => map.remove(&id),
+                    Some(s) if self.expired(s, expiry, now) => map.remove(&id),
                     _ => None,
                 }
             };
             if let Some(s) = removed {
-                close_session(&s, store);
+                self.removed(&s, store);
             }
         }
     }

@@ -18,6 +18,7 @@ use crate::store::{EventId, EventStore, StoreError, StoredEvent, StreamId};
 
 use super::sessions::{ActivityGuard, Attachment, LiveStreams};
 use super::sse::{EventSource, SseEvent};
+use super::trace::RequestTrace;
 
 /// Where a POST stream's events are stored.
 pub(crate) struct StoredStream {
@@ -44,7 +45,8 @@ pub(crate) struct PostEvent {
 
 /// The requests of one POST being served, as a stream of events.
 pub(crate) struct PostEvents {
-    exchanges: Vec<Exchange>,
+    /// The requests, each with its span when the handler logs.
+    exchanges: Vec<(Exchange, Option<RequestTrace>)>,
     stored: Option<StoredStream>,
     appending: Option<Appending>,
     /// Present for legacy sessions: keeps the session active while requests run, and lets
@@ -57,7 +59,7 @@ pub(crate) struct PostEvents {
 
 impl PostEvents {
     pub(crate) fn new(
-        exchanges: Vec<Exchange>,
+        exchanges: Vec<(Exchange, Option<RequestTrace>)>,
         stored: Option<StoredStream>,
         session: Option<ActivityGuard>,
     ) -> Self {
@@ -108,8 +110,20 @@ impl PostEvents {
             }
             let mut pending = false;
             let mut produced = None;
-            for ex in self.exchanges.iter_mut().filter(|e| !e.is_finished()) {
-                match ex.poll_step(cx) {
+            for (ex, trace) in self.exchanges.iter_mut().filter(|(e, _)| !e.is_finished()) {
+                let step = match trace {
+                    Some(t) => t.in_scope(|| ex.poll_step(cx)),
+                    None => ex.poll_step(cx),
+                };
+                if let (Some(t), Poll::Ready(Some(Step::Finished(outcome)))) =
+                    (trace.as_ref(), &step)
+                {
+                    t.finish(match outcome {
+                        Outcome::Error(e) => Some(e.code),
+                        _ => None,
+                    });
+                }
+                match step {
                     Poll::Ready(Some(Step::Message(m))) => {
                         produced = Some((m, None));
                         break;
@@ -153,8 +167,8 @@ impl PostEvents {
         self.stored.as_ref()?;
         self.exchanges
             .iter()
-            .filter(|e| !e.is_finished())
-            .find_map(|e| e.shared().close_requested())
+            .filter(|(e, _)| !e.is_finished())
+            .find_map(|(e, _)| e.shared().close_requested())
     }
 
     /// Moves the unfinished requests into a background task (legacy: a disconnect is not a
