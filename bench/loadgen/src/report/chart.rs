@@ -129,7 +129,8 @@ where
     let right = style.pos(Pos::new(HPos::Right, VPos::Center));
     let left = style.pos(Pos::new(HPos::Left, VPos::Center));
     for (i, (name, v)) in rows.iter().enumerate() {
-        let y = i as f64;
+        // The first server on top.
+        let y = (rows.len() - 1 - i) as f64;
         let label = if v.is_some() {
             (*name).to_owned()
         } else {
@@ -153,12 +154,20 @@ where
     Ok(())
 }
 
+/// A short number: `27.4k`, `512`, `3.5`, `0.25`.
 fn value_text(v: f64) -> String {
     if v >= 1000.0 {
-        format!("{:.1}k", v / 1000.0)
-    } else if v >= 10.0 {
+        let k = v / 1000.0;
+        if k.fract().abs() < 1e-9 {
+            format!("{k:.0}k")
+        } else {
+            format!("{k:.1}k")
+        }
+    } else if v >= 10.0 || v == 0.0 {
         format!("{v:.0}")
-    } else {
+    } else if v >= 1.0 {
         format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
     }
 }
