@@ -3,8 +3,9 @@
 //! Each in-flight slot owns one keep-alive HTTP/1.1 connection and uses session `slot % S`
 //! (wrk-style closed loop: a slot sends its next request when the previous answer is complete).
 //! Latency runs from just before the request is handed to hyper to the end of the response
-//! body. A request counts if it completes inside the window; throughput is correct answers per
-//! second of window. Server CPU is read from `/proc` at both edges of the window.
+//! body. A correct answer counts toward throughput and latency if it completes inside the
+//! window (throughput = correct answers per second of window); a wrong answer or a failed
+//! request counts as an error whenever it happens, warm-up included. Server CPU is read from `/proc` at both edges of the window.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -168,27 +169,28 @@ async fn slot(
         if sent >= window.end {
             break;
         }
-        let outcome = match conn.send(proto.call(id, &session), timeout).await {
-            Ok(answer) => crate::check::tool_call(&answer, id).map_err(anyhow::Error::from),
-            Err(e) => {
-                // The connection is unusable: count it and replace it.
-                match client::connect(addr).await {
-                    Ok(c) => conn = c,
-                    Err(ce) => stats.errors.add(format!("reconnect: {ce:#}")),
-                }
-                Err(e)
-            }
-        };
+        let outcome = conn.send(proto.call(id, &session), timeout).await;
         let done = Instant::now();
-        if done < window.start || done >= window.end {
-            continue;
-        }
+        let broken = outcome.is_err();
+        let outcome = outcome.and_then(|answer| Ok(crate::check::tool_call(&answer, id)?));
+        let counted = done >= window.start && done < window.end;
         match outcome {
-            Ok(()) => {
+            Ok(()) if counted => {
                 stats.ok += 1;
                 stats.latency.saturating_record(micros(done - sent));
             }
+            Ok(()) => {}
             Err(e) => stats.errors.add(e),
+        }
+        if broken {
+            // The connection is unusable: replace it, or stop this slot if the server is gone.
+            match client::connect(addr).await {
+                Ok(c) => conn = c,
+                Err(e) => {
+                    stats.errors.add(format!("reconnect: {e:#}"));
+                    break;
+                }
+            }
         }
     }
     Ok(stats)
