@@ -12,13 +12,13 @@ step() { printf '\n=== %s\n' "$*"; }
 
 step "format and lints"
 cargo fmt --all -- --check
-cargo clippy --all-targets -- -D warnings
+cargo clippy --all-targets --all-features -- -D warnings
 
 step "build (release binary and examples, used by the interop tests)"
 cargo build --release --workspace --examples --bins
 
 step "unit and integration tests"
-cargo test --workspace
+cargo test --workspace --all-features
 
 echo
 echo "all tests passed"

@@ -45,9 +45,14 @@ pub(crate) struct ServeArgs {
     /// trace) or `off`.
     #[arg(long, value_name = "LEVEL|off", default_value = "off")]
     log: String,
-    /// Keep SSE events for `Last-Event-ID` resumption: `memory` or `memory:BYTES`.
-    #[arg(long, value_name = "memory[:BYTES]")]
+    /// Keep SSE events for `Last-Event-ID` resumption: `memory`, `memory:BYTES`, or a
+    /// Redis URL (`redis://HOST:PORT`) shared by several instances.
+    #[arg(long, value_name = "memory[:BYTES]|redis://HOST:PORT")]
     event_store: Option<String>,
+    /// Share sessions with other instances (and survive restarts) through Redis:
+    /// `redis://HOST:PORT` (the same URL as `--event-store` shares one connection).
+    #[arg(long, value_name = "redis://HOST:PORT")]
+    session_store: Option<String>,
     /// Close sessions idle for this long (e.g. `30s`, `5m`); open streams count as activity.
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     session_timeout: Option<Duration>,
@@ -93,7 +98,37 @@ fn build_server(which: DemoServer) -> anyhow::Result<Server> {
     }
 }
 
-fn event_store(spec: &str) -> anyhow::Result<Arc<dyn vellum::store::EventStore>> {
+/// Connects to each Redis URL once.
+#[derive(Default)]
+struct RedisPool(Vec<(String, vellum::store::redis::Redis)>);
+
+impl RedisPool {
+    async fn get(
+        &mut self,
+        url: &str,
+        ttl: Option<Duration>,
+    ) -> anyhow::Result<vellum::store::redis::Redis> {
+        if let Some((_, r)) = self.0.iter().find(|(u, _)| u == url) {
+            return Ok(r.clone());
+        }
+        let mut options = vellum::store::redis::RedisOptions::default();
+        if let Some(ttl) = ttl {
+            options.event_ttl = ttl;
+        }
+        let r = vellum::store::redis::Redis::connect(url, options).await?;
+        self.0.push((url.to_owned(), r.clone()));
+        Ok(r)
+    }
+}
+
+async fn event_store(
+    spec: &str,
+    redis: &mut RedisPool,
+    ttl: Option<Duration>,
+) -> anyhow::Result<Arc<dyn vellum::store::EventStore>> {
+    if spec.starts_with("redis://") || spec.starts_with("rediss://") {
+        return Ok(Arc::new(redis.get(spec, ttl).await?.event_store()));
+    }
     let (kind, arg) = spec.split_once(':').unwrap_or((spec, ""));
     match kind {
         "memory" => {
@@ -106,7 +141,9 @@ fn event_store(spec: &str) -> anyhow::Result<Arc<dyn vellum::store::EventStore>>
             };
             Ok(Arc::new(MemoryEventStore::new(bytes)))
         }
-        other => bail!("--event-store: unknown store {other:?} (expected memory[:BYTES])"),
+        other => bail!(
+            "--event-store: unknown store {other:?} (expected memory[:BYTES] or redis://HOST:PORT)"
+        ),
     }
 }
 
@@ -125,12 +162,24 @@ fn logger(level: &str) -> anyhow::Result<Option<tracing::Dispatch>> {
 }
 
 /// Maps the flags to handler options (the only place that does).
-fn options(args: &ServeArgs) -> anyhow::Result<StreamableHttpOptions> {
+async fn options(args: &ServeArgs) -> anyhow::Result<StreamableHttpOptions> {
     let mut o = StreamableHttpOptions::default();
+    let mut redis = RedisPool::default();
     o.stateless = args.stateless;
     o.json_response = args.json_response;
     o.logger = logger(&args.log)?;
-    o.event_store = args.event_store.as_deref().map(event_store).transpose()?;
+    o.event_store = match args.event_store.as_deref() {
+        Some(spec) => Some(event_store(spec, &mut redis, args.session_timeout).await?),
+        None => None,
+    };
+    if let Some(url) = &args.session_store {
+        if !(url.starts_with("redis://") || url.starts_with("rediss://")) {
+            bail!("--session-store: expected a Redis URL (redis://HOST:PORT), got {url:?}");
+        }
+        let r = redis.get(url, args.session_timeout).await?;
+        o.session_store = Some(Arc::new(r.session_store()));
+        o.bus = Some(Arc::new(r.bus()));
+    }
     o.session_timeout = args.session_timeout;
     o.disable_localhost_protection = args.disable_localhost_protection;
     let mut cop = if args.no_cross_origin_protection {
@@ -169,7 +218,7 @@ async fn shutdown_signal() {
 
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let server = build_server(args.server)?;
-    let options = options(&args)?;
+    let options = options(&args).await?;
     let handler = StreamableHttpHandler::for_server(server, options);
     if let Some(path) = &args.unix {
         #[cfg(unix)]

@@ -18,7 +18,7 @@ use super::context::{RequestShared, Scope};
 use super::dispatch::{Outcome, handle_notification, handle_response};
 use super::exchange::{Exchange, Step};
 use super::modern;
-use super::session::{Session, StandaloneSink};
+use super::session::{Session, SessionHooks};
 use crate::error::Error;
 use crate::protocol::jsonrpc::{decode, encode_error};
 use crate::protocol::{ErrorObject, Message, Payload, Request};
@@ -50,7 +50,7 @@ impl std::fmt::Debug for Connection {
 
 struct OutSink(mpsc::Sender<Bytes>);
 
-impl StandaloneSink for OutSink {
+impl SessionHooks for OutSink {
     fn send(&self, message: Bytes) -> BoxFuture<'static, Result<(), Error>> {
         let tx = self.0.clone();
         Box::pin(async move {
@@ -67,7 +67,7 @@ impl Connection {
     pub fn new(server: Server) -> (Connection, mpsc::Receiver<Bytes>) {
         let (out, rx) = mpsc::channel(OUT_BUFFER);
         let session = Session::new(server.clone(), None);
-        session.set_standalone(Arc::new(OutSink(out.clone())));
+        session.set_hooks(Arc::new(OutSink(out.clone())));
         let conn = Connection {
             inner: Arc::new(Inner {
                 server,

@@ -18,7 +18,9 @@ use super::context::{RequestContext, RequestShared, Scope};
 use super::session::{ClientInit, Session};
 use super::tool::{CallToolRequest, HandlerError};
 use super::{GetPromptRequest, ReadResourceRequest};
-use crate::protocol::jsonrpc::{encode_response_raw, encode_response_with};
+use crate::protocol::jsonrpc::{
+    encode_error, encode_notification, encode_response_raw, encode_response_with,
+};
 use crate::protocol::{
     CacheHint, CallToolParams, CallToolResult, CancelledParams, CompleteParams, CompleteResult,
     CompletionReference, DiscoverResult, EmptyResult, ErrorObject, GetPromptParams,
@@ -632,8 +634,12 @@ pub(crate) fn handle_notification(session: Option<&Arc<Session>>, n: &Notificati
                 n.params
                     .as_ref()
                     .and_then(|p| p.parse::<CancelledParams>().ok()),
-            ) {
-                s.cancel_inflight(&p.request_id);
+            ) && !s.cancel_inflight(&p.request_id)
+                && let Some(h) = s.hooks()
+                && let Ok(m) = encode_notification(methods::CANCELLED, Some(&p))
+            {
+                // Not running here: it may run on another instance of the deployment.
+                h.unmatched_cancel(m);
             }
         }
         // Progress from the client and roots changes need no action from the core.
@@ -643,7 +649,15 @@ pub(crate) fn handle_notification(session: Option<&Arc<Session>>, n: &Notificati
 
 /// Delivers the client's answer to one of our requests.
 pub(crate) fn handle_response(session: &Session, r: Response) {
-    if let Some(id) = &r.id {
-        session.resolve(id, r.outcome);
+    let Some(id) = r.id.clone() else { return };
+    let stray = session.hooks().map(|_| match &r.outcome {
+        Ok(result) => encode_response_raw(&id, result.as_bytes()),
+        Err(e) => encode_error(Some(&id), e),
+    });
+    if !session.resolve(&id, r.outcome)
+        && let (Some(h), Some(m)) = (session.hooks(), stray)
+    {
+        // Nobody waits here: the request may be another instance's.
+        h.unmatched_response(m);
     }
 }

@@ -24,6 +24,7 @@ use crate::protocol::{
     CancelledParams, ClientCapabilities, ErrorObject, Implementation, LoggingLevel,
     ProtocolVersion, RawJson, RequestId, methods,
 };
+use crate::store::SessionRecord;
 
 /// What the client said in `initialize`.
 #[derive(Debug, Clone)]
@@ -33,11 +34,27 @@ pub(crate) struct ClientInit {
     pub(crate) info: Option<Implementation>,
 }
 
-/// Where a session's messages that belong to no request go (the standalone GET stream on
-/// HTTP, stdout on stdio).
-pub(crate) trait StandaloneSink: Send + Sync {
+/// What a transport does for a session beyond serving its requests: where messages that
+/// belong to no request go (the standalone GET stream on HTTP, stdout on stdio), and, when
+/// several instances share the session, how changes and stray messages reach the others.
+pub(crate) trait SessionHooks: Send + Sync {
     /// Delivers (or stores for later delivery) one encoded message.
     fn send(&self, message: Bytes) -> BoxFuture<'static, Result<(), Error>>;
+
+    /// The session's shared state (log level, subscriptions, handshake) changed.
+    fn state_changed(&self, _session: &Session) {}
+
+    /// The client answered a request nobody here waits for (it may be another instance's).
+    fn unmatched_response(&self, _message: Bytes) {}
+
+    /// The client cancelled a request that does not run here.
+    fn unmatched_cancel(&self, _message: Bytes) {}
+
+    /// A prefix that makes this instance's request ids unique among instances sharing the
+    /// session.
+    fn request_id_prefix(&self) -> Option<&str> {
+        None
+    }
 }
 
 type Pending = oneshot::Sender<Result<RawJson, ErrorObject>>;
@@ -64,7 +81,7 @@ pub(crate) struct Session {
     inflight: Mutex<HashMap<RequestId, Weak<RequestShared>>>,
     /// Resource URIs the client subscribed to.
     subscriptions: Mutex<BTreeSet<String>>,
-    standalone: OnceLock<Arc<dyn StandaloneSink>>,
+    hooks: OnceLock<Arc<dyn SessionHooks>>,
     closed: AtomicBool,
     registry_key: u64,
 }
@@ -120,7 +137,7 @@ impl Session {
             pending: Mutex::new(HashMap::new()),
             inflight: Mutex::new(HashMap::new()),
             subscriptions: Mutex::new(BTreeSet::new()),
-            standalone: OnceLock::new(),
+            hooks: OnceLock::new(),
             closed: AtomicBool::new(false),
             registry_key,
         });
@@ -155,7 +172,9 @@ impl Session {
 
     /// Records `notifications/initialized`.
     pub(crate) fn mark_initialized(&self) {
-        self.initialized.store(true, Ordering::Release);
+        if !self.initialized.swap(true, Ordering::AcqRel) {
+            self.changed();
+        }
     }
 
     /// True once the client sent `notifications/initialized` (the handshake is complete).
@@ -192,6 +211,11 @@ impl Session {
     }
 
     pub(crate) fn set_log_level(&self, level: LoggingLevel) {
+        self.store_log_level(level);
+        self.changed();
+    }
+
+    fn store_log_level(&self, level: LoggingLevel) {
         let idx = LoggingLevel::ALL
             .iter()
             .position(|l| *l == level)
@@ -199,9 +223,59 @@ impl Session {
         self.log_level.store(idx as u8 + 1, Ordering::Release);
     }
 
-    /// Installs the sink for messages unrelated to any request (once).
-    pub(crate) fn set_standalone(&self, sink: Arc<dyn StandaloneSink>) {
-        let _ = self.standalone.set(sink);
+    /// Installs the transport's hooks (once).
+    pub(crate) fn set_hooks(&self, hooks: Arc<dyn SessionHooks>) {
+        let _ = self.hooks.set(hooks);
+    }
+
+    /// The transport's hooks, if installed.
+    pub(crate) fn hooks(&self) -> Option<&Arc<dyn SessionHooks>> {
+        self.hooks.get()
+    }
+
+    fn changed(&self) {
+        if let Some(h) = self.hooks.get() {
+            h.state_changed(self);
+        }
+    }
+
+    /// A session restored from a stored record (served by an instance that did not create
+    /// it).
+    pub(crate) fn restore(server: Server, id: Arc<str>, record: &SessionRecord) -> Arc<Session> {
+        let s = Self::build(
+            server,
+            Some(id),
+            false,
+            Some(ClientInit {
+                version: record.protocol_version,
+                capabilities: record.client_capabilities.clone(),
+                info: record.client_info.clone(),
+            }),
+        );
+        s.apply(record);
+        s
+    }
+
+    /// Applies the mutable parts of a stored record (log level, subscriptions, handshake).
+    pub(crate) fn apply(&self, record: &SessionRecord) {
+        self.initialized
+            .store(record.initialized, Ordering::Release);
+        match record.log_level {
+            Some(l) => self.store_log_level(l),
+            None => self.log_level.store(0, Ordering::Release),
+        }
+        *lock(&self.subscriptions) = record.subscriptions.clone();
+    }
+
+    /// The session's shareable state as a record (`owner` is the transport's business).
+    pub(crate) fn record(&self) -> Option<SessionRecord> {
+        let init = self.init.get()?;
+        let mut r = SessionRecord::new(init.version, init.capabilities.clone());
+        r.client_info = init.info.clone();
+        r.log_level = self.log_level();
+        r.initialized = self.handshake_complete();
+        r.subscriptions = lock(&self.subscriptions).clone();
+        Some(r)
     }
 
     /// Sends a message that belongs to no request (list changes, resource updates).
@@ -209,8 +283,8 @@ impl Session {
         if self.is_closed() {
             return Err(Error::SessionClosed);
         }
-        match self.standalone.get() {
-            Some(sink) => sink.send(message).await,
+        match self.hooks.get() {
+            Some(hooks) => hooks.send(message).await,
             None => Err(Error::Unsupported(
                 "this session has no stream for unsolicited messages".into(),
             )),
@@ -234,11 +308,16 @@ impl Session {
         })
     }
 
-    /// Cancels a request of the client (`notifications/cancelled`); unknown ids are ignored.
-    pub(crate) fn cancel_inflight(&self, id: &RequestId) {
+    /// Cancels a request of the client (`notifications/cancelled`); false if it does not
+    /// run here.
+    pub(crate) fn cancel_inflight(&self, id: &RequestId) -> bool {
         let target = lock(&self.inflight).get(id).and_then(Weak::upgrade);
-        if let Some(shared) = target {
-            shared.cancel();
+        match target {
+            Some(shared) => {
+                shared.cancel();
+                true
+            }
+            None => false,
         }
     }
 
@@ -268,7 +347,10 @@ impl Session {
             return Err(Error::SessionClosed);
         }
         let n = self.next_request_id.fetch_add(1, Ordering::Relaxed);
-        let id = RequestId::Number(n);
+        let id = match self.hooks.get().and_then(|h| h.request_id_prefix()) {
+            Some(prefix) => RequestId::String(format!("{prefix}-{n}").into()),
+            None => RequestId::Number(n),
+        };
         let message = encode_client_request(&id, method, params)?;
         let (tx, rx) = oneshot::channel();
         lock(&self.pending).insert(id.clone(), tx);
@@ -296,12 +378,20 @@ impl Session {
 
     /// Adds a resource subscription; true if it is new.
     pub(crate) fn subscribe(&self, uri: &str) -> bool {
-        lock(&self.subscriptions).insert(uri.to_owned())
+        let new = lock(&self.subscriptions).insert(uri.to_owned());
+        if new {
+            self.changed();
+        }
+        new
     }
 
     /// Removes a resource subscription.
     pub(crate) fn unsubscribe(&self, uri: &str) -> bool {
-        lock(&self.subscriptions).remove(uri)
+        let removed = lock(&self.subscriptions).remove(uri);
+        if removed {
+            self.changed();
+        }
+        removed
     }
 
     /// True if the client subscribed to `uri`.

@@ -5,7 +5,10 @@ use std::fmt;
 use std::str::FromStr;
 
 use bytes::Bytes;
-use futures_util::future::BoxFuture;
+use futures_util::future::{BoxFuture, ready};
+use futures_util::stream::BoxStream;
+
+use crate::protocol::RequestId;
 
 /// A stream of one session: every POST that carries requests opens one; the standalone
 /// GET stream is [`StreamId::STANDALONE`].
@@ -83,6 +86,12 @@ pub enum StoreError {
     /// Events after the requested id were evicted: the stream cannot be replayed whole.
     #[error("events after this id were evicted from the store")]
     Evicted,
+    /// The instance writing a followed stream stopped before its requests were answered.
+    #[error("the server instance serving this stream is gone")]
+    WriterGone {
+        /// The requests of the stream that will never be answered.
+        requests: Vec<RequestId>,
+    },
     /// The backend failed (connection lost, …).
     #[error("event store backend error: {0}")]
     Backend(String),
@@ -94,8 +103,13 @@ pub enum StoreError {
 /// Implementations must be safe for concurrent use across sessions. Every operation returns
 /// a `'static` future: an implementation copies what it needs from the arguments.
 pub trait EventStore: Send + Sync + 'static {
-    /// Opens a new stream in `session` and returns its id (never [`StreamId::STANDALONE`]).
-    fn open_stream(&self, session: &str) -> BoxFuture<'static, Result<StreamId, StoreError>>;
+    /// Opens a new stream in `session` for the requests `requests` and returns its id (never
+    /// [`StreamId::STANDALONE`]).
+    fn open_stream(
+        &self,
+        session: &str,
+        requests: &[RequestId],
+    ) -> BoxFuture<'static, Result<StreamId, StoreError>>;
 
     /// Appends one encoded message to a stream and returns the id it was given. Appending to
     /// [`StreamId::STANDALONE`] needs no `open_stream`.
@@ -117,6 +131,28 @@ pub trait EventStore: Send + Sync + 'static {
 
     /// Forgets a session and all its streams.
     fn session_closed(&self, session: &str) -> BoxFuture<'static, Result<(), StoreError>>;
+
+    /// Marks a stream complete: every request on it was answered. Stores read by other
+    /// instances use it to end [`EventStore::follow`]ers. Default: nothing.
+    fn close_stream(
+        &self,
+        _session: &str,
+        _stream: StreamId,
+    ) -> BoxFuture<'static, Result<(), StoreError>> {
+        Box::pin(ready(Ok(())))
+    }
+
+    /// Follows a stream that another instance may still be writing: every event after
+    /// `after`, then each new one as it is appended, until the stream is complete; fails
+    /// with [`StoreError::WriterGone`] when the writing instance dies first. `None` when the
+    /// store cannot follow (streams written in this process are followed locally instead).
+    fn follow(
+        &self,
+        _session: &str,
+        _after: EventId,
+    ) -> Option<BoxStream<'static, Result<StoredEvent, StoreError>>> {
+        None
+    }
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use bytes::Bytes;
 use futures_util::future::{BoxFuture, ready};
 
 use super::event::{EventId, EventStore, StoreError, StoredEvent, StreamId};
+use crate::protocol::RequestId;
 
 struct StreamLog {
     /// The seq of `events[0]`.
@@ -207,7 +208,11 @@ fn evict(i: &mut Inner) {
 }
 
 impl EventStore for MemoryEventStore {
-    fn open_stream(&self, session: &str) -> BoxFuture<'static, Result<StreamId, StoreError>> {
+    fn open_stream(
+        &self,
+        session: &str,
+        _requests: &[RequestId],
+    ) -> BoxFuture<'static, Result<StreamId, StoreError>> {
         Box::pin(ready(Ok(self.do_open(session))))
     }
 
@@ -245,8 +250,8 @@ mod tests {
     #[tokio::test]
     async fn append_replay_and_isolation() {
         let st = MemoryEventStore::default();
-        let a = st.open_stream("s1").await.unwrap();
-        let other = st.open_stream("s1").await.unwrap();
+        let a = st.open_stream("s1", &[]).await.unwrap();
+        let other = st.open_stream("s1", &[]).await.unwrap();
         assert_ne!(a, other);
         let e1 = st.append("s1", a, b("one")).await.unwrap();
         st.append("s1", other, b("x")).await.unwrap();
@@ -292,7 +297,7 @@ mod tests {
     #[tokio::test]
     async fn eviction_is_oldest_first_and_visible() {
         let st = MemoryEventStore::new(10);
-        let s = st.open_stream("s").await.unwrap();
+        let s = st.open_stream("s", &[]).await.unwrap();
         let first = st.append("s", s, b("aaaa")).await.unwrap();
         st.append("s", s, b("bbbb")).await.unwrap();
         st.append("s", s, b("cccc")).await.unwrap(); // 12 bytes > 10: "aaaa" goes

@@ -25,6 +25,7 @@ use crate::server::{RequestShared, Scope, Server};
 use crate::store::{EventId, StreamId};
 
 use super::body::ResponseBody;
+use super::cluster::Cluster;
 use super::cors;
 use super::headers::{Accepts, is_json_content_type, names, text};
 use super::modern;
@@ -34,8 +35,11 @@ use super::security::{ConnectionInfo, CrossOriginProtection, check_localhost};
 use super::sessions::{
     ActivityGuard, Attachment, Expiry, HttpSession, SessionTable, new_session_id,
 };
+
+/// How long a stored session lives without activity when `session_timeout` is unset.
+const DEFAULT_STORED_SESSION_TTL: std::time::Duration = std::time::Duration::from_secs(3600);
 use super::sse::{self, SseStream, Stops, push_event};
-use super::streams::{PostEvent, PostEvents, ResumeStream, StoredStream};
+use super::streams::{Live, PostEvent, PostEvents, ResumeStream, StoredStream};
 use super::trace::{RequestInfo, RequestTrace, log_event};
 use crate::auth::Principal;
 use crate::transport::redact_session_id;
@@ -61,6 +65,8 @@ struct Inner {
     origin: CrossOriginProtection,
     sessions: Arc<SessionTable>,
     shutdown: CancellationToken,
+    /// Whether the bus listener runs.
+    listening: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for StreamableHttpHandler {
@@ -93,13 +99,22 @@ impl StreamableHttpHandler {
         F: Fn(&http::request::Parts) -> Option<Server> + Send + Sync + 'static,
     {
         let origin = options.cross_origin_protection.clone().unwrap_or_default();
+        let cluster = Arc::new(Cluster {
+            events: options.event_store.clone(),
+            sessions: options.session_store.clone(),
+            bus: options.bus.clone(),
+            ttl: options
+                .session_timeout
+                .unwrap_or(DEFAULT_STORED_SESSION_TTL),
+        });
         StreamableHttpHandler {
             inner: Arc::new(Inner {
                 factory: Box::new(factory),
                 options,
                 origin,
-                sessions: Arc::new(SessionTable::new()),
+                sessions: Arc::new(SessionTable::new(cluster)),
                 shutdown: CancellationToken::new(),
+                listening: std::sync::atomic::AtomicBool::new(false),
             }),
         }
     }
@@ -123,9 +138,34 @@ impl StreamableHttpHandler {
     /// In-flight requests already being answered finish normally.
     pub fn shutdown(&self) {
         self.inner.shutdown.cancel();
-        self.inner
-            .sessions
-            .close_all(self.inner.options.event_store.as_ref());
+        self.inner.sessions.close_all();
+    }
+
+    /// Starts the task that receives the other instances' messages (once, with a bus).
+    fn listen_to_bus(&self) {
+        let Some(bus) = &self.inner.options.bus else {
+            return;
+        };
+        if self
+            .inner
+            .listening
+            .swap(true, std::sync::atomic::Ordering::AcqRel)
+        {
+            return;
+        }
+        let mut rx = bus.subscribe();
+        let table = Arc::downgrade(&self.inner.sessions);
+        tokio::spawn(async move {
+            loop {
+                let message = match rx.recv().await {
+                    Ok(m) => m,
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                };
+                let Some(table) = table.upgrade() else { return };
+                table.on_bus(message);
+            }
+        });
     }
 
     /// Serves one request.
@@ -135,6 +175,7 @@ impl StreamableHttpHandler {
         B::Data: Send,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
+        self.listen_to_bus();
         let inner = &self.inner;
         let (parts, body) = req.into_parts();
         let method = parts.method.clone();
@@ -149,7 +190,7 @@ impl StreamableHttpHandler {
             match parts.method {
                 Method::POST => inner.post(parts, body).await,
                 Method::GET => inner.get(parts).await,
-                Method::DELETE => inner.delete(&parts),
+                Method::DELETE => inner.delete(&parts).await,
                 Method::OPTIONS if cors_origin.is_some() => Ok(cors::preflight(
                     &parts.headers,
                     cors_origin
@@ -206,13 +247,17 @@ impl Inner {
 
     /// Finds the live session a request names: 404 when unknown or closed, 403 when it
     /// belongs to another principal.
-    fn session(&self, parts: &http::request::Parts) -> Result<Option<Arc<HttpSession>>, Rejection> {
+    async fn session(
+        &self,
+        parts: &http::request::Parts,
+    ) -> Result<Option<Arc<HttpSession>>, Rejection> {
         let Some(id) = text(&parts.headers, names::SESSION_ID) else {
             return Ok(None);
         };
         let s = match self.sessions.get(id) {
             Some(s) if !s.closed.is_cancelled() => s,
-            _ => return Err(Rejection::UnknownSession),
+            Some(_) => return Err(Rejection::UnknownSession),
+            None => self.restore(parts, id).await?,
         };
         if let Some(owner) = &s.owner {
             let caller = parts.extensions.get::<Principal>();
@@ -221,6 +266,32 @@ impl Inner {
             }
         }
         Ok(Some(s))
+    }
+
+    /// Serves a session this instance does not have: load it from the session store.
+    async fn restore(
+        &self,
+        parts: &http::request::Parts,
+        id: &str,
+    ) -> Result<Arc<HttpSession>, Rejection> {
+        let record = match self.sessions.cluster.load(id).await {
+            Ok(Some(r)) => r,
+            Ok(None) => return Err(Rejection::UnknownSession),
+            Err(_) => return Err(Rejection::StoreUnavailable),
+        };
+        let server = (self.factory)(parts).ok_or(Rejection::NoServer)?;
+        let id: Arc<str> = Arc::from(id);
+        let core = Session::restore(server, id.clone(), &record);
+        let http = self.sessions.make(id, core, record.owner.clone());
+        self.sessions.start_sweeper(self.expiry());
+        Ok(self.sessions.insert(http))
+    }
+
+    fn expiry(&self) -> Expiry {
+        Expiry {
+            idle: self.options.session_timeout,
+            handshake: self.options.initialize_timeout,
+        }
     }
 
     // ---- POST ---------------------------------------------------------------------------
@@ -278,7 +349,7 @@ impl Inner {
         }
         let route = if self.options.stateless {
             self.stateless_route(&parts, &payload, version)?
-        } else if let Some(http) = self.session(&parts)? {
+        } else if let Some(http) = self.session(&parts).await? {
             if let Some(max) = self.options.max_in_flight_per_session
                 && has_request(&payload)
                 && http.core.inflight_count() >= max
@@ -339,17 +410,9 @@ impl Inner {
         let server = (self.factory)(parts).ok_or(Rejection::NoServer)?;
         let id = new_session_id().map_err(|_| Rejection::TooManySessions)?;
         let core = Session::new(server, Some(id.clone()));
-        let http = self
-            .sessions
-            .make(id, core.clone(), owner, self.store().cloned());
+        let http = self.sessions.make(id, core.clone(), owner);
         let activity = http.activity(&self.sessions);
-        self.sessions.start_sweeper(
-            Expiry {
-                idle: self.options.session_timeout,
-                handshake: self.options.initialize_timeout,
-            },
-            self.store().cloned(),
-        );
+        self.sessions.start_sweeper(self.expiry());
         Ok(Route::Legacy {
             session: core,
             http: Some(http),
@@ -486,7 +549,11 @@ impl Inner {
         let mut prefix = VecDeque::new();
         let stored = match (self.store(), &http) {
             (Some(store), Some(h)) if !self.options.json_response || accepts.sse => {
-                match store.open_stream(&h.id).await {
+                let ids: Vec<_> = exchanges
+                    .iter()
+                    .map(|(e, _)| e.shared().id.clone())
+                    .collect();
+                match store.open_stream(&h.id, &ids).await {
                     Ok(stream) => {
                         h.live.open(stream);
                         if h.core.protocol_version() >= ProtocolVersion::V2025_11_25 || new {
@@ -531,7 +598,9 @@ impl Inner {
                         }
                     }
                     Poll::Ready(None) => return Poll::Ready(true),
-                    Poll::Pending if json_mode => return Poll::Pending,
+                    // JSON bodies, and `initialize` (whose session exists only once it
+                    // succeeded), wait for the result.
+                    Poll::Pending if json_mode || new => return Poll::Pending,
                     Poll::Pending => return Poll::Ready(false),
                 }
             }
@@ -542,12 +611,24 @@ impl Inner {
         let mut session_header = None;
         if new && let Some(h) = &http {
             let ok = complete && buffered.iter().any(|e| e.fin == Some(None));
+            if ok && let Some(mut record) = h.core.record() {
+                // Shared sessions exist in the store before their id is handed out.
+                record.owner = h.owner.clone();
+                if self.sessions.cluster.create(&h.id, &record).await.is_err() {
+                    h.core.close();
+                    self.sessions.cluster.session_ended(&h.id);
+                    return Err(Rejection::StoreUnavailable);
+                }
+            }
             if ok {
+                // A fresh random id cannot be in the table yet.
                 self.sessions.insert(h.clone());
                 session_header = HeaderValue::from_str(&h.id).ok();
                 log_event!(logger, info, "mcp.session.id" = %redact_session_id(&h.id), "session created");
             } else {
+                // `initialize` failed: forget whatever its stream stored.
                 h.core.close();
+                self.sessions.cluster.session_ended(&h.id);
             }
         }
 
@@ -610,7 +691,10 @@ impl Inner {
                 "Not Acceptable: a GET stream needs Accept: text/event-stream",
             ));
         }
-        let http = self.session(&parts)?.ok_or(Rejection::MissingSession)?;
+        let http = self
+            .session(&parts)
+            .await?
+            .ok_or(Rejection::MissingSession)?;
         let activity = http.activity(&self.sessions);
         let last =
             match text(&parts.headers, names::LAST_EVENT_ID) {
@@ -630,20 +714,33 @@ impl Inner {
             }
             None => (StreamId::STANDALONE, None),
         };
-        let live = http
+        let local = http
             .live
             .attach(stream)
             .map_err(|()| Rejection::StreamConflict)?;
-        let attachment = live.as_ref().map(|_| Attachment {
+        let attachment = local.as_ref().map(|_| Attachment {
             live: http.live.clone(),
             stream,
         });
+        // What the client missed first (errors here are still HTTP statuses)...
         let replay = match (after, self.store()) {
             (Some(after), Some(store)) => store
                 .replay_after(&http.id, after)
                 .await
                 .map_err(Rejection::Replay)?,
             _ => Vec::new(),
+        };
+        // ...then live events: from this instance, or, for a stream another instance
+        // writes, followed through the store.
+        let live = match (local, after, self.store()) {
+            (Some(rx), _, _) => Live::Local(rx),
+            (None, Some(after), Some(store)) => {
+                let from = replay.last().map_or(after, |e| e.id);
+                store
+                    .follow(&http.id, from)
+                    .map_or(Live::None, Live::Follow)
+            }
+            _ => Live::None,
         };
         let mut prefix = VecDeque::new();
         if after.is_none() {
@@ -674,15 +771,21 @@ impl Inner {
 
     // ---- DELETE -------------------------------------------------------------------------
 
-    fn delete(&self, parts: &http::request::Parts) -> Result<Response<ResponseBody>, Rejection> {
+    async fn delete(
+        &self,
+        parts: &http::request::Parts,
+    ) -> Result<Response<ResponseBody>, Rejection> {
         if self.options.stateless
             || text(&parts.headers, names::PROTOCOL_VERSION)
                 .is_some_and(ProtocolVersion::looks_modern)
         {
             return Err(Rejection::MethodNotAllowed { allow: "POST" });
         }
-        let http = self.session(parts)?.ok_or(Rejection::MissingSession)?;
-        self.sessions.close(&http.id, self.store());
+        let http = self
+            .session(parts)
+            .await?
+            .ok_or(Rejection::MissingSession)?;
+        self.sessions.close(&http.id);
         log_event!(self.options.logger.as_ref(), info, "mcp.session.id" = %redact_session_id(&http.id), "session deleted");
         Ok(status_only(StatusCode::NO_CONTENT))
     }

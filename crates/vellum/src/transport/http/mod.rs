@@ -15,6 +15,7 @@
 //! `docs/http-status.md`.
 
 mod body;
+mod cluster;
 mod cors;
 mod handler;
 pub mod headers;

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::store::EventStore;
+use crate::store::{EventStore, MessageBus, SessionStore};
 
 use super::security::CrossOriginProtection;
 
@@ -74,6 +74,14 @@ pub struct StreamableHttpOptions {
     /// Close sessions whose client has not sent `notifications/initialized` this long after
     /// `initialize` (abandoned handshakes). Default: 60 s.
     pub initialize_timeout: Option<Duration>,
+    /// Where sessions live so that any instance can serve them (and they survive a
+    /// restart). Stored sessions expire after `session_timeout` without activity (one hour
+    /// when unset). Default: none (sessions live in this process only).
+    pub session_store: Option<Arc<dyn SessionStore>>,
+    /// The bus to the other instances sharing the session store: answers to server→client
+    /// requests, cancellations, standalone-stream messages and session ends reach the
+    /// instance that needs them. Default: none.
+    pub bus: Option<Arc<dyn MessageBus>>,
 }
 
 impl StreamableHttpOptions {
@@ -108,6 +116,18 @@ impl StreamableHttpOptions {
         self
     }
 
+    /// Shares sessions through a store and a bus (several instances, restarts).
+    #[must_use]
+    pub fn shared_sessions(
+        mut self,
+        store: Arc<dyn SessionStore>,
+        bus: Arc<dyn MessageBus>,
+    ) -> Self {
+        self.session_store = Some(store);
+        self.bus = Some(bus);
+        self
+    }
+
     /// Sets the logger.
     #[must_use]
     pub fn logger(mut self, dispatch: tracing::Dispatch) -> Self {
@@ -134,6 +154,8 @@ impl Default for StreamableHttpOptions {
             max_in_flight_per_session: Some(256),
             max_sessions_per_principal: None,
             initialize_timeout: Some(Duration::from_secs(60)),
+            session_store: None,
+            bus: None,
         }
     }
 }
@@ -162,6 +184,11 @@ impl std::fmt::Debug for StreamableHttpOptions {
                 &self.max_sessions_per_principal,
             )
             .field("initialize_timeout", &self.initialize_timeout)
+            .field("session_store", &self.session_store.is_some())
+            .field(
+                "bus",
+                &self.bus.as_ref().map(|b| b.instance_id().to_owned()),
+            )
             .finish()
     }
 }

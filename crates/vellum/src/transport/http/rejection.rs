@@ -50,6 +50,8 @@ pub(crate) enum Rejection {
     Replay(StoreError),
     /// The server factory declined the request (400).
     NoServer,
+    /// The session store is unreachable (503, `Retry-After`).
+    StoreUnavailable,
     /// A JSON-RPC error with a status chosen by the protocol rules (modern-era checks).
     Rpc {
         status: StatusCode,
@@ -183,13 +185,19 @@ impl Rejection {
                     invalid("Bad Request: Last-Event-ID names no stream of this session"),
                     None,
                 ),
-                StoreError::Backend(_) => (
+                StoreError::Backend(_) | StoreError::WriterGone { .. } => (
                     StatusCode::SERVICE_UNAVAILABLE,
                     None,
                     ErrorObject::internal("Service Unavailable: the event store is unreachable"),
                     Some((header::RETRY_AFTER, HeaderValue::from_static("1"))),
                 ),
             },
+            R::StoreUnavailable => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                None,
+                ErrorObject::internal("Service Unavailable: the session store is unreachable"),
+                Some((header::RETRY_AFTER, HeaderValue::from_static("1"))),
+            ),
             R::NoServer => (
                 StatusCode::BAD_REQUEST,
                 None,

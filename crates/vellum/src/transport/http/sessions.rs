@@ -1,7 +1,9 @@
 //! The HTTP side of legacy sessions: the table of live sessions, their activity (for the
 //! idle timeout), and the streams of each that a client can resume or attach to.
 //!
-//! Idle expiry is one sweeper task for the whole table, not a timer per session.
+//! Expiry is one sweeper task for the whole table, not a timer per session. With a session
+//! store the table is a cache: the store is the truth, the sweeper renews the store's TTL of
+//! sessions in use here and drops local copies of sessions that ended elsewhere.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -10,16 +12,14 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use bytes::Bytes;
-use futures_util::future::BoxFuture;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::error::Error;
-use crate::server::session::{Session, StandaloneSink};
-use crate::store::{EventId, EventStore, StreamId};
+use crate::server::session::Session;
+use crate::store::{BusMessage, EventId, StreamId};
 
+use super::cluster::{Cluster, HttpHooks};
 use super::sse::SseEvent;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -106,6 +106,11 @@ impl LiveStreams {
     pub(crate) fn standalone_head(&self) -> u64 {
         self.standalone_head.load(Ordering::Acquire)
     }
+
+    /// Records a new standalone event id (for the next GET's priming event).
+    pub(crate) fn advance_standalone(&self, seq: u64) {
+        self.standalone_head.fetch_max(seq, Ordering::AcqRel);
+    }
 }
 
 /// Detaches a GET from its stream when the GET's response ends.
@@ -124,39 +129,6 @@ impl Drop for Attachment {
     }
 }
 
-/// Delivers a session's unsolicited messages to its standalone GET stream, storing them
-/// first when there is an event store.
-struct Standalone {
-    session_id: Arc<str>,
-    live: Arc<LiveStreams>,
-    store: Option<Arc<dyn EventStore>>,
-}
-
-impl StandaloneSink for Standalone {
-    fn send(&self, message: Bytes) -> BoxFuture<'static, Result<(), Error>> {
-        let live = self.live.clone();
-        let stored = self
-            .store
-            .as_ref()
-            .map(|s| s.append(&self.session_id, StreamId::STANDALONE, message.clone()));
-        Box::pin(async move {
-            let id = match stored {
-                Some(f) => {
-                    let id = f.await.map_err(|e| Error::Transport(e.to_string()))?;
-                    live.standalone_head.fetch_max(id.seq, Ordering::AcqRel);
-                    Some(id)
-                }
-                None => None,
-            };
-            if let Some(tx) = live.sink(StreamId::STANDALONE) {
-                // A full buffer means the reader stalls; with a store it can resume later.
-                let _ = tx.try_send(SseEvent { id, message });
-            }
-            Ok(())
-        })
-    }
-}
-
 /// Who owns a session: the `(issuer, subject)` of the principal that created it.
 pub(crate) type Owner = (String, String);
 
@@ -169,11 +141,13 @@ pub(crate) struct HttpSession {
     pub(crate) owner: Option<Owner>,
     /// Milliseconds since the table's epoch when the session was created.
     created: u64,
-    /// Cancelled when the session ends; every stream of the session watches it.
+    /// Cancelled when the session ends here; every stream of the session watches it.
     pub(crate) closed: CancellationToken,
     active: AtomicU32,
     /// Milliseconds since the table's epoch at the last activity.
     last_active: AtomicU64,
+    /// Milliseconds since the table's epoch when the store's TTL was last renewed.
+    last_touch: AtomicU64,
 }
 
 impl HttpSession {
@@ -214,15 +188,6 @@ impl Drop for ActivityGuard {
     }
 }
 
-/// All live sessions of one handler.
-pub(crate) struct SessionTable {
-    map: RwLock<HashMap<Arc<str>, Arc<HttpSession>>>,
-    /// Live sessions per owner (for the per-principal cap).
-    per_owner: Mutex<HashMap<Owner, usize>>,
-    epoch: Instant,
-    sweeper: AtomicBool,
-}
-
 /// When the sweeper closes sessions.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Expiry {
@@ -232,11 +197,22 @@ pub(crate) struct Expiry {
     pub(crate) handshake: Option<Duration>,
 }
 
+/// All live sessions of one handler (with a session store: the ones served here lately).
+pub(crate) struct SessionTable {
+    map: RwLock<HashMap<Arc<str>, Arc<HttpSession>>>,
+    /// Live sessions per owner (for the per-principal cap).
+    per_owner: Mutex<HashMap<Owner, usize>>,
+    pub(crate) cluster: Arc<Cluster>,
+    epoch: Instant,
+    sweeper: AtomicBool,
+}
+
 impl SessionTable {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(cluster: Arc<Cluster>) -> Self {
         SessionTable {
             map: RwLock::new(HashMap::new()),
             per_owner: Mutex::new(HashMap::new()),
+            cluster,
             epoch: Instant::now(),
             sweeper: AtomicBool::new(false),
         }
@@ -258,21 +234,25 @@ impl SessionTable {
         self.read().get(id).cloned()
     }
 
+    fn now(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
     /// Builds the HTTP session around a core session (not yet in the table).
     pub(crate) fn make(
         &self,
         id: Arc<str>,
         core: Arc<Session>,
         owner: Option<Owner>,
-        store: Option<Arc<dyn EventStore>>,
     ) -> Arc<HttpSession> {
         let live = Arc::new(LiveStreams::default());
-        core.set_standalone(Arc::new(Standalone {
-            session_id: id.clone(),
-            live: live.clone(),
-            store,
-        }));
-        let now = self.epoch.elapsed().as_millis() as u64;
+        core.set_hooks(Arc::new(HttpHooks::new(
+            id.clone(),
+            live.clone(),
+            owner.clone(),
+            self.cluster.clone(),
+        )));
+        let now = self.now();
         Arc::new(HttpSession {
             id,
             core,
@@ -282,22 +262,37 @@ impl SessionTable {
             closed: CancellationToken::new(),
             active: AtomicU32::new(0),
             last_active: AtomicU64::new(now),
+            last_touch: AtomicU64::new(now),
         })
     }
 
-    /// How many live sessions `owner` holds.
+    /// How many live sessions `owner` holds here.
     pub(crate) fn owned_by(&self, owner: &Owner) -> usize {
         lock(&self.per_owner).get(owner).copied().unwrap_or(0)
     }
 
-    pub(crate) fn insert(&self, session: Arc<HttpSession>) {
+    /// Adds a session; if another copy of the same session got in first (two requests
+    /// restoring it at once), keeps that one and returns it.
+    pub(crate) fn insert(&self, session: Arc<HttpSession>) -> Arc<HttpSession> {
+        {
+            let mut map = self.write();
+            if let Some(existing) = map.get(&session.id) {
+                let existing = existing.clone();
+                drop(map);
+                session.core.close();
+                return existing;
+            }
+            map.insert(session.id.clone(), session.clone());
+        }
         if let Some(o) = &session.owner {
             *lock(&self.per_owner).entry(o.clone()).or_default() += 1;
         }
-        self.write().insert(session.id.clone(), session);
+        session
     }
 
-    fn removed(&self, s: &HttpSession, store: Option<&Arc<dyn EventStore>>) {
+    /// Removes a session from this table and stops its work here.
+    fn drop_local(&self, id: &str) -> Option<Arc<HttpSession>> {
+        let s = self.write().remove(id)?;
         if let Some(o) = &s.owner {
             let mut per = lock(&self.per_owner);
             if let Some(n) = per.get_mut(o) {
@@ -307,37 +302,56 @@ impl SessionTable {
                 }
             }
         }
-        close_session(s, store);
+        s.core.close();
+        s.closed.cancel();
+        Some(s)
     }
 
-    /// Removes and closes a session; false if it was not there.
-    pub(crate) fn close(&self, id: &str, store: Option<&Arc<dyn EventStore>>) -> bool {
-        let Some(s) = self.write().remove(id) else {
-            return false;
+    /// Ends a session for good (DELETE, expiry): here, in the stores, and on every other
+    /// instance. False if it was not here.
+    pub(crate) fn close(&self, id: &str) -> bool {
+        let found = self.drop_local(id).is_some();
+        self.cluster.session_ended(id);
+        found
+    }
+
+    /// Forgets the local copy only (the session lives on in the store and elsewhere).
+    pub(crate) fn evict(&self, id: &str) {
+        self.drop_local(id);
+    }
+
+    /// A message from another instance about one of our sessions.
+    pub(crate) fn on_bus(&self, message: BusMessage) {
+        let Some(s) = self.get(message.session()) else {
+            return;
         };
-        self.removed(&s, store);
-        true
+        match message {
+            BusMessage::SessionClosed { .. } => self.evict(&s.id),
+            other => self.cluster.apply_bus(&s, other),
+        }
     }
 
-    /// Closes every session (shutdown).
-    pub(crate) fn close_all(&self, store: Option<&Arc<dyn EventStore>>) {
-        let all: Vec<_> = self.write().drain().map(|(_, s)| s).collect();
-        for s in all {
-            self.removed(&s, store);
+    /// Shutdown: with a session store sessions outlive this instance, so only local copies
+    /// go; without one, every session ends.
+    pub(crate) fn close_all(&self) {
+        let ids: Vec<Arc<str>> = self.read().keys().cloned().collect();
+        for id in ids {
+            if self.cluster.sessions.is_some() {
+                self.evict(&id);
+            } else {
+                self.close(&id);
+            }
         }
     }
 
     /// Starts the sweeper once (needs a runtime; the handler calls it from a request).
-    pub(crate) fn start_sweeper(
-        self: &Arc<Self>,
-        expiry: Expiry,
-        store: Option<Arc<dyn EventStore>>,
-    ) {
-        let shortest = match (expiry.idle, expiry.handshake) {
-            (Some(a), Some(b)) => a.min(b),
-            (Some(a), None) | (None, Some(a)) => a,
-            (None, None) => return,
-        };
+    pub(crate) fn start_sweeper(self: &Arc<Self>, expiry: Expiry) {
+        let ttl = self.cluster.sessions.as_ref().map(|_| self.cluster.ttl);
+        let shortest = [expiry.idle, expiry.handshake, ttl]
+            .into_iter()
+            .flatten()
+            .min();
+        let Some(shortest) = shortest else { return };
         if self.sweeper.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -349,55 +363,66 @@ impl SessionTable {
             loop {
                 tick.tick().await;
                 let Some(table) = table.upgrade() else { return };
-                table.sweep(expiry, store.as_ref());
+                table.sweep(expiry).await;
             }
         });
     }
 
-    fn expired(&self, s: &HttpSession, expiry: Expiry, now: u64) -> bool {
+    /// Why a session should go: `Some(true)` ends it, `Some(false)` only drops the copy.
+    fn verdict(&self, s: &HttpSession, expiry: Expiry, now: u64) -> Option<bool> {
         if s.active.load(Ordering::Acquire) != 0 {
-            return false;
+            return None;
+        }
+        let abandoned = expiry.handshake.is_some_and(|t| {
+            !s.core.handshake_complete() && now.saturating_sub(s.created) >= t.as_millis() as u64
+        });
+        if abandoned {
+            return Some(true);
         }
         let idle = expiry.idle.is_some_and(|t| {
             now.saturating_sub(s.last_active.load(Ordering::Acquire)) >= t.as_millis() as u64
         });
-        let abandoned = expiry.handshake.is_some_and(|t| {
-            !s.core.handshake_complete() && now.saturating_sub(s.created) >= t.as_millis() as u64
-        });
-        idle || abandoned
+        // With a store, the store's TTL ends idle sessions everywhere; here the copy goes.
+        idle.then_some(self.cluster.sessions.is_none())
     }
 
-    fn sweep(&self, expiry: Expiry, store: Option<&Arc<dyn EventStore>>) {
-        let now = self.epoch.elapsed().as_millis() as u64;
-        let candidates: Vec<Arc<str>> = self
-            .read()
-            .values()
-            .filter(|s| self.expired(s, expiry, now))
-            .map(|s| s.id.clone())
-            .collect();
-        for id in candidates {
-            // Re-check under the write lock: a request may have started meanwhile.
-            let removed = {
-                let mut map = self.write();
-                match map.get(&id) {
-                    Some(s) if self.expired(s, expiry, now) => map.remove(&id),
-                    _ => None,
+    async fn sweep(&self, expiry: Expiry) {
+        let now = self.now();
+        let mut ending = Vec::new();
+        let mut touching = Vec::new();
+        for s in self.read().values() {
+            match self.verdict(s, expiry, now) {
+                Some(end) => ending.push((s.id.clone(), end)),
+                None => {
+                    // Renew the store's TTL of sessions in use here since the last renewal.
+                    let busy = s.active.load(Ordering::Acquire) > 0;
+                    let used = s.last_active.load(Ordering::Acquire)
+                        > s.last_touch.load(Ordering::Acquire);
+                    if self.cluster.sessions.is_some() && (busy || used) {
+                        touching.push(s.clone());
+                    }
                 }
-            };
-            if let Some(s) = removed {
-                self.removed(&s, store);
             }
         }
-    }
-}
-
-fn close_session(s: &HttpSession, store: Option<&Arc<dyn EventStore>>) {
-    s.core.close();
-    s.closed.cancel();
-    if let Some(store) = store {
-        let f = store.session_closed(&s.id);
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            rt.spawn(f);
+        for (id, end) in ending {
+            // Re-check under the write lock: a request may have started meanwhile.
+            let still = self
+                .get(&id)
+                .is_some_and(|s| self.verdict(&s, expiry, self.now()).is_some());
+            if still {
+                if end {
+                    self.close(&id);
+                } else {
+                    self.evict(&id);
+                }
+            }
+        }
+        for s in touching {
+            s.last_touch.store(now, Ordering::Release);
+            if !self.cluster.touch(&s.id).await {
+                // Gone from the store: it ended or expired elsewhere.
+                self.evict(&s.id);
+            }
         }
     }
 }

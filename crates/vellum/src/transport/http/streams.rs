@@ -9,8 +9,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
+use futures_util::stream::BoxStream;
 use tokio::sync::mpsc;
 
+use crate::protocol::ErrorObject;
 use crate::protocol::jsonrpc::encode_error;
 use crate::server::dispatch::Outcome;
 use crate::server::exchange::{Exchange, Step};
@@ -158,6 +160,10 @@ impl PostEvents {
             self.done = true;
             if let Some(s) = &self.stored {
                 s.live.finish(s.stream);
+                let f = s.store.close_stream(&s.session, s.stream);
+                if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                    rt.spawn(f);
+                }
             }
         }
     }
@@ -236,11 +242,23 @@ impl Drop for PostEvents {
     }
 }
 
+/// Where a GET's live events come from after the replay.
+pub(crate) enum Live {
+    /// Nothing more: the stream is finished (replay only).
+    None,
+    /// A stream this instance writes.
+    Local(mpsc::Receiver<SseEvent>),
+    /// A stream another instance writes, followed through the event store.
+    Follow(BoxStream<'static, Result<StoredEvent, StoreError>>),
+}
+
 /// A GET reading a stream: first what the client missed (from the store), then live events
 /// (if the stream is still live), each exactly once.
 pub(crate) struct ResumeStream {
     replay: VecDeque<StoredEvent>,
-    live: Option<mpsc::Receiver<SseEvent>>,
+    live: Live,
+    /// Errors to send for requests whose instance died (followed streams).
+    orphans: VecDeque<Bytes>,
     /// The last seq delivered, so live events that the replay already had are skipped.
     last_seq: Option<u64>,
     _attachment: Option<Attachment>,
@@ -251,17 +269,30 @@ impl ResumeStream {
     pub(crate) fn new(
         replay: Vec<StoredEvent>,
         after: Option<EventId>,
-        live: Option<mpsc::Receiver<SseEvent>>,
+        live: Live,
         attachment: Option<Attachment>,
         activity: ActivityGuard,
     ) -> Self {
         ResumeStream {
             replay: replay.into(),
             live,
+            orphans: VecDeque::new(),
             last_seq: after.map(|a| a.seq),
             _attachment: attachment,
             _activity: activity,
         }
+    }
+
+    fn fresh(&mut self, id: Option<EventId>) -> bool {
+        if let (Some(id), Some(last)) = (id, self.last_seq)
+            && id.seq <= last
+        {
+            return false; // Already delivered.
+        }
+        if let Some(id) = id {
+            self.last_seq = Some(id.seq);
+        }
+        true
     }
 }
 
@@ -274,24 +305,52 @@ impl EventSource for ResumeStream {
                 message: ev.message,
             }));
         }
-        let Some(rx) = self.live.as_mut() else {
-            return Poll::Ready(None);
-        };
+        if let Some(m) = self.orphans.pop_front() {
+            return Poll::Ready(Some(SseEvent {
+                id: None,
+                message: m,
+            }));
+        }
         loop {
-            match rx.poll_recv(cx) {
-                Poll::Ready(Some(ev)) => {
-                    if let (Some(id), Some(last)) = (ev.id, self.last_seq)
-                        && id.seq <= last
-                    {
-                        continue; // Already replayed.
+            let ev = match &mut self.live {
+                Live::None => return Poll::Ready(None),
+                Live::Local(rx) => match rx.poll_recv(cx) {
+                    Poll::Ready(Some(ev)) => ev,
+                    Poll::Ready(None) => return Poll::Ready(None),
+                    Poll::Pending => return Poll::Pending,
+                },
+                Live::Follow(st) => match st.as_mut().poll_next(cx) {
+                    Poll::Ready(Some(Ok(ev))) => SseEvent {
+                        id: Some(ev.id),
+                        message: ev.message,
+                    },
+                    Poll::Ready(Some(Err(StoreError::WriterGone { requests }))) => {
+                        // The instance serving these requests died: they will never be
+                        // answered, so say so instead of leaving the client waiting.
+                        let e = ErrorObject::internal(
+                            "the server instance handling this request stopped before answering",
+                        );
+                        self.orphans = requests
+                            .iter()
+                            .map(|id| encode_error(Some(id), &e))
+                            .collect();
+                        self.live = Live::None;
+                        match self.orphans.pop_front() {
+                            Some(m) => {
+                                return Poll::Ready(Some(SseEvent {
+                                    id: None,
+                                    message: m,
+                                }));
+                            }
+                            None => return Poll::Ready(None),
+                        }
                     }
-                    if let Some(id) = ev.id {
-                        self.last_seq = Some(id.seq);
-                    }
-                    return Poll::Ready(Some(ev));
-                }
-                Poll::Ready(None) => return Poll::Ready(None),
-                Poll::Pending => return Poll::Pending,
+                    Poll::Ready(Some(Err(_))) | Poll::Ready(None) => return Poll::Ready(None),
+                    Poll::Pending => return Poll::Pending,
+                },
+            };
+            if self.fresh(ev.id) {
+                return Poll::Ready(Some(ev));
             }
         }
     }

@@ -1,0 +1,128 @@
+//! The Lua scripts behind the Redis stores: each operation is one round trip and atomic.
+//!
+//! Every key of a session shares the prefix `<prefix>:{<session>}` (a hash tag), so a
+//! session's keys live in one slot. Keys are derived inside the scripts from that prefix.
+
+use std::sync::LazyLock;
+
+use redis::Script;
+
+/// Opens a stream: ARGV = base, owner instance, requests (JSON), ttl ms, max streams.
+/// Returns the new stream id.
+pub(super) static OPEN: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r#"
+local base, ttl = ARGV[1], ARGV[4]
+local n = redis.call('INCR', base .. ':next')
+local meta = base .. ':m:' .. n
+redis.call('HSET', meta, 'owner', ARGV[2], 'requests', ARGV[3], 'seq', 0)
+redis.call('RPUSH', base .. ':streams', n)
+while redis.call('LLEN', base .. ':streams') > tonumber(ARGV[5]) do
+  local old = redis.call('LPOP', base .. ':streams')
+  redis.call('DEL', base .. ':s:' .. old, base .. ':m:' .. old)
+end
+redis.call('PEXPIRE', base .. ':next', ttl)
+redis.call('PEXPIRE', base .. ':streams', ttl)
+redis.call('PEXPIRE', meta, ttl)
+return n
+"#,
+    )
+});
+
+/// Appends: ARGV = base, stream, message, ttl ms, max events. Returns the seq, or -1 for an
+/// unknown stream (the standalone stream `0` always exists).
+pub(super) static APPEND: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r#"
+local base, stream, ttl = ARGV[1], ARGV[2], ARGV[4]
+local meta, s = base .. ':m:' .. stream, base .. ':s:' .. stream
+if stream ~= '0' and redis.call('EXISTS', meta) == 0 then return -1 end
+local seq = redis.call('HINCRBY', meta, 'seq', 1)
+redis.call('XADD', s, 'MAXLEN', '~', ARGV[5], '0-' .. seq, 'm', ARGV[3])
+redis.call('PEXPIRE', s, ttl)
+redis.call('PEXPIRE', meta, ttl)
+return seq
+"#,
+    )
+});
+
+/// Replays: ARGV = base, stream, after seq. Returns `{0, seq1, msg1, …}`, `{-1}` for an
+/// unknown stream or an id it never issued, `{-2}` when events after `after` were trimmed.
+pub(super) static REPLAY: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r#"
+local base, stream = ARGV[1], ARGV[2]
+local after = tonumber(ARGV[3])
+local last = redis.call('HGET', base .. ':m:' .. stream, 'seq')
+if not last then
+  if stream == '0' and after == 0 then return {0} end
+  return {-1}
+end
+last = tonumber(last)
+if after > last then return {-1} end
+local entries = redis.call('XRANGE', base .. ':s:' .. stream, '0-' .. (after + 1), '+')
+if after < last then
+  if #entries == 0 then return {-2} end
+  local first = tonumber(string.match(entries[1][1], '%-(%d+)$'))
+  if first ~= after + 1 then return {-2} end
+end
+local out = {0}
+for _, e in ipairs(entries) do
+  out[#out + 1] = tonumber(string.match(e[1], '%-(%d+)$'))
+  out[#out + 1] = e[2][2]
+end
+return out
+"#,
+    )
+});
+
+/// The state of a followed stream: ARGV = base, stream, instance key prefix.
+/// Returns `{done, writer alive, requests JSON}`.
+pub(super) static STATUS: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r#"
+local meta = ARGV[1] .. ':m:' .. ARGV[2]
+local v = redis.call('HMGET', meta, 'done', 'owner', 'requests')
+if not v[2] then return {1, 1, '[]'} end
+local alive = redis.call('EXISTS', ARGV[3] .. v[2])
+return {v[1] and 1 or 0, alive, v[3] or '[]'}
+"#,
+    )
+});
+
+/// Drops a session's events (and, with ARGV[2] = '1', its record): ARGV = base, all.
+pub(super) static DROP: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r#"
+local base = ARGV[1]
+local ids = redis.call('LRANGE', base .. ':streams', 0, -1)
+for _, id in ipairs(ids) do
+  redis.call('DEL', base .. ':s:' .. id, base .. ':m:' .. id)
+end
+redis.call('DEL', base .. ':s:0', base .. ':m:0', base .. ':streams', base .. ':next')
+if ARGV[2] == '1' then
+  return redis.call('DEL', base .. ':session')
+end
+return 1
+"#,
+    )
+});
+
+/// Renews a session's keys: ARGV = base, ttl ms. Returns 0 when the session is gone.
+pub(super) static TOUCH: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r#"
+local base, ttl = ARGV[1], ARGV[2]
+if redis.call('PEXPIRE', base .. ':session', ttl) == 0 then return 0 end
+local ids = redis.call('LRANGE', base .. ':streams', 0, -1)
+for _, id in ipairs(ids) do
+  redis.call('PEXPIRE', base .. ':s:' .. id, ttl)
+  redis.call('PEXPIRE', base .. ':m:' .. id, ttl)
+end
+for _, k in ipairs({':s:0', ':m:0', ':streams', ':next'}) do
+  redis.call('PEXPIRE', base .. k, ttl)
+end
+return 1
+"#,
+    )
+});
