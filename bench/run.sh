@@ -5,7 +5,7 @@
 # docs/benchmarks.md and docs/bench/overview.svg at the repository root.
 #
 # usage: bench/run.sh [--quick | --smoke] [--only a,b,...] [--reps N] [--debug]
-#                     [--no-build] [--no-report] [--out DIR]
+#                     [--nice N] [--no-build] [--no-report] [--out DIR]
 #   --quick      short windows (1 s warm-up, 3 s measured), 1,000 held sessions, no
 #                `sessions`/`streams` scenarios
 #   --smoke      seconds-long check (0.2 s + 1 s windows, 100 held sessions, 1 rep, no report);
@@ -13,13 +13,15 @@
 #   --only LIST  only these servers (see servers.sh; default: all that can run here)
 #   --reps N     repetitions (default 2)
 #   --debug      use debug builds (for the smoke; never for figures)
+#   --nice N     run servers and load generator at this nice value (default 0; a negative
+#                value shields the figures from other work on a shared machine, at its cost)
 #   --out DIR    where results.jsonl, versions.txt and server logs go
 #                (default bench/results/<date-time>)
 # See bench/README.md for the method.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/servers.sh"
 
-mode=full reps=2 only="" build=1 report=1 out=""
+mode=full reps=2 only="" build=1 report=1 out="" nice=0
 while (($#)); do
     case $1 in
         --quick) mode=quick ;;
@@ -29,6 +31,8 @@ while (($#)); do
         --reps) reps=${2:?--reps needs a number}; shift ;;
         --reps=*) reps=${1#--reps=} ;;
         --debug) set_profile debug ;;
+        --nice) nice=${2:?--nice needs a number}; shift ;;
+        --nice=*) nice=${1#--nice=} ;;
         --no-build) build=0 ;;
         --no-report) report=0 ;;
         --out) out=${2:?--out needs a folder}; shift ;;
@@ -150,12 +154,12 @@ run_one() { # server scenario rep
     if [[ $sc == cold ]]; then
         local cmd
         cmd="taskset -c 0 prlimit --nofile=$NOFILE:$NOFILE $(printf %q "$BENCH_DIR/servers.sh") exec $(printf %q "$s") $port"
-        BENCH_PROFILE=$BENCH_PROFILE VELLUM_BIN=$VELLUM_BIN taskset -c 1 "$MCPBENCH" run --scenario cold \
+        BENCH_PROFILE=$BENCH_PROFILE VELLUM_BIN=$VELLUM_BIN nice -n "$nice" taskset -c 1 "$MCPBENCH" run --scenario cold \
             --spawn "$cmd" "${common[@]}" "${flags[@]}" 2>>"$log" ||
             failed "$s" "$sc" "$rep" "mcpbench failed, see logs/$s-$sc-$rep.log"
         return
     fi
-    BENCH_PROFILE=$BENCH_PROFILE VELLUM_BIN=$VELLUM_BIN \
+    BENCH_PROFILE=$BENCH_PROFILE VELLUM_BIN=$VELLUM_BIN nice -n "$nice" \
         taskset -c 0 prlimit --nofile=$NOFILE:$NOFILE "$BENCH_DIR/servers.sh" exec "$s" "$port" >>"$log" 2>&1 &
     server_pid=$!
     if ! "$MCPBENCH" wait-port --addr "127.0.0.1:$port" --pid "$server_pid" --timeout 60 2>>"$log"; then
@@ -169,7 +173,7 @@ run_one() { # server scenario rep
         hold | streams) extra=("${hold[@]}") ;;
         setup) extra=("${setup[@]}") ;;
     esac
-    taskset -c 1 "$MCPBENCH" run --scenario "$sc" --server-pid "$server_pid" "${common[@]}" \
+    nice -n "$nice" taskset -c 1 "$MCPBENCH" run --scenario "$sc" --server-pid "$server_pid" "${common[@]}" \
         "${flags[@]}" "${extra[@]}" 2>>"$log" ||
         failed "$s" "$sc" "$rep" "mcpbench failed, see logs/$s-$sc-$rep.log"
     stop_server
@@ -192,6 +196,7 @@ if ((report)); then
     [[ $mode != full ]] && cmd+=" --$mode"
     [[ -n $only ]] && cmd+=" --only $only"
     [[ $reps != 2 ]] && cmd+=" --reps $reps"
+    [[ $nice != 0 ]] && cmd+=" --nice $nice"
     "$MCPBENCH" report "$results" --markdown "$REPO_DIR/docs/benchmarks.md" \
         --svg-dir "$REPO_DIR/docs/bench" --versions "$out/versions.txt" --command "$cmd"
 fi
