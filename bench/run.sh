@@ -5,7 +5,7 @@
 # docs/benchmarks.md and docs/bench/overview.svg at the repository root.
 #
 # usage: bench/run.sh [--quick | --smoke] [--only a,b,...] [--reps N] [--debug]
-#                     [--nice N] [--no-build] [--no-report] [--out DIR]
+#                     [--nice N | --rt] [--no-build] [--no-report] [--out DIR]
 #   --quick      short windows (1 s warm-up, 3 s measured), 1,000 held sessions, no
 #                `sessions`/`streams` scenarios
 #   --smoke      seconds-long check (0.2 s + 1 s windows, 100 held sessions, 1 rep, no report);
@@ -15,13 +15,16 @@
 #   --debug      use debug builds (for the smoke; never for figures)
 #   --nice N     run servers and load generator at this nice value (default 0; a negative
 #                value shields the figures from other work on a shared machine, at its cost)
+#   --rt         run servers and load generator under SCHED_RR (chrt -r 10): on a machine
+#                busy with other work, the only way to keep it off the measured cores (the
+#                kernel still leaves other work 5% of each second)
 #   --out DIR    where results.jsonl, versions.txt and server logs go
 #                (default bench/results/<date-time>)
 # See bench/README.md for the method.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/servers.sh"
 
-mode=full reps=2 only="" build=1 report=1 out="" nice=0
+mode=full reps=2 only="" build=1 report=1 out="" nice=0 rt=0
 while (($#)); do
     case $1 in
         --quick) mode=quick ;;
@@ -33,6 +36,7 @@ while (($#)); do
         --debug) set_profile debug ;;
         --nice) nice=${2:?--nice needs a number}; shift ;;
         --nice=*) nice=${1#--nice=} ;;
+        --rt) rt=1 ;;
         --no-build) build=0 ;;
         --no-report) report=0 ;;
         --out) out=${2:?--out needs a folder}; shift ;;
@@ -51,6 +55,9 @@ esac
 # File descriptors for the server and the load generator: 10,000 held sessions with a GET
 # stream each need one socket per stream on both sides. 65,536, or the hard limit if lower
 # (raising the hard limit needs CAP_SYS_RESOURCE).
+# Scheduling of the measured processes (the server and mcpbench).
+prio=(nice -n "$nice")
+((rt)) && prio=(chrt -r 10)
 NOFILE=65536
 hard=$(ulimit -Hn)
 [[ $hard != unlimited ]] && ((hard < NOFILE)) && NOFILE=$hard
@@ -154,12 +161,12 @@ run_one() { # server scenario rep
     if [[ $sc == cold ]]; then
         local cmd
         cmd="taskset -c 0 prlimit --nofile=$NOFILE:$NOFILE $(printf %q "$BENCH_DIR/servers.sh") exec $(printf %q "$s") $port"
-        BENCH_PROFILE=$BENCH_PROFILE VELLUM_BIN=$VELLUM_BIN nice -n "$nice" taskset -c 1 "$MCPBENCH" run --scenario cold \
+        BENCH_PROFILE=$BENCH_PROFILE VELLUM_BIN=$VELLUM_BIN "${prio[@]}" taskset -c 1 "$MCPBENCH" run --scenario cold \
             --spawn "$cmd" "${common[@]}" "${flags[@]}" 2>>"$log" ||
             failed "$s" "$sc" "$rep" "mcpbench failed, see logs/$s-$sc-$rep.log"
         return
     fi
-    BENCH_PROFILE=$BENCH_PROFILE VELLUM_BIN=$VELLUM_BIN nice -n "$nice" \
+    BENCH_PROFILE=$BENCH_PROFILE VELLUM_BIN=$VELLUM_BIN "${prio[@]}" \
         taskset -c 0 prlimit --nofile=$NOFILE:$NOFILE "$BENCH_DIR/servers.sh" exec "$s" "$port" >>"$log" 2>&1 &
     server_pid=$!
     if ! "$MCPBENCH" wait-port --addr "127.0.0.1:$port" --pid "$server_pid" --timeout 60 2>>"$log"; then
@@ -173,7 +180,7 @@ run_one() { # server scenario rep
         hold | streams) extra=("${hold[@]}") ;;
         setup) extra=("${setup[@]}") ;;
     esac
-    nice -n "$nice" taskset -c 1 "$MCPBENCH" run --scenario "$sc" --server-pid "$server_pid" "${common[@]}" \
+    "${prio[@]}" taskset -c 1 "$MCPBENCH" run --scenario "$sc" --server-pid "$server_pid" "${common[@]}" \
         "${flags[@]}" "${extra[@]}" 2>>"$log" ||
         failed "$s" "$sc" "$rep" "mcpbench failed, see logs/$s-$sc-$rep.log"
     stop_server
@@ -197,6 +204,7 @@ if ((report)); then
     [[ -n $only ]] && cmd+=" --only $only"
     [[ $reps != 2 ]] && cmd+=" --reps $reps"
     [[ $nice != 0 ]] && cmd+=" --nice $nice"
+    ((rt)) && cmd+=" --rt"
     "$MCPBENCH" report "$results" --markdown "$REPO_DIR/docs/benchmarks.md" \
         --svg-dir "$REPO_DIR/docs/bench" --versions "$out/versions.txt" --command "$cmd"
 fi

@@ -10,6 +10,15 @@ export VELLUM_SPEC_SCHEMA_DIR="${VELLUM_SPEC_SCHEMA_DIR:-$ROOT/../shared/spec-sc
 
 step() { printf '\n=== %s\n' "$*"; }
 
+step "system packages the tests need"
+need=()
+command -v redis-server >/dev/null || need+=(redis-server)
+if [ ${#need[@]} -gt 0 ]; then
+  SUDO=; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}"
+fi
+
 step "format and lints"
 cargo fmt --all -- --check
 cargo clippy --all-targets --all-features -- -D warnings

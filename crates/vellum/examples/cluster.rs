@@ -49,7 +49,10 @@ struct TickerInput {
 fn cluster_server() -> anyhow::Result<Server> {
     let server = hello_world::hello_world_server()?;
     server.add_tool(
-        Tool::new("ask_name", "Asks the user for a name (elicitation) and greets it"),
+        Tool::new(
+            "ask_name",
+            "Asks the user for a name (elicitation) and greets it",
+        ),
         |ctx: RequestContext, _req: CallToolRequest, _in: vellum::server::NoArgs| async move {
             let schema = serde_json::json!({
                 "type": "object",
@@ -61,7 +64,10 @@ fn cluster_server() -> anyhow::Result<Server> {
                 _ => Default::default(),
             };
             let answer = ctx
-                .elicit(ElicitParams::Form(ElicitFormParams::new("What is your name?", schema)))
+                .elicit(ElicitParams::Form(ElicitFormParams::new(
+                    "What is your name?",
+                    schema,
+                )))
                 .await?;
             let name = match (answer.action, answer.content) {
                 (ElicitAction::Accept, Some(c)) => c
@@ -75,12 +81,16 @@ fn cluster_server() -> anyhow::Result<Server> {
         },
     )?;
     server.add_tool(
-        Tool::new("slow", "Runs for `ms` milliseconds, reporting progress every 100 ms"),
+        Tool::new(
+            "slow",
+            "Runs for `ms` milliseconds, reporting progress every 100 ms",
+        ),
         |ctx: RequestContext, _req: CallToolRequest, input: SlowInput| async move {
             let steps = (input.ms / 100).max(1);
             for i in 1..=steps {
                 tokio::time::sleep(Duration::from_millis(input.ms / steps)).await;
-                ctx.notify_progress(i as f64, Some(steps as f64), None).await?;
+                ctx.notify_progress(i as f64, Some(steps as f64), None)
+                    .await?;
             }
             Ok::<_, HandlerError>(CallToolResult::text(format!("slept {} ms", input.ms)))
         },
@@ -117,20 +127,29 @@ fn cluster_server() -> anyhow::Result<Server> {
 async fn main() -> anyhow::Result<()> {
     let mut addr = "127.0.0.1:8001".to_owned();
     let mut url = "redis://127.0.0.1:6379".to_owned();
+    let mut timeout = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match (a.as_str(), args.next()) {
             ("--addr", Some(v)) => addr = v,
             ("--redis", Some(v)) => url = v,
-            _ => anyhow::bail!("usage: cluster [--addr HOST:PORT] [--redis redis://HOST:PORT]"),
+            ("--session-timeout-ms", Some(v)) => timeout = Some(Duration::from_millis(v.parse()?)),
+            _ => anyhow::bail!(
+                "usage: cluster [--addr HOST:PORT] [--redis redis://HOST:PORT] [--session-timeout-ms MS]"
+            ),
         }
     }
-    let redis = Redis::connect(&url, RedisOptions::default()).await?;
+    let mut redis_options = RedisOptions::default();
+    if let Some(t) = timeout {
+        redis_options.event_ttl = t;
+    }
+    let redis = Redis::connect(&url, redis_options).await?;
     let server = cluster_server()?;
     let mut options = StreamableHttpOptions::default();
     options.event_store = Some(std::sync::Arc::new(redis.event_store()));
     options.session_store = Some(std::sync::Arc::new(redis.session_store()));
     options.bus = Some(std::sync::Arc::new(redis.bus()));
+    options.session_timeout = timeout;
     let handler = StreamableHttpHandler::for_server(server, options);
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     eprintln!(

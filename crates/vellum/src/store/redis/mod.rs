@@ -94,6 +94,9 @@ pub enum RedisSetupError {
 }
 
 struct Inner {
+    /// Whether this connection's session store is in use: then events are only written for
+    /// sessions whose record exists (no keys are recreated for a session just deleted).
+    sessions_here: std::sync::atomic::AtomicBool,
     client: redis::Client,
     conn: ConnectionManager,
     options: RedisOptions,
@@ -128,6 +131,55 @@ impl std::fmt::Debug for Redis {
 
 fn backend(e: redis::RedisError) -> StoreError {
     StoreError::Backend(e.to_string())
+}
+
+/// Runs a command, once more on a broken connection: the connection manager reconnects in
+/// the meantime, so the first request after a Redis restart does not fail.
+async fn retrying<T, F, Fut>(conn: ConnectionManager, op: F) -> Result<T, StoreError>
+where
+    F: Fn(ConnectionManager) -> Fut,
+    Fut: std::future::Future<Output = redis::RedisResult<T>>,
+{
+    match op(conn.clone()).await {
+        Ok(v) => Ok(v),
+        Err(e) if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() => {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            op(conn).await.map_err(backend)
+        }
+        Err(e) => Err(backend(e)),
+    }
+}
+
+/// A script call with owned arguments, repeatable (for [`retrying`]).
+#[derive(Clone)]
+struct Call {
+    script: &'static redis::Script,
+    args: Vec<Vec<u8>>,
+}
+
+impl Call {
+    fn new(script: &'static redis::Script) -> Self {
+        Call {
+            script,
+            args: Vec::new(),
+        }
+    }
+
+    fn arg(mut self, a: impl redis::ToRedisArgs) -> Self {
+        self.args.extend(a.to_redis_args());
+        self
+    }
+
+    async fn run<T: redis::FromRedisValue>(self, conn: ConnectionManager) -> Result<T, StoreError> {
+        retrying(conn, |mut c| {
+            let mut inv = self.script.prepare_invoke();
+            for a in &self.args {
+                inv.arg(a.as_slice());
+            }
+            async move { inv.invoke_async(&mut c).await }
+        })
+        .await
+    }
 }
 
 /// The bus envelope: who sent it, and the message.
@@ -186,6 +238,7 @@ impl Redis {
             .await;
         Ok(Redis {
             inner: Arc::new(Inner {
+                sessions_here: std::sync::atomic::AtomicBool::new(false),
                 client,
                 conn,
                 options,
@@ -208,7 +261,22 @@ impl Redis {
 
     /// The session store on this connection.
     pub fn session_store(&self) -> RedisSessionStore {
+        self.inner
+            .sessions_here
+            .store(true, std::sync::atomic::Ordering::Release);
         RedisSessionStore(self.clone())
+    }
+
+    fn require_session(&self) -> &'static str {
+        if self
+            .inner
+            .sessions_here
+            .load(std::sync::atomic::Ordering::Acquire)
+        {
+            "1"
+        } else {
+            "0"
+        }
     }
 
     /// The bus on this connection.
@@ -299,16 +367,20 @@ impl EventStore for RedisEventStore {
         requests: &[RequestId],
     ) -> BoxFuture<'static, Result<StreamId, StoreError>> {
         let r = &self.0;
-        let mut conn = r.conn();
-        let mut inv = scripts::OPEN.prepare_invoke();
-        inv.arg(r.base(session))
+        let call = Call::new(&scripts::OPEN)
+            .arg(r.base(session))
             .arg(&r.inner.instance)
             .arg(serde_json::to_string(requests).unwrap_or_else(|_| "[]".into()))
             .arg(r.inner.options.event_ttl.as_millis() as u64)
-            .arg(r.inner.options.max_streams_per_session);
+            .arg(r.inner.options.max_streams_per_session)
+            .arg(r.require_session());
+        let conn = r.conn();
         Box::pin(async move {
-            let n: u64 = inv.invoke_async(&mut conn).await.map_err(backend)?;
-            Ok(StreamId(n))
+            let n: i64 = call.run(conn).await?;
+            if n < 0 {
+                return Err(StoreError::UnknownStream);
+            }
+            Ok(StreamId(n as u64))
         })
     }
 
@@ -319,15 +391,16 @@ impl EventStore for RedisEventStore {
         message: Bytes,
     ) -> BoxFuture<'static, Result<EventId, StoreError>> {
         let r = &self.0;
-        let mut conn = r.conn();
-        let mut inv = scripts::APPEND.prepare_invoke();
-        inv.arg(r.base(session))
+        let call = Call::new(&scripts::APPEND)
+            .arg(r.base(session))
             .arg(stream.0)
             .arg(message.as_ref())
             .arg(r.inner.options.event_ttl.as_millis() as u64)
-            .arg(r.inner.options.max_events_per_stream);
+            .arg(r.inner.options.max_events_per_stream)
+            .arg(r.require_session());
+        let conn = r.conn();
         Box::pin(async move {
-            let seq: i64 = inv.invoke_async(&mut conn).await.map_err(backend)?;
+            let seq: i64 = call.run(conn).await?;
             if seq < 0 {
                 return Err(StoreError::UnknownStream);
             }
@@ -343,20 +416,22 @@ impl EventStore for RedisEventStore {
         session: &str,
         after: EventId,
     ) -> BoxFuture<'static, Result<Vec<StoredEvent>, StoreError>> {
-        let mut conn = self.0.conn();
-        let inv = replay_invocation(&self.0.base(session), after);
+        let call = Call::new(&scripts::REPLAY)
+            .arg(self.0.base(session))
+            .arg(after.stream.0)
+            .arg(after.seq);
+        let conn = self.0.conn();
         Box::pin(async move {
-            let v: Value = inv.invoke_async(&mut conn).await.map_err(backend)?;
+            let v: Value = call.run(conn).await?;
             parse_replay(v, after.stream)
         })
     }
 
     fn session_closed(&self, session: &str) -> BoxFuture<'static, Result<(), StoreError>> {
-        let mut conn = self.0.conn();
-        let mut inv = scripts::DROP.prepare_invoke();
-        inv.arg(self.0.base(session)).arg("0");
+        let call = Call::new(&scripts::DROP).arg(self.0.base(session)).arg("0");
+        let conn = self.0.conn();
         Box::pin(async move {
-            let _: i64 = inv.invoke_async(&mut conn).await.map_err(backend)?;
+            let _: i64 = call.run(conn).await?;
             Ok(())
         })
     }
@@ -366,10 +441,12 @@ impl EventStore for RedisEventStore {
         session: &str,
         stream: StreamId,
     ) -> BoxFuture<'static, Result<(), StoreError>> {
-        let mut conn = self.0.conn();
-        let key = format!("{}:m:{}", self.0.base(session), stream.0);
+        let call = Call::new(&scripts::CLOSE)
+            .arg(self.0.base(session))
+            .arg(stream.0);
+        let conn = self.0.conn();
         Box::pin(async move {
-            let _: i64 = conn.hset(&key, "done", 1).await.map_err(backend)?;
+            let _: i64 = call.run(conn).await?;
             Ok(())
         })
     }
@@ -383,15 +460,8 @@ impl EventStore for RedisEventStore {
         let base = r.base(session);
         let stream_key = format!("{base}:s:{}", after.stream.0);
         let instances = format!("{}:i:", r.inner.options.prefix);
-        let st = async_stream_follow(r, base, stream_key, instances, after);
-        Some(st)
+        Some(async_stream_follow(r, base, stream_key, instances, after))
     }
-}
-
-fn replay_invocation(base: &str, after: EventId) -> redis::ScriptInvocation<'static> {
-    let mut inv = scripts::REPLAY.prepare_invoke();
-    inv.arg(base).arg(after.stream.0).arg(after.seq);
-    inv
 }
 
 fn parse_replay(v: Value, stream: StreamId) -> Result<Vec<StoredEvent>, StoreError> {
@@ -504,12 +574,22 @@ async fn follow_step(st: &mut FollowState) -> Result<(), StoreError> {
     if got_any {
         return Ok(());
     }
-    let mut inv = scripts::STATUS.prepare_invoke();
-    inv.arg(&st.base).arg(st.last.stream.0).arg(&st.instances);
-    let mut c = st.redis.conn();
-    let (done, alive, requests): (i64, i64, String) =
-        inv.invoke_async(&mut c).await.map_err(backend)?;
+    let (done, alive, requests): (i64, i64, String) = Call::new(&scripts::STATUS)
+        .arg(&st.base)
+        .arg(st.last.stream.0)
+        .arg(&st.instances)
+        .run(st.redis.conn())
+        .await?;
     if done == 1 {
+        // The last events may have landed between the read above and the status: drain.
+        let rest: Value = redis::cmd("XRANGE")
+            .arg(&st.stream_key)
+            .arg(format!("(0-{}", st.last.seq))
+            .arg("+")
+            .query_async(conn)
+            .await
+            .map_err(backend)?;
+        st.pending.extend(parse_range(rest, st.last.stream)?);
         st.finished = true;
     } else if alive == 0 {
         let requests: Vec<RequestId> = serde_json::from_str(&requests).unwrap_or_default();
@@ -518,28 +598,42 @@ async fn follow_step(st: &mut FollowState) -> Result<(), StoreError> {
     Ok(())
 }
 
+fn parse_range(v: Value, stream: StreamId) -> Result<Vec<StoredEvent>, StoreError> {
+    let reply: redis::streams::StreamRangeReply =
+        redis::from_redis_value(v).map_err(|e| StoreError::Backend(e.to_string()))?;
+    reply
+        .ids
+        .into_iter()
+        .map(|id| stored_event(id, stream))
+        .collect()
+}
+
+fn stored_event(id: redis::streams::StreamId, stream: StreamId) -> Result<StoredEvent, StoreError> {
+    let seq = id
+        .id
+        .rsplit_once('-')
+        .and_then(|(_, s)| s.parse().ok())
+        .ok_or_else(|| StoreError::Backend(format!("unexpected stream id {}", id.id)))?;
+    let message: Vec<u8> = id
+        .map
+        .get("m")
+        .map(|v| redis::from_redis_value(v.clone()))
+        .transpose()
+        .map_err(|e| StoreError::Backend(e.to_string()))?
+        .unwrap_or_default();
+    Ok(StoredEvent {
+        id: EventId { stream, seq },
+        message: Bytes::from(message),
+    })
+}
+
 fn parse_xread(v: Value, stream: StreamId) -> Result<Vec<StoredEvent>, StoreError> {
     let reply: Option<redis::streams::StreamReadReply> =
         redis::from_redis_value(v).map_err(|e| StoreError::Backend(e.to_string()))?;
     let mut out = Vec::new();
     for key in reply.map(|r| r.keys).unwrap_or_default() {
         for id in key.ids {
-            let seq = id
-                .id
-                .rsplit_once('-')
-                .and_then(|(_, s)| s.parse().ok())
-                .ok_or_else(|| StoreError::Backend(format!("unexpected stream id {}", id.id)))?;
-            let message: Vec<u8> = id
-                .map
-                .get("m")
-                .map(|v| redis::from_redis_value(v.clone()))
-                .transpose()
-                .map_err(|e| StoreError::Backend(e.to_string()))?
-                .unwrap_or_default();
-            out.push(StoredEvent {
-                id: EventId { stream, seq },
-                message: Bytes::from(message),
-            });
+            out.push(stored_event(id, stream)?);
         }
     }
     Ok(out)
@@ -556,30 +650,39 @@ impl SessionStore for RedisSessionStore {
         record: &SessionRecord,
         ttl: Duration,
     ) -> BoxFuture<'static, Result<(), StoreError>> {
-        let mut conn = self.0.conn();
+        let conn = self.0.conn();
         let key = format!("{}:session", self.0.base(id));
         let json = serde_json::to_string(record);
         Box::pin(async move {
             let json = json.map_err(|e| StoreError::Backend(e.to_string()))?;
-            let _: () = conn
-                .set_options(
-                    &key,
-                    json,
-                    redis::SetOptions::default()
-                        .conditional_set(redis::ExistenceCheck::NX)
-                        .with_expiration(redis::SetExpiry::PX(ttl.as_millis() as u64)),
-                )
-                .await
-                .map_err(backend)?;
+            let ms = ttl.as_millis() as u64;
+            retrying(conn, |mut c| {
+                let (key, json) = (key.clone(), json.clone());
+                async move {
+                    redis::cmd("SET")
+                        .arg(key)
+                        .arg(json)
+                        .arg("NX")
+                        .arg("PX")
+                        .arg(ms)
+                        .query_async::<Option<String>>(&mut c)
+                        .await
+                }
+            })
+            .await?;
             Ok(())
         })
     }
 
     fn load(&self, id: &str) -> BoxFuture<'static, Result<Option<SessionRecord>, StoreError>> {
-        let mut conn = self.0.conn();
+        let conn = self.0.conn();
         let key = format!("{}:session", self.0.base(id));
         Box::pin(async move {
-            let json: Option<String> = conn.get(&key).await.map_err(backend)?;
+            let json: Option<String> = retrying(conn, |mut c| {
+                let key = key.clone();
+                async move { c.get(key).await }
+            })
+            .await?;
             match json {
                 None => Ok(None),
                 Some(j) => serde_json::from_str(&j)
@@ -594,39 +697,44 @@ impl SessionStore for RedisSessionStore {
         id: &str,
         record: &SessionRecord,
     ) -> BoxFuture<'static, Result<bool, StoreError>> {
-        let mut conn = self.0.conn();
+        let conn = self.0.conn();
         let key = format!("{}:session", self.0.base(id));
         let json = serde_json::to_string(record);
         Box::pin(async move {
             let json = json.map_err(|e| StoreError::Backend(e.to_string()))?;
-            let ok: Option<String> = redis::cmd("SET")
-                .arg(&key)
-                .arg(json)
-                .arg("XX")
-                .arg("KEEPTTL")
-                .query_async(&mut conn)
-                .await
-                .map_err(backend)?;
+            let ok: Option<String> = retrying(conn, |mut c| {
+                let (key, json) = (key.clone(), json.clone());
+                async move {
+                    redis::cmd("SET")
+                        .arg(key)
+                        .arg(json)
+                        .arg("XX")
+                        .arg("KEEPTTL")
+                        .query_async(&mut c)
+                        .await
+                }
+            })
+            .await?;
             Ok(ok.is_some())
         })
     }
 
     fn touch(&self, id: &str, ttl: Duration) -> BoxFuture<'static, Result<bool, StoreError>> {
-        let mut conn = self.0.conn();
-        let mut inv = scripts::TOUCH.prepare_invoke();
-        inv.arg(self.0.base(id)).arg(ttl.as_millis() as u64);
+        let call = Call::new(&scripts::TOUCH)
+            .arg(self.0.base(id))
+            .arg(ttl.as_millis() as u64);
+        let conn = self.0.conn();
         Box::pin(async move {
-            let alive: i64 = inv.invoke_async(&mut conn).await.map_err(backend)?;
+            let alive: i64 = call.run(conn).await?;
             Ok(alive == 1)
         })
     }
 
     fn delete(&self, id: &str) -> BoxFuture<'static, Result<bool, StoreError>> {
-        let mut conn = self.0.conn();
-        let mut inv = scripts::DROP.prepare_invoke();
-        inv.arg(self.0.base(id)).arg("1");
+        let call = Call::new(&scripts::DROP).arg(self.0.base(id)).arg("1");
+        let conn = self.0.conn();
         Box::pin(async move {
-            let n: i64 = inv.invoke_async(&mut conn).await.map_err(backend)?;
+            let n: i64 = call.run(conn).await?;
             Ok(n > 0)
         })
     }
@@ -642,7 +750,7 @@ impl MessageBus for RedisBus {
     }
 
     fn publish(&self, message: BusMessage) -> BoxFuture<'static, Result<(), StoreError>> {
-        let mut conn = self.0.conn();
+        let conn = self.0.conn();
         let channel = format!("{}:bus", self.0.inner.options.prefix);
         let env = serde_json::to_string(&Envelope {
             from: self.0.inner.instance.clone(),
@@ -650,7 +758,11 @@ impl MessageBus for RedisBus {
         });
         Box::pin(async move {
             let env = env.map_err(|e| StoreError::Backend(e.to_string()))?;
-            let _: i64 = conn.publish(&channel, env).await.map_err(backend)?;
+            let _: i64 = retrying(conn, |mut c| {
+                let (channel, env) = (channel.clone(), env.clone());
+                async move { c.publish(channel, env).await }
+            })
+            .await?;
             Ok(())
         })
     }

@@ -7,12 +7,14 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
-/// Opens a stream: ARGV = base, owner instance, requests (JSON), ttl ms, max streams.
-/// Returns the new stream id.
+/// Opens a stream: ARGV = base, owner instance, requests (JSON), ttl ms, max streams,
+/// whether the session record must exist ('1' when sessions are stored here too). Returns
+/// the new stream id, or -1 when the session is gone.
 pub(super) static OPEN: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
 local base, ttl = ARGV[1], ARGV[4]
+if ARGV[6] == '1' and redis.call('EXISTS', base .. ':session') == 0 then return -1 end
 local n = redis.call('INCR', base .. ':next')
 local meta = base .. ':m:' .. n
 redis.call('HSET', meta, 'owner', ARGV[2], 'requests', ARGV[3], 'seq', 0)
@@ -29,13 +31,15 @@ return n
     )
 });
 
-/// Appends: ARGV = base, stream, message, ttl ms, max events. Returns the seq, or -1 for an
-/// unknown stream (the standalone stream `0` always exists).
+/// Appends: ARGV = base, stream, message, ttl ms, max events, whether the session record
+/// must exist. Returns the seq, or -1 for an unknown stream or session (the standalone
+/// stream `0` of a live session always exists).
 pub(super) static APPEND: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
 local base, stream, ttl = ARGV[1], ARGV[2], ARGV[4]
 local meta, s = base .. ':m:' .. stream, base .. ':s:' .. stream
+if ARGV[6] == '1' and redis.call('EXISTS', base .. ':session') == 0 then return -1 end
 if stream ~= '0' and redis.call('EXISTS', meta) == 0 then return -1 end
 local seq = redis.call('HINCRBY', meta, 'seq', 1)
 redis.call('XADD', s, 'MAXLEN', '~', ARGV[5], '0-' .. seq, 'm', ARGV[3])
@@ -122,6 +126,18 @@ end
 for _, k in ipairs({':s:0', ':m:0', ':streams', ':next'}) do
   redis.call('PEXPIRE', base .. k, ttl)
 end
+return 1
+"#,
+    )
+});
+
+/// Marks a stream complete, if it still exists: ARGV = base, stream.
+pub(super) static CLOSE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r#"
+local meta = ARGV[1] .. ':m:' .. ARGV[2]
+if redis.call('EXISTS', meta) == 0 then return 0 end
+redis.call('HSET', meta, 'done', 1)
 return 1
 "#,
     )

@@ -61,8 +61,10 @@ impl Cluster {
         }
     }
 
-    /// A session ended here for good: forget its events and record, tell the others.
-    pub(crate) fn session_ended(&self, id: &str) {
+    /// A session ended here for good: forget its events and record, tell the others. The
+    /// returned future finishes once the others were told (DELETE waits for it); dropping
+    /// it still lets the work finish in the background.
+    pub(crate) fn session_ended(&self, id: &str) -> tokio::task::JoinHandle<()> {
         let events = self.events.as_ref().map(|e| e.session_closed(id));
         let record = self.sessions.as_ref().map(|s| s.delete(id));
         let bus = self.bus.as_ref().map(|b| {
@@ -70,17 +72,17 @@ impl Cluster {
                 session: id.to_owned(),
             })
         });
-        spawn(async move {
-            if let Some(f) = events {
-                let _ = f.await;
-            }
+        tokio::spawn(async move {
             if let Some(f) = record {
                 let _ = f.await;
             }
             if let Some(f) = bus {
                 let _ = f.await;
             }
-        });
+            if let Some(f) = events {
+                let _ = f.await;
+            }
+        })
     }
 
     /// Acts on a bus message about a session served here.

@@ -284,6 +284,8 @@ impl Inner {
         let core = Session::restore(server, id.clone(), &record);
         let http = self.sessions.make(id, core, record.owner.clone());
         self.sessions.start_sweeper(self.expiry());
+        // Serving it here is activity: renew its time to live at once.
+        self.sessions.cluster.touch(&http.id).await;
         Ok(self.sessions.insert(http))
     }
 
@@ -547,8 +549,10 @@ impl Inner {
 
         // A resumable stream when there is a store and a legacy session.
         let mut prefix = VecDeque::new();
+        // (`initialize` is answered at once and its session does not exist yet: nothing to
+        // resume there.)
         let stored = match (self.store(), &http) {
-            (Some(store), Some(h)) if !self.options.json_response || accepts.sse => {
+            (Some(store), Some(h)) if !new && (!self.options.json_response || accepts.sse) => {
                 let ids: Vec<_> = exchanges
                     .iter()
                     .map(|(e, _)| e.shared().id.clone())
@@ -556,7 +560,7 @@ impl Inner {
                 match store.open_stream(&h.id, &ids).await {
                     Ok(stream) => {
                         h.live.open(stream);
-                        if h.core.protocol_version() >= ProtocolVersion::V2025_11_25 || new {
+                        if h.core.protocol_version() >= ProtocolVersion::V2025_11_25 {
                             prefix.push_back(sse::priming(
                                 EventId::start_of(stream),
                                 self.options.sse_retry,
@@ -616,7 +620,7 @@ impl Inner {
                 record.owner = h.owner.clone();
                 if self.sessions.cluster.create(&h.id, &record).await.is_err() {
                     h.core.close();
-                    self.sessions.cluster.session_ended(&h.id);
+                    drop(self.sessions.cluster.session_ended(&h.id));
                     return Err(Rejection::StoreUnavailable);
                 }
             }
@@ -628,7 +632,7 @@ impl Inner {
             } else {
                 // `initialize` failed: forget whatever its stream stored.
                 h.core.close();
-                self.sessions.cluster.session_ended(&h.id);
+                drop(self.sessions.cluster.session_ended(&h.id));
             }
         }
 
@@ -785,7 +789,8 @@ impl Inner {
             .session(parts)
             .await?
             .ok_or(Rejection::MissingSession)?;
-        self.sessions.close(&http.id);
+        // Answer once the stores and the other instances know (so they answer 404 next).
+        let _ = self.sessions.close(&http.id).await;
         log_event!(self.options.logger.as_ref(), info, "mcp.session.id" = %redact_session_id(&http.id), "session deleted");
         Ok(status_only(StatusCode::NO_CONTENT))
     }

@@ -308,11 +308,10 @@ impl SessionTable {
     }
 
     /// Ends a session for good (DELETE, expiry): here, in the stores, and on every other
-    /// instance. False if it was not here.
-    pub(crate) fn close(&self, id: &str) -> bool {
-        let found = self.drop_local(id).is_some();
-        self.cluster.session_ended(id);
-        found
+    /// instance. The handle finishes once the stores and the other instances were told.
+    pub(crate) fn close(&self, id: &str) -> tokio::task::JoinHandle<()> {
+        self.drop_local(id);
+        self.cluster.session_ended(id)
     }
 
     /// Forgets the local copy only (the session lives on in the store and elsewhere).
@@ -339,7 +338,7 @@ impl SessionTable {
             if self.cluster.sessions.is_some() {
                 self.evict(&id);
             } else {
-                self.close(&id);
+                drop(self.close(&id));
             }
         }
     }
@@ -411,7 +410,7 @@ impl SessionTable {
                 .is_some_and(|s| self.verdict(&s, expiry, self.now()).is_some());
             if still {
                 if end {
-                    self.close(&id);
+                    drop(self.close(&id));
                 } else {
                     self.evict(&id);
                 }
