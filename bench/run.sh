@@ -116,7 +116,9 @@ lock_version() { # Cargo.lock crate
     awk -v c="$2" '$0 == "name = \"" c "\"" { getline; gsub(/version = |"/, ""); print; exit }' "$1" 2>/dev/null
 }
 {
-    echo "vellum: $(git -C "$REPO_DIR" describe --always --dirty 2>/dev/null || echo unknown) ($BENCH_PROFILE build)"
+    if [[ " ${runnable[*]} " == *" vellum"* ]]; then
+        echo "vellum: $(git -C "$REPO_DIR" describe --always --dirty 2>/dev/null || echo unknown) ($BENCH_PROFILE build)"
+    fi
     echo "harness: mcpbench $(lock_version "$BENCH_DIR/Cargo.lock" loadgen), hyper $(lock_version "$BENCH_DIR/Cargo.lock" hyper), tokio $(lock_version "$BENCH_DIR/Cargo.lock" tokio)"
     echo "rustc: $(rustc --version 2>/dev/null)"
     echo "rmcp peer: rmcp $(lock_version "$BENCH_DIR/peers/rmcp/Cargo.lock" rmcp), axum $(lock_version "$BENCH_DIR/peers/rmcp/Cargo.lock" axum) (crates.io)"

@@ -99,6 +99,7 @@ fn draw_panel(area: &DrawingArea<SVGBackend<'_>, Shift>, s: &Summary, p: &Panel)
             .disable_y_mesh()
             .y_labels(0)
             .x_labels(8)
+            .x_label_formatter(&|v| value_text(*v))
             .draw()?;
         bars(&mut chart, &rows, lo, p.color, &label_style)
     } else {
@@ -109,6 +110,7 @@ fn draw_panel(area: &DrawingArea<SVGBackend<'_>, Shift>, s: &Summary, p: &Panel)
             .disable_y_mesh()
             .y_labels(0)
             .x_labels(8)
+            .x_label_formatter(&|v| value_text(*v))
             .draw()?;
         bars(&mut chart, &rows, 0.0, p.color, &label_style)
     }
