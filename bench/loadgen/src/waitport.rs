@@ -12,6 +12,7 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use crate::cli::{WaitExitArgs, WaitPortArgs};
+use crate::scenario::secs;
 
 const POLL: Duration = Duration::from_millis(2);
 
@@ -26,8 +27,7 @@ pub(crate) async fn run(args: &WaitPortArgs) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    let deadline =
-        Instant::now() + Duration::try_from_secs_f64(args.timeout).unwrap_or(Duration::ZERO);
+    let deadline = Instant::now() + secs(args.timeout);
     loop {
         if TcpStream::connect(args.addr).await.is_ok() {
             return Ok(());
@@ -66,8 +66,7 @@ fn alive(pid: u32) -> bool {
 
 /// Runs `wait-exit`.
 pub(crate) async fn wait_exit(args: &WaitExitArgs) -> anyhow::Result<()> {
-    let deadline =
-        Instant::now() + Duration::try_from_secs_f64(args.timeout).unwrap_or(Duration::ZERO);
+    let deadline = Instant::now() + secs(args.timeout);
     while alive(args.pid) {
         if Instant::now() >= deadline {
             bail!(
