@@ -32,6 +32,7 @@ pub(crate) struct Exchange {
     /// The outcome, held back until the messages emitted before it are out.
     outcome: Option<Outcome>,
     finished: bool,
+    /// Registered in the session's in-flight map until the request finishes.
     _inflight: Option<InflightGuard>,
 }
 
@@ -92,6 +93,8 @@ impl Exchange {
     fn finish(&mut self, outcome: Outcome) -> Step {
         self.finished = true;
         self.shared.outbox.close();
+        // The id is free again as soon as the answer exists (before it is written out).
+        self._inflight = None;
         Step::Finished(outcome)
     }
 }

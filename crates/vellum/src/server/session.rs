@@ -304,6 +304,7 @@ impl Session {
         map.insert(shared.id.clone(), weak.clone());
         Ok(InflightGuard {
             session: Arc::downgrade(self),
+            id: shared.id.clone(),
             request: weak,
         })
     }
@@ -430,21 +431,22 @@ impl Drop for Session {
 /// Unregisters an in-flight request when its driver finishes.
 pub(crate) struct InflightGuard {
     session: Weak<Session>,
+    id: RequestId,
     request: Weak<RequestShared>,
 }
 
 impl Drop for InflightGuard {
     fn drop(&mut self) {
-        let (Some(s), Some(r)) = (self.session.upgrade(), self.request.upgrade()) else {
+        let Some(s) = self.session.upgrade() else {
             return;
         };
         let mut map = lock(&s.inflight);
-        // Only remove our own entry.
+        // Only remove our own entry (`ptr_eq` works on dead weak pointers too).
         if map
-            .get(&r.id)
+            .get(&self.id)
             .is_some_and(|w| Weak::ptr_eq(w, &self.request))
         {
-            map.remove(&r.id);
+            map.remove(&self.id);
         }
     }
 }
