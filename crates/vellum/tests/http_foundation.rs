@@ -148,8 +148,7 @@ async fn tools_call_greets_alice_in_every_legacy_version() {
 #[tokio::test]
 async fn json_response_mode_answers_with_one_json_body() {
     let server = hello_world_server().expect("the seed's server registers");
-    let mut options = StreamableHttpOptions::default();
-    options.json_response = true;
+    let options = StreamableHttpOptions::default().json_response(true);
     let srv = TestHttpServer::start(server, options).await;
     let mut c = srv.client();
     c.connect("2025-11-25").await;

@@ -579,28 +579,29 @@ async fn modern_over_http(schema: &mut Schema, server: &vellum::server::Server) 
     errors
 }
 
+async fn assert_matches_schema(version: &'static str) {
+    let errors = run_version(version).await;
+    assert!(errors.is_empty(), "\n{}", errors.join("\n"));
+}
+
 #[tokio::test]
 async fn legacy_2025_03_26_messages_match_the_schema() {
-    let errors = run_version("2025-03-26").await;
-    assert!(errors.is_empty(), "\n{}", errors.join("\n"));
+    assert_matches_schema("2025-03-26").await;
 }
 
 #[tokio::test]
 async fn legacy_2025_06_18_messages_match_the_schema() {
-    let errors = run_version("2025-06-18").await;
-    assert!(errors.is_empty(), "\n{}", errors.join("\n"));
+    assert_matches_schema("2025-06-18").await;
 }
 
 #[tokio::test]
 async fn legacy_2025_11_25_messages_match_the_schema() {
-    let errors = run_version("2025-11-25").await;
-    assert!(errors.is_empty(), "\n{}", errors.join("\n"));
+    assert_matches_schema("2025-11-25").await;
 }
 
 #[tokio::test]
 async fn modern_2026_07_28_messages_match_the_schema() {
-    let errors = run_version("2026-07-28").await;
-    assert!(errors.is_empty(), "\n{}", errors.join("\n"));
+    assert_matches_schema("2026-07-28").await;
 }
 
 #[test]
