@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use vellum::prelude::*;
 use vellum::protocol::{
     CompleteResult, Completion, ElicitAction, ElicitFormParams, ElicitParams, GetPromptResult,
-    LoggingLevel, ReadResourceResult, ResourceContents,
+    JsonObject, LoggingLevel, ReadResourceResult, ResourceContents,
 };
 use vellum::server::NoArgs;
 
@@ -172,15 +172,11 @@ fn build() -> Fixture {
         .add_tool(
             Tool::new("ask", "Asks the user for a name"),
             |ctx: RequestContext, _req: CallToolRequest, _in: NoArgs| async move {
-                let schema = json!({
+                let schema: JsonObject = serde_json::from_value(json!({
                     "type": "object",
                     "properties": {"name": {"type": "string"}},
                     "required": ["name"]
-                });
-                let schema = match schema {
-                    serde_json::Value::Object(m) => m,
-                    _ => unreachable!("a literal object"),
-                };
+                }))?;
                 let answer = ctx
                     .elicit(ElicitParams::Form(ElicitFormParams::new(
                         "What is your name?",
