@@ -26,6 +26,22 @@ cargo clippy --all-targets --all-features -- -D warnings
 step "build (release binary and examples, used by the interop tests)"
 cargo build --release --workspace --examples --bins
 
+step "node packages of the TypeScript SDK interop tests (tests/interop/ts)"
+# `npm ci` installs exactly the pinned lock file; a stamp of the lock file's hash skips it
+# when node_modules already matches.
+npm_ci() {
+  local dir=$1 stamp="$1/node_modules/.vellum-lock.sha256" want
+  command -v node >/dev/null || { echo "node is missing: install Node 20+" >&2; exit 1; }
+  want=$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)
+  if [[ -f $stamp && $(cat "$stamp") == "$want" ]]; then
+    echo "$dir: node_modules is up to date"
+  else
+    (cd "$dir" && npm ci --no-audit --no-fund)
+    echo "$want" >"$stamp"
+  fi
+}
+npm_ci tests/interop/ts
+
 step "unit and integration tests"
 cargo test --workspace --all-features
 

@@ -500,15 +500,14 @@ pub fn decode_message(source: &Bytes) -> Result<Message, DecodeError> {
 
 const HEAD: &[u8] = br#"{"jsonrpc":"2.0","#;
 
-fn write_id(buf: &mut Vec<u8>, id: Option<&RequestId>) {
+fn write_id(buf: &mut Vec<u8>, id: &RequestId) {
     buf.extend_from_slice(br#""id":"#);
     match id {
-        None => buf.extend_from_slice(b"null"),
-        Some(RequestId::Number(n)) => {
+        RequestId::Number(n) => {
             // Writing into a Vec cannot fail.
             let _ = write!(buf, "{n}");
         }
-        Some(RequestId::String(s)) => {
+        RequestId::String(s) => {
             // Strings are escaped by serde_json; this cannot fail for a &str.
             let _ = serde_json::to_writer(&mut *buf, &**s);
         }
@@ -530,7 +529,7 @@ pub(crate) fn encode_response_with(
 ) -> Result<Bytes, serde_json::Error> {
     let mut buf = Vec::with_capacity(256);
     buf.extend_from_slice(HEAD);
-    write_id(&mut buf, Some(id));
+    write_id(&mut buf, id);
     buf.extend_from_slice(br#","result":"#);
     write(&mut buf)?;
     buf.push(b'}');
@@ -541,19 +540,24 @@ pub(crate) fn encode_response_with(
 pub fn encode_response_raw(id: &RequestId, result_json: &[u8]) -> Bytes {
     let mut buf = Vec::with_capacity(32 + result_json.len());
     buf.extend_from_slice(HEAD);
-    write_id(&mut buf, Some(id));
+    write_id(&mut buf, id);
     buf.extend_from_slice(br#","result":"#);
     buf.extend_from_slice(result_json);
     buf.push(b'}');
     Bytes::from(buf)
 }
 
-/// Encodes an error response; `id` is `None` only when the request's id was unreadable.
+/// Encodes an error response; `id` is `None` only when the request's id was unreadable, and
+/// then the response has no `id` member: the MCP schema (2025-11-25 on) makes it optional
+/// and never `null`, and the TypeScript SDK rejects an error response whose id is `null`.
 pub fn encode_error(id: Option<&RequestId>, error: &ErrorObject) -> Bytes {
     let mut buf = Vec::with_capacity(96 + error.message.len());
     buf.extend_from_slice(HEAD);
-    write_id(&mut buf, id);
-    buf.extend_from_slice(br#","error":"#);
+    if let Some(id) = id {
+        write_id(&mut buf, id);
+        buf.push(b',');
+    }
+    buf.extend_from_slice(br#""error":"#);
     let mark = buf.len();
     if serde_json::to_writer(&mut buf, error).is_err() {
         // `data` failed to serialize (a non-string map key, say): send the error without it.
@@ -573,7 +577,7 @@ pub fn encode_request<P: Serialize + ?Sized>(
 ) -> Result<Bytes, serde_json::Error> {
     let mut buf = Vec::with_capacity(128);
     buf.extend_from_slice(HEAD);
-    write_id(&mut buf, Some(id));
+    write_id(&mut buf, id);
     buf.extend_from_slice(br#","method":"#);
     serde_json::to_writer(&mut buf, method)?;
     if let Some(p) = params {
@@ -675,7 +679,7 @@ mod tests {
         let e = encode_error(None, &ErrorObject::parse_error("bad"));
         assert_eq!(
             &e[..],
-            br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"bad"}}"#
+            br#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"bad"}}"#
         );
         let n = encode_notification::<()>("notifications/initialized", None).unwrap();
         assert_eq!(
