@@ -23,9 +23,6 @@ step "format and lints"
 cargo fmt --all -- --check
 cargo clippy --all-targets --all-features -- -D warnings
 
-step "build (release binary and examples, used by the interop tests)"
-cargo build --release --workspace --examples --bins
-
 step "node packages of the TypeScript SDK interop tests (tests/interop/ts)"
 # `npm ci` installs exactly the pinned lock file; a stamp of the lock file's hash skips it
 # when node_modules already matches.
@@ -42,8 +39,11 @@ npm_ci() {
 }
 npm_ci tests/interop/ts
 
-step "unit and integration tests"
+step "unit and integration tests (debug builds of the binary and examples included)"
 cargo test --workspace --all-features
+
+step "benchmark harness smoke (bench/: builds it, one short window per scenario)"
+bash bench/smoke.sh
 
 echo
 echo "all tests passed"
