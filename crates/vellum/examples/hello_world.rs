@@ -8,7 +8,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use vellum::prelude::*;
-use vellum::transport::http::serve;
+use vellum::transport::http::serve_listener;
 
 /// The tool's input (the seed's `helloInput`).
 #[derive(Deserialize, JsonSchema)]
@@ -56,8 +56,9 @@ async fn main() -> anyhow::Result<()> {
     );
 
     let addr = format!("{HOST}:{PORT}");
+    let listener = tokio::net::TcpListener::bind(&addr).await?;
     eprintln!("streamable HTTP MCP: http://{addr}");
     // 启动 http 服务，注册 http handler
-    serve(addr, handler).await?;
+    serve_listener(listener, handler, std::future::pending()).await?;
     Ok(())
 }
