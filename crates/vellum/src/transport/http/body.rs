@@ -52,6 +52,11 @@ impl ResponseBody {
         }
     }
 
+    /// True for a live stream (as opposed to ready chunks).
+    pub(crate) fn is_stream(&self) -> bool {
+        matches!(self.kind, Kind::Stream(_))
+    }
+
     pub(crate) fn stream(stream: SseStream) -> Self {
         ResponseBody {
             kind: Kind::Stream(Box::pin(stream)),

@@ -168,8 +168,25 @@ impl StreamableHttpHandler {
         });
     }
 
-    /// Serves one request.
+    /// Serves one request. The connection it came on is read from its extensions
+    /// ([`ConnectionInfo`]; assumed loopback when absent).
     pub async fn handle<B>(&self, req: Request<B>) -> Response<ResponseBody>
+    where
+        B: Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let info = req.extensions().get::<ConnectionInfo>().copied();
+        self.handle_on(req, info).await
+    }
+
+    /// Serves one request that arrived on a known connection (the accept loops call this,
+    /// saving an extensions map per request).
+    pub(crate) async fn handle_on<B>(
+        &self,
+        req: Request<B>,
+        connection: Option<ConnectionInfo>,
+    ) -> Response<ResponseBody>
     where
         B: Body + Send + 'static,
         B::Data: Send,
@@ -186,7 +203,7 @@ impl StreamableHttpHandler {
             .filter(|o| inner.options.cors && o.to_str().is_ok_and(|o| inner.origin.is_trusted(o)))
             .cloned();
         let result = async {
-            inner.check_security(&parts)?;
+            inner.check_security(&parts, connection.as_ref())?;
             match parts.method {
                 Method::POST => inner.post(parts, body).await,
                 Method::GET => inner.get(parts).await,
@@ -223,13 +240,13 @@ impl Inner {
         }
     }
 
-    fn check_security(&self, parts: &http::request::Parts) -> Result<(), Rejection> {
+    fn check_security(
+        &self,
+        parts: &http::request::Parts,
+        connection: Option<&ConnectionInfo>,
+    ) -> Result<(), Rejection> {
         if !self.options.disable_localhost_protection {
-            check_localhost(
-                &parts.headers,
-                &parts.uri,
-                parts.extensions.get::<ConnectionInfo>(),
-            )?;
+            check_localhost(&parts.headers, &parts.uri, connection)?;
         }
         self.origin.check(&parts.method, &parts.uri, &parts.headers)
     }
@@ -251,7 +268,7 @@ impl Inner {
         &self,
         parts: &http::request::Parts,
     ) -> Result<Option<Arc<HttpSession>>, Rejection> {
-        let Some(id) = text(&parts.headers, names::SESSION_ID) else {
+        let Some(id) = text(&parts.headers, &names::SESSION_ID) else {
             return Ok(None);
         };
         let s = match self.sessions.get(id) {
@@ -319,12 +336,15 @@ impl Inner {
         }
         let bytes = read_body(body, self.options.max_body_bytes).await?;
         let payload = jsonrpc::decode(&bytes).map_err(Rejection::Decode)?;
-        let header_version = text(&parts.headers, names::PROTOCOL_VERSION);
+        let header_version = text(&parts.headers, &names::PROTOCOL_VERSION);
 
         // Era routing (the spec's dual-era order): a modern version header, then a session,
         // then `initialize`, then a modern `_meta`, else legacy (stateless) or 400.
+        // (A request of a legacy session, or with a legacy version header, is legacy: only
+        // a header-less request without a session may be a modern one in disguise.)
+        let ambiguous = header_version.is_none() && !parts.headers.contains_key(names::SESSION_ID);
         if header_version.is_some_and(ProtocolVersion::looks_modern)
-            || modern::carries_modern_meta(&payload)
+            || (ambiguous && modern::carries_modern_meta(&payload))
         {
             let meta = modern::validate(&parts.headers, &payload)?;
             return self
@@ -685,7 +705,7 @@ impl Inner {
 
     async fn get(&self, parts: http::request::Parts) -> Result<Response<ResponseBody>, Rejection> {
         if self.options.stateless
-            || text(&parts.headers, names::PROTOCOL_VERSION)
+            || text(&parts.headers, &names::PROTOCOL_VERSION)
                 .is_some_and(ProtocolVersion::looks_modern)
         {
             return Err(Rejection::MethodNotAllowed { allow: "POST" });
@@ -701,7 +721,7 @@ impl Inner {
             .ok_or(Rejection::MissingSession)?;
         let activity = http.activity(&self.sessions);
         let last =
-            match text(&parts.headers, names::LAST_EVENT_ID) {
+            match text(&parts.headers, &names::LAST_EVENT_ID) {
                 None => None,
                 Some(v) => Some(v.parse::<EventId>().map_err(|_| {
                     Rejection::BadLastEventId("Bad Request: malformed Last-Event-ID")
@@ -780,7 +800,7 @@ impl Inner {
         parts: &http::request::Parts,
     ) -> Result<Response<ResponseBody>, Rejection> {
         if self.options.stateless
-            || text(&parts.headers, names::PROTOCOL_VERSION)
+            || text(&parts.headers, &names::PROTOCOL_VERSION)
                 .is_some_and(ProtocolVersion::looks_modern)
         {
             return Err(Rejection::MethodNotAllowed { allow: "POST" });
@@ -893,17 +913,21 @@ fn json_response(
 }
 
 fn sse_response(body: ResponseBody) -> Response<ResponseBody> {
+    let live = body.is_stream();
     let mut r = Response::new(body);
     let h = r.headers_mut();
     h.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/event-stream"),
     );
-    h.insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("no-cache, no-transform"),
-    );
-    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    if live {
+        // Only a live stream needs proxies to pass it through unbuffered and unchanged.
+        h.insert(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("no-cache, no-transform"),
+        );
+        h.insert(names::X_ACCEL_BUFFERING, HeaderValue::from_static("no"));
+    }
     r
 }
 

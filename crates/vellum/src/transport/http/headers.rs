@@ -1,20 +1,27 @@
 //! Reading the headers the transport cares about: `Content-Type`, `Accept`, the session
 //! id, the protocol version, `Last-Event-ID`.
 
+use http::header::AsHeaderName;
 use http::{HeaderMap, header};
 
-/// Header names of the MCP transport.
+/// Header names of the MCP transport (prebuilt, so lookups need no parsing).
 pub mod names {
+    use http::HeaderName;
+
     /// The legacy session id.
-    pub const SESSION_ID: &str = "mcp-session-id";
+    pub const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
     /// The protocol version.
-    pub const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+    pub const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
     /// The JSON-RPC method (2026-07-28).
-    pub const METHOD: &str = "mcp-method";
+    pub const METHOD: HeaderName = HeaderName::from_static("mcp-method");
     /// The tool, prompt or resource name (2026-07-28).
-    pub const NAME: &str = "mcp-name";
+    pub const NAME: HeaderName = HeaderName::from_static("mcp-name");
     /// Resumption cursor.
-    pub const LAST_EVENT_ID: &str = "last-event-id";
+    pub const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
+    /// Tells nginx-like proxies not to buffer a stream.
+    pub const X_ACCEL_BUFFERING: HeaderName = HeaderName::from_static("x-accel-buffering");
+    /// The fetch metadata header browsers send.
+    pub const SEC_FETCH_SITE: HeaderName = HeaderName::from_static("sec-fetch-site");
 }
 
 /// Which bodies the client accepts.
@@ -62,15 +69,20 @@ impl Accepts {
 
 /// True when `Content-Type` is `application/json` (parameters and case ignored).
 pub(crate) fn is_json_content_type(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::CONTENT_TYPE)
+    let Some(v) = headers.get(header::CONTENT_TYPE) else {
+        return false;
+    };
+    if v.as_bytes() == b"application/json" {
+        return true;
+    }
+    Some(v)
         .and_then(|v| v.to_str().ok())
         .map(|v| v.split(';').next().unwrap_or("").trim())
         .is_some_and(|m| m.eq_ignore_ascii_case("application/json"))
 }
 
 /// A header's value as trimmed text (`None` if absent or not visible ASCII).
-pub(crate) fn text<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+pub(crate) fn text<K: AsHeaderName>(headers: &HeaderMap, name: K) -> Option<&str> {
     headers
         .get(name)
         .and_then(|v| v.to_str().ok())

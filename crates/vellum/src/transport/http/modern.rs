@@ -111,7 +111,7 @@ pub(crate) fn validate(headers: &HeaderMap, payload: &Payload) -> Result<ModernM
             "Invalid params: params must be an object".into(),
         ));
     };
-    let header = text(headers, names::PROTOCOL_VERSION);
+    let header = text(headers, &names::PROTOCOL_VERSION);
     let body_version = p.meta.as_ref().and_then(server_modern::meta_version);
     let Some(header) = header else {
         return Err(reject(
@@ -156,7 +156,7 @@ pub(crate) fn validate(headers: &HeaderMap, payload: &Payload) -> Result<ModernM
             log_level: None,
         }
     };
-    let got_method = text(headers, names::METHOD).and_then(decode_header_value);
+    let got_method = text(headers, &names::METHOD).and_then(decode_header_value);
     if got_method.as_deref() != Some(method) {
         return Err(reject(
             id,
@@ -171,7 +171,7 @@ pub(crate) fn validate(headers: &HeaderMap, payload: &Payload) -> Result<ModernM
     };
     if let Some(expected) = expected {
         let body = expected.as_ref().and_then(Value::as_str);
-        let got = text(headers, names::NAME).and_then(decode_header_value);
+        let got = text(headers, &names::NAME).and_then(decode_header_value);
         if body.is_none() || got.as_deref() != body {
             return Err(reject(
                 id,

@@ -63,10 +63,9 @@ pub async fn serve_listener(
             remote: Some(remote),
         };
         let h = handler.clone();
-        let svc = service_fn(move |mut req| {
-            req.extensions_mut().insert(info);
+        let svc = service_fn(move |req| {
             let h = h.clone();
-            async move { Ok::<_, std::convert::Infallible>(h.handle(req).await) }
+            async move { Ok::<_, std::convert::Infallible>(h.handle_on(req, Some(info)).await) }
         });
         let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc);
         let conn = graceful.watch(conn.into_owned());
@@ -104,10 +103,9 @@ pub async fn serve_unix(
             remote: None,
         };
         let h = handler.clone();
-        let svc = service_fn(move |mut req| {
-            req.extensions_mut().insert(info);
+        let svc = service_fn(move |req| {
             let h = h.clone();
-            async move { Ok::<_, std::convert::Infallible>(h.handle(req).await) }
+            async move { Ok::<_, std::convert::Infallible>(h.handle_on(req, Some(info)).await) }
         });
         let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc);
         let conn = graceful.watch(conn.into_owned());
