@@ -9,7 +9,7 @@ mod context;
 pub(crate) mod dispatch;
 pub(crate) mod exchange;
 pub(crate) mod modern;
-mod outbox;
+pub(crate) mod outbox;
 mod prompt;
 mod resource;
 #[allow(clippy::module_inception)]

@@ -4,6 +4,8 @@
 //!
 //! It is a small bounded queue rather than a tokio channel because most requests never emit
 //! anything: an empty `VecDeque` costs no allocation, while a channel allocates on creation.
+//! The HTTP transport uses the same queue (of SSE events) to feed GET streams, for the same
+//! reason: thousands of idle streams should cost nothing until something is sent.
 
 use std::collections::VecDeque;
 use std::future::poll_fn;
@@ -16,20 +18,37 @@ use futures_util::task::AtomicWaker;
 /// How many messages may wait before a handler's sends wait for the reader.
 pub(crate) const OUTBOX_CAPACITY: usize = 64;
 
-#[derive(Default)]
-struct Inner {
-    queue: VecDeque<Bytes>,
+struct Inner<T> {
+    queue: VecDeque<T>,
     closed: bool,
     /// Senders waiting for room.
     blocked: Vec<Waker>,
 }
 
-/// The outbox of one request.
-#[derive(Default)]
-pub(crate) struct Outbox {
-    inner: Mutex<Inner>,
+impl<T> Default for Inner<T> {
+    fn default() -> Self {
+        Inner {
+            queue: VecDeque::new(),
+            closed: false,
+            blocked: Vec::new(),
+        }
+    }
+}
+
+/// The outbox of one request (or, with another item type, any single-reader queue).
+pub(crate) struct Outbox<T = Bytes> {
+    inner: Mutex<Inner<T>>,
     /// The driver waiting for messages.
     reader: AtomicWaker,
+}
+
+impl<T> Default for Outbox<T> {
+    fn default() -> Self {
+        Outbox {
+            inner: Mutex::new(Inner::default()),
+            reader: AtomicWaker::new(),
+        }
+    }
 }
 
 /// The request has finished (or its stream is gone): nothing more can be sent on it.
@@ -37,15 +56,15 @@ pub(crate) struct Outbox {
 #[error("the request has already finished; its stream is closed")]
 pub(crate) struct OutboxClosed;
 
-impl Outbox {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+impl<T> Outbox<T> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner<T>> {
         // A poisoned lock only means a panic elsewhere while holding it; the queue is still
         // consistent (every operation is a single push or pop).
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Queues a message, waiting while the outbox is full.
-    pub(crate) async fn send(&self, message: Bytes) -> Result<(), OutboxClosed> {
+    pub(crate) async fn send(&self, message: T) -> Result<(), OutboxClosed> {
         let mut message = Some(message);
         poll_fn(|cx| self.poll_send(cx, &mut message)).await
     }
@@ -53,7 +72,7 @@ impl Outbox {
     fn poll_send(
         &self,
         cx: &mut Context<'_>,
-        slot: &mut Option<Bytes>,
+        slot: &mut Option<T>,
     ) -> Poll<Result<(), OutboxClosed>> {
         let mut inner = self.lock();
         if inner.closed {
@@ -71,15 +90,39 @@ impl Outbox {
         Poll::Ready(Ok(()))
     }
 
-    /// Takes the next message, registering the reader's waker when there is none.
-    pub(crate) fn poll_recv(&self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+    /// Queues a message unless the outbox is full or closed (for senders that must not
+    /// wait); false when it was not queued.
+    pub(crate) fn try_send(&self, message: T) -> bool {
+        let mut inner = self.lock();
+        if inner.closed || inner.queue.len() >= OUTBOX_CAPACITY {
+            return false;
+        }
+        inner.queue.push_back(message);
+        drop(inner);
+        self.reader.wake();
+        true
+    }
+
+    /// Takes the next message, registering the reader's waker when there is none; `None`
+    /// once the outbox is closed and empty.
+    pub(crate) fn poll_recv(&self, cx: &mut Context<'_>) -> Poll<Option<T>> {
         self.reader.register(cx.waker());
-        self.try_recv()
-            .map_or(Poll::Pending, |m| Poll::Ready(Some(m)))
+        let mut inner = self.lock();
+        match inner.queue.pop_front() {
+            Some(m) => {
+                for w in inner.blocked.drain(..) {
+                    w.wake();
+                }
+                Poll::Ready(Some(m))
+            }
+            None if inner.closed => Poll::Ready(None),
+            None => Poll::Pending,
+        }
     }
 
     /// Takes the next message if one is waiting.
-    pub(crate) fn try_recv(&self) -> Option<Bytes> {
+    #[cfg(test)]
+    pub(crate) fn try_recv(&self) -> Option<T> {
         let mut inner = self.lock();
         let m = inner.queue.pop_front();
         if m.is_some() && !inner.blocked.is_empty() {

@@ -12,10 +12,10 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::server::outbox::Outbox;
 use crate::server::session::Session;
 use crate::store::{BusMessage, EventId, StreamId};
 
@@ -41,7 +41,7 @@ pub(crate) struct LiveSlot {
     /// A connection is reading this stream now.
     pub(crate) attached: bool,
     /// Where a resumed GET receives live events.
-    pub(crate) sink: Option<mpsc::Sender<SseEvent>>,
+    pub(crate) sink: Option<LiveQueue>,
 }
 
 /// The attachable streams of one session.
@@ -52,8 +52,9 @@ pub(crate) struct LiveStreams {
     standalone_head: AtomicU64,
 }
 
-/// How many live events may wait for a slow GET reader before the sender waits.
-const LIVE_BUFFER: usize = 64;
+/// The live events of a stream, read by the GET attached to it. (An empty queue allocates
+/// nothing: thousands of idle GET streams cost almost nothing here.)
+pub(crate) type LiveQueue = Arc<Outbox<SseEvent>>;
 
 impl LiveStreams {
     /// Registers a POST stream as attached to its response.
@@ -67,22 +68,27 @@ impl LiveStreams {
         );
     }
 
-    /// Forgets a finished POST stream (ending a GET that was reading it).
+    /// Forgets a finished POST stream (ending a GET that was reading it, once it has read
+    /// what is queued).
     pub(crate) fn finish(&self, stream: StreamId) {
-        lock(&self.slots).remove(&stream);
+        if let Some(q) = lock(&self.slots).remove(&stream).and_then(|s| s.sink) {
+            q.close();
+        }
     }
 
     /// The POST response went away: the stream may now be resumed by a GET.
     pub(crate) fn release(&self, stream: StreamId) {
         if let Some(s) = lock(&self.slots).get_mut(&stream) {
             s.attached = false;
-            s.sink = None;
+            if let Some(q) = s.sink.take() {
+                q.close();
+            }
         }
     }
 
     /// Attaches a GET. `Ok(None)` when the stream is not live (finished or unknown: replay
     /// only); `Err` when another connection already reads it.
-    pub(crate) fn attach(&self, stream: StreamId) -> Result<Option<mpsc::Receiver<SseEvent>>, ()> {
+    pub(crate) fn attach(&self, stream: StreamId) -> Result<Option<LiveQueue>, ()> {
         let mut slots = lock(&self.slots);
         let slot = match slots.get_mut(&stream) {
             Some(s) => s,
@@ -92,14 +98,14 @@ impl LiveStreams {
         if slot.attached {
             return Err(());
         }
-        let (tx, rx) = mpsc::channel(LIVE_BUFFER);
+        let queue = LiveQueue::default();
         slot.attached = true;
-        slot.sink = Some(tx);
-        Ok(Some(rx))
+        slot.sink = Some(queue.clone());
+        Ok(Some(queue))
     }
 
-    /// The sender of the GET reading `stream`, if one is attached.
-    pub(crate) fn sink(&self, stream: StreamId) -> Option<mpsc::Sender<SseEvent>> {
+    /// The queue of the GET reading `stream`, if one is attached.
+    pub(crate) fn sink(&self, stream: StreamId) -> Option<LiveQueue> {
         lock(&self.slots).get(&stream).and_then(|s| s.sink.clone())
     }
 
@@ -126,6 +132,7 @@ impl Drop for Attachment {
             s.attached = false;
             s.sink = None;
         }
+        drop(slots);
     }
 }
 

@@ -10,7 +10,6 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
 use futures_util::stream::BoxStream;
-use tokio::sync::mpsc;
 
 use crate::protocol::ErrorObject;
 use crate::protocol::jsonrpc::encode_error;
@@ -18,7 +17,7 @@ use crate::server::dispatch::Outcome;
 use crate::server::exchange::{Exchange, Step};
 use crate::store::{EventId, EventStore, StoreError, StoredEvent, StreamId};
 
-use super::sessions::{ActivityGuard, Attachment, LiveStreams};
+use super::sessions::{ActivityGuard, Attachment, LiveQueue, LiveStreams};
 use super::sse::{EventSource, SseEvent};
 use super::trace::RequestTrace;
 
@@ -247,7 +246,7 @@ pub(crate) enum Live {
     /// Nothing more: the stream is finished (replay only).
     None,
     /// A stream this instance writes.
-    Local(mpsc::Receiver<SseEvent>),
+    Local(LiveQueue),
     /// A stream another instance writes, followed through the event store.
     Follow(BoxStream<'static, Result<StoredEvent, StoreError>>),
 }
@@ -314,7 +313,7 @@ impl EventSource for ResumeStream {
         loop {
             let ev = match &mut self.live {
                 Live::None => return Poll::Ready(None),
-                Live::Local(rx) => match rx.poll_recv(cx) {
+                Live::Local(q) => match q.poll_recv(cx) {
                     Poll::Ready(Some(ev)) => ev,
                     Poll::Ready(None) => return Poll::Ready(None),
                     Poll::Pending => return Poll::Pending,
