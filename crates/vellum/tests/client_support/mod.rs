@@ -331,3 +331,58 @@ pub(crate) async fn exercise(client: &Client, seen: &Seen, modern: bool) {
     let e = client.call_tool("no_such_tool", json!({})).await.unwrap_err();
     assert!(matches!(e, vellum::Error::Remote(ref o) if o.code == -32602), "{e:?}");
 }
+
+/// A request the test HTTP server saw: method, `Last-Event-ID`, session id.
+#[derive(Clone, Debug)]
+pub(crate) struct SeenRequest {
+    pub(crate) method: String,
+    pub(crate) last_event_id: Option<String>,
+    pub(crate) session: Option<String>,
+}
+
+/// A Streamable HTTP server on an ephemeral loopback port, recording each HTTP request.
+pub(crate) struct TestHttp {
+    pub(crate) url: String,
+    pub(crate) handler: vellum::transport::http::StreamableHttpHandler,
+    pub(crate) requests: Arc<Mutex<Vec<SeenRequest>>>,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+pub(crate) async fn serve_http(
+    server: Server,
+    options: vellum::transport::http::StreamableHttpOptions,
+) -> TestHttp {
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    let handler = vellum::transport::http::StreamableHttpHandler::for_server(server, options);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let requests: Arc<Mutex<Vec<SeenRequest>>> = Arc::default();
+    let (stop_tx, mut stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (h, log) = (handler.clone(), requests.clone());
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = tokio::select! {
+                r = listener.accept() => match r { Ok(x) => x, Err(_) => continue },
+                _ = &mut stop_rx => return,
+            };
+            let _ = stream.set_nodelay(true);
+            let (h, log) = (h.clone(), log.clone());
+            tokio::spawn(async move {
+                let svc = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                    let h = h.clone();
+                    let header = |n: &str| req.headers().get(n).and_then(|v| v.to_str().ok()).map(str::to_owned);
+                    log.lock().unwrap().push(SeenRequest {
+                        method: req.method().to_string(),
+                        last_event_id: header("last-event-id"),
+                        session: header("mcp-session-id"),
+                    });
+                    async move { Ok::<_, std::convert::Infallible>(h.handle(req).await) }
+                });
+                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    });
+    TestHttp { url: format!("http://{addr}/mcp"), handler, requests, _stop: stop_tx }
+}

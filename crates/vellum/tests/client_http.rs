@@ -1,0 +1,180 @@
+//! The client over Streamable HTTP against a Vellum server on loopback: both eras, JSON and
+//! SSE answers, sessions (DELETE on close, re-initialisation after a 404), stateless
+//! servers, and resumption of a stream the server ends mid-call.
+
+mod client_support;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use client_support::{Seen, builder, exercise, fixture_server, serve_http};
+use serde_json::json;
+use vellum::client::{CallOptions, Client, ProtocolChoice};
+use vellum::prelude::*;
+use vellum::store::MemoryEventStore;
+use vellum::transport::http::StreamableHttpOptions;
+use vellum::transport::http_client::{HttpClientOptions, StreamableHttpClientTransport};
+
+#[tokio::test]
+async fn legacy_session_every_call_and_delete_on_close() {
+    let (server, _) = fixture_server();
+    let http = serve_http(server, StreamableHttpOptions::default()).await;
+    let seen = Seen::default();
+    let transport = StreamableHttpClientTransport::new(&http.url).unwrap();
+    let client = builder(ProtocolChoice::Legacy, &seen)
+        .connect(transport.clone())
+        .await
+        .unwrap();
+    let sid = transport.session_id().expect("a session id");
+    assert_eq!(http.handler.session_count(), 1);
+    exercise(&client, &seen, false).await;
+    client.close().await;
+    assert_eq!(http.handler.session_count(), 0, "DELETE ended the session");
+    let requests = http.requests.lock().unwrap().clone();
+    assert!(requests.iter().any(|r| r.method == "DELETE" && r.session.as_deref() == Some(sid.as_str())));
+    assert!(requests.iter().any(|r| r.method == "GET"), "the standalone stream was opened");
+}
+
+#[tokio::test]
+async fn modern_every_call_json_and_sse() {
+    for json_response in [false, true] {
+        let (server, _) = fixture_server();
+        let http = serve_http(server, StreamableHttpOptions::default().json_response(json_response)).await;
+        let seen = Seen::default();
+        let client = builder(ProtocolChoice::Modern, &seen)
+            .connect(StreamableHttpClientTransport::new(&http.url).unwrap())
+            .await
+            .unwrap();
+        exercise(&client, &seen, true).await;
+        client.close().await;
+        assert_eq!(http.handler.session_count(), 0);
+        let requests = http.requests.lock().unwrap().clone();
+        assert!(requests.iter().all(|r| r.method == "POST" && r.session.is_none()), "{requests:?}");
+    }
+}
+
+#[tokio::test]
+async fn auto_detects_the_era_and_falls_back_to_a_stateless_legacy_server() {
+    let (server, _) = fixture_server();
+    let http = serve_http(server, StreamableHttpOptions::default()).await;
+    let client = Client::connect(StreamableHttpClientTransport::new(&http.url).unwrap()).await.unwrap();
+    assert!(client.is_modern());
+    client.close().await;
+
+    // A legacy-only endpoint: another server would answer the probe with a plain 4xx; here
+    // the client is pinned to legacy against a stateless server (no session id at all).
+    let (server, _) = fixture_server();
+    let http = serve_http(server, StreamableHttpOptions::default().stateless(true)).await;
+    let transport = StreamableHttpClientTransport::new(&http.url).unwrap();
+    let client = Client::builder()
+        .protocol(ProtocolChoice::Legacy)
+        .connect(transport.clone())
+        .await
+        .unwrap();
+    assert!(transport.session_id().is_none());
+    let r = client.call_tool("hello_world", json!({"user_name": "Bob"})).await.unwrap();
+    assert_eq!(r.content[0].as_text(), Some("Hello World, Bob"));
+    client.close().await;
+}
+
+#[tokio::test]
+async fn a_forgotten_session_is_reinitialized_transparently() {
+    let (server, _) = fixture_server();
+    let http = serve_http(server, StreamableHttpOptions::default()).await;
+    let transport = StreamableHttpClientTransport::new(&http.url).unwrap();
+    let client = Client::builder()
+        .protocol(ProtocolChoice::Legacy)
+        .connect(transport.clone())
+        .await
+        .unwrap();
+    let first = transport.session_id().unwrap();
+    // The server ends the session behind the client's back.
+    let status = reqwest::Client::new()
+        .delete(&http.url)
+        .header("mcp-session-id", &first)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap()
+        .status();
+    assert_eq!(status.as_u16(), 204);
+    let r = client.call_tool("hello_world", json!({"user_name": "Carol"})).await.unwrap();
+    assert_eq!(r.content[0].as_text(), Some("Hello World, Carol"));
+    let second = transport.session_id().unwrap();
+    assert_ne!(first, second, "a new session was initialized");
+    let inits = http
+        .requests
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|r| r.method == "POST" && r.session.is_none())
+        .count();
+    assert_eq!(inits, 2, "initialize was sent again, without the old session id");
+    client.close().await;
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Nothing {}
+
+/// A tool that reports progress 1 and 2, ends its SSE stream (the server "drops" it), then
+/// reports 3 and 4 and answers: the client must resume and see 1..4 once each.
+fn resumable_server() -> Server {
+    let server = Server::new(Implementation::new("resume", "1"), ServerOptions::default());
+    server
+        .add_tool(
+            Tool::new("resumable", "Ends its stream mid-call"),
+            |c: RequestContext, _r: CallToolRequest, _i: Nothing| async move {
+                c.notify_progress(1.0, Some(4.0), None).await?;
+                c.notify_progress(2.0, Some(4.0), None).await?;
+                c.close_sse_stream(Duration::from_millis(50));
+                // Let the stream's end reach the client before the next events exist.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                c.notify_progress(3.0, Some(4.0), None).await?;
+                c.notify_progress(4.0, Some(4.0), None).await?;
+                Ok::<_, HandlerError>(CallToolResult::text("resumed"))
+            },
+        )
+        .unwrap();
+    server
+}
+
+#[tokio::test]
+async fn a_stream_ended_mid_call_is_resumed_without_loss_or_duplicates() {
+    let options = StreamableHttpOptions::default()
+        .event_store(Arc::new(MemoryEventStore::new(MemoryEventStore::DEFAULT_MAX_BYTES)));
+    let http = serve_http(resumable_server(), options).await;
+    let mut client_options = HttpClientOptions::default();
+    client_options.standalone_stream = false;
+    let transport = StreamableHttpClientTransport::with_options(&http.url, client_options).unwrap();
+    let client = Client::builder()
+        .protocol(ProtocolChoice::Legacy)
+        .connect(transport)
+        .await
+        .unwrap();
+    let progress = Arc::new(Mutex::new(Vec::new()));
+    let p = progress.clone();
+    let r = client
+        .call_tool_with(
+            vellum::protocol::CallToolParams {
+                name: "resumable".into(),
+                arguments: json!({}).as_object().cloned(),
+                ..Default::default()
+            },
+            CallOptions::default().on_progress(move |n| p.lock().unwrap().push(n.progress)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.content[0].as_text(), Some("resumed"));
+    assert_eq!(*progress.lock().unwrap(), vec![1.0, 2.0, 3.0, 4.0]);
+    let resumes: Vec<_> = http
+        .requests
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|r| r.method == "GET")
+        .cloned()
+        .collect();
+    assert_eq!(resumes.len(), 1, "one resumption: {resumes:?}");
+    assert!(resumes[0].last_event_id.is_some(), "resumed with Last-Event-ID");
+    client.close().await;
+}
