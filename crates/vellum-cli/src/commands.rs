@@ -44,12 +44,18 @@ pub(crate) enum PromptsCommand {
 
 /// Flags of the list commands and `ping`.
 #[derive(Debug, Args)]
-#[command(override_usage = "vellum <COMMAND> [OPTIONS] <URL>\n       vellum <COMMAND> [OPTIONS] --stdio <COMMAND>")]
+#[command(
+    override_usage = "vellum <COMMAND> [OPTIONS] <URL>\n       vellum <COMMAND> [OPTIONS] --stdio <COMMAND>"
+)]
 pub(crate) struct ListArgs {
     #[command(flatten)]
     target: Target,
     /// The server's Streamable HTTP endpoint, e.g. http://127.0.0.1:8000/mcp.
-    #[arg(value_name = "URL", required_unless_present = "stdio", conflicts_with = "stdio")]
+    #[arg(
+        value_name = "URL",
+        required_unless_present = "stdio",
+        conflicts_with = "stdio"
+    )]
     url: Option<String>,
 }
 
@@ -63,8 +69,10 @@ impl ListArgs {
 
 /// Flags of `tools call`.
 #[derive(Debug, Args)]
-#[command(override_usage = "vellum tools call [OPTIONS] <URL> <TOOL> [KEY=VALUE]...\n       \
-                            vellum tools call [OPTIONS] --stdio <COMMAND> <TOOL> [KEY=VALUE]...")]
+#[command(
+    override_usage = "vellum tools call [OPTIONS] <URL> <TOOL> [KEY=VALUE]...\n       \
+                            vellum tools call [OPTIONS] --stdio <COMMAND> <TOOL> [KEY=VALUE]..."
+)]
 pub(crate) struct CallArgs {
     #[command(flatten)]
     target: Target,
@@ -81,8 +89,10 @@ pub(crate) struct CallArgs {
 
 /// Flags of `resources read`.
 #[derive(Debug, Args)]
-#[command(override_usage = "vellum resources read [OPTIONS] <URL> <URI>\n       \
-                            vellum resources read [OPTIONS] --stdio <COMMAND> <URI>")]
+#[command(
+    override_usage = "vellum resources read [OPTIONS] <URL> <URI>\n       \
+                            vellum resources read [OPTIONS] --stdio <COMMAND> <URI>"
+)]
 pub(crate) struct ReadArgs {
     #[command(flatten)]
     target: Target,
@@ -93,8 +103,10 @@ pub(crate) struct ReadArgs {
 
 /// Flags of `prompts get`.
 #[derive(Debug, Args)]
-#[command(override_usage = "vellum prompts get [OPTIONS] <URL> <PROMPT> [KEY=VALUE]...\n       \
-                            vellum prompts get [OPTIONS] --stdio <COMMAND> <PROMPT> [KEY=VALUE]...")]
+#[command(
+    override_usage = "vellum prompts get [OPTIONS] <URL> <PROMPT> [KEY=VALUE]...\n       \
+                            vellum prompts get [OPTIONS] --stdio <COMMAND> <PROMPT> [KEY=VALUE]..."
+)]
 pub(crate) struct GetArgs {
     #[command(flatten)]
     target: Target,
@@ -108,7 +120,11 @@ pub(crate) struct GetArgs {
 pub(crate) type PingArgs = ListArgs;
 
 /// Splits the positional words after the URL into the name and the rest.
-fn name_and_rest(target: &mut Target, words: Vec<String>, what: &str) -> anyhow::Result<(String, Vec<String>)> {
+fn name_and_rest(
+    target: &mut Target,
+    words: Vec<String>,
+    what: &str,
+) -> anyhow::Result<(String, Vec<String>)> {
     let mut rest = target.take_url(words)?;
     if rest.is_empty() {
         bail!("give the {what} after the server");
@@ -149,7 +165,13 @@ pub(crate) async fn tools(cmd: ToolsCommand) -> anyhow::Result<()> {
                 }
                 let rows: Vec<Vec<String>> = tools
                     .iter()
-                    .map(|t| vec![t.name.clone(), arguments_of(t), short(t.description.as_deref())])
+                    .map(|t| {
+                        vec![
+                            t.name.clone(),
+                            arguments_of(t),
+                            short(t.description.as_deref()),
+                        ]
+                    })
                     .collect();
                 table(&["NAME", "ARGUMENTS", "DESCRIPTION"], &rows);
                 Ok(())
@@ -157,7 +179,8 @@ pub(crate) async fn tools(cmd: ToolsCommand) -> anyhow::Result<()> {
             .await
         }
         ToolsCommand::Call(mut a) => {
-            let (name, words) = name_and_rest(&mut a.target, std::mem::take(&mut a.words), "tool's name")?;
+            let (name, words) =
+                name_and_rest(&mut a.target, std::mem::take(&mut a.words), "tool's name")?;
             let target = &a.target;
             with_client(target, |client, feedback| async move {
                 // The schema decides whether `key=value` is text or JSON.
@@ -177,7 +200,10 @@ pub(crate) async fn tools(cmd: ToolsCommand) -> anyhow::Result<()> {
                     ..Default::default()
                 };
                 let result = client
-                    .call_tool_with(params, CallOptions::default().on_progress(move |p| fb.progress(p)))
+                    .call_tool_with(
+                        params,
+                        CallOptions::default().on_progress(move |p| fb.progress(p)),
+                    )
                     .await;
                 feedback.finish();
                 let result = result.with_context(|| format!("calling the tool {name:?} failed"))?;
@@ -211,7 +237,11 @@ fn arguments_of(tool: &Tool) -> String {
         .and_then(Value::as_array)
         .map(|r| r.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    let Some(props) = tool.input_schema.get("properties").and_then(Value::as_object) else {
+    let Some(props) = tool
+        .input_schema
+        .get("properties")
+        .and_then(Value::as_object)
+    else {
         return String::new();
     };
     props
@@ -270,7 +300,10 @@ pub(crate) async fn resources(cmd: ResourcesCommand) -> anyhow::Result<()> {
         ResourcesCommand::List(a) => {
             let target = a.into_target();
             with_client(&target, |client, _| async move {
-                let list = client.list_all_resources().await.context("resources/list failed")?;
+                let list = client
+                    .list_all_resources()
+                    .await
+                    .context("resources/list failed")?;
                 if target.json {
                     return print_json(&serde_json::json!({ "resources": list }));
                 }
@@ -310,7 +343,13 @@ pub(crate) async fn resources(cmd: ResourcesCommand) -> anyhow::Result<()> {
                 }
                 let rows: Vec<Vec<String>> = list
                     .iter()
-                    .map(|t| vec![t.uri_template.clone(), t.name.clone(), short(t.description.as_deref())])
+                    .map(|t| {
+                        vec![
+                            t.uri_template.clone(),
+                            t.name.clone(),
+                            short(t.description.as_deref()),
+                        ]
+                    })
                     .collect();
                 table(&["URI TEMPLATE", "NAME", "DESCRIPTION"], &rows);
                 Ok(())
@@ -318,7 +357,11 @@ pub(crate) async fn resources(cmd: ResourcesCommand) -> anyhow::Result<()> {
             .await
         }
         ResourcesCommand::Read(mut a) => {
-            let (uri, _) = name_and_rest(&mut a.target, std::mem::take(&mut a.words), "resource's URI")?;
+            let (uri, _) = name_and_rest(
+                &mut a.target,
+                std::mem::take(&mut a.words),
+                "resource's URI",
+            )?;
             let target = &a.target;
             with_client(target, |client, _| async move {
                 let r = client
@@ -343,7 +386,10 @@ pub(crate) async fn prompts(cmd: PromptsCommand) -> anyhow::Result<()> {
         PromptsCommand::List(a) => {
             let target = a.into_target();
             with_client(&target, |client, _| async move {
-                let list = client.list_all_prompts().await.context("prompts/list failed")?;
+                let list = client
+                    .list_all_prompts()
+                    .await
+                    .context("prompts/list failed")?;
                 if target.json {
                     return print_json(&serde_json::json!({ "prompts": list }));
                 }
@@ -376,7 +422,8 @@ pub(crate) async fn prompts(cmd: PromptsCommand) -> anyhow::Result<()> {
             .await
         }
         PromptsCommand::Get(mut a) => {
-            let (name, words) = name_and_rest(&mut a.target, std::mem::take(&mut a.words), "prompt's name")?;
+            let (name, words) =
+                name_and_rest(&mut a.target, std::mem::take(&mut a.words), "prompt's name")?;
             let target = &a.target;
             with_client(target, |client, _| async move {
                 let mut args = Vec::new();
@@ -448,9 +495,12 @@ mod tests {
             .map(|s| s.to_string())
             .collect();
         let m = tool_arguments(&words, Some(r#"{"w": true}"#), Some(&tool)).unwrap();
-        assert_eq!(Value::Object(m), serde_json::json!({
-            "user_name": "42", "n": 3, "x": [1, 2], "y": "hello", "z": "7", "w": true
-        }));
+        assert_eq!(
+            Value::Object(m),
+            serde_json::json!({
+                "user_name": "42", "n": 3, "x": [1, 2], "y": "hello", "z": "7", "w": true
+            })
+        );
         assert!(tool_arguments(&["nokey".into()], None, None).is_err());
         assert!(tool_arguments(&[], Some("[1]"), None).is_err());
     }

@@ -55,8 +55,12 @@ pub(crate) fn resource_text(r: &ResourceContents) -> String {
 pub(crate) fn content_text(c: &ContentBlock) -> String {
     match c {
         ContentBlock::Text(t) => t.text.clone(),
-        ContentBlock::Image(i) => format!("[image {}: {} bytes of base64]", i.mime_type, i.data.len()),
-        ContentBlock::Audio(a) => format!("[audio {}: {} bytes of base64]", a.mime_type, a.data.len()),
+        ContentBlock::Image(i) => {
+            format!("[image {}: {} bytes of base64]", i.mime_type, i.data.len())
+        }
+        ContentBlock::Audio(a) => {
+            format!("[audio {}: {} bytes of base64]", a.mime_type, a.data.len())
+        }
         ContentBlock::ResourceLink(l) => format!("[resource link {} ({})]", l.uri, l.name),
         ContentBlock::Resource(e) => resource_text(&e.resource),
     }

@@ -1,6 +1,8 @@
 //! The `vellum` binary as a user runs it: `vellum serve` (HTTP and stdio) and the client
 //! commands against it, as real processes on loopback.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
@@ -55,12 +57,32 @@ fn stdout(o: &Output) -> String {
 fn tools_call_prints_the_greeting_in_both_eras() {
     let s = serve(&[]);
     for protocol in ["auto", "legacy", "modern"] {
-        let o = vellum(&["tools", "call", &s.url, "hello_world", "user_name=Alice", "--protocol", protocol]);
-        assert!(o.status.success(), "{protocol}: {}", String::from_utf8_lossy(&o.stderr));
+        let o = vellum(&[
+            "tools",
+            "call",
+            &s.url,
+            "hello_world",
+            "user_name=Alice",
+            "--protocol",
+            protocol,
+        ]);
+        assert!(
+            o.status.success(),
+            "{protocol}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         assert_eq!(stdout(&o), "Hello World, Alice\n", "{protocol}");
     }
     // JSON arguments and exact JSON output.
-    let o = vellum(&["tools", "call", &s.url, "hello_world", "--json-args", r#"{"user_name":"Bob"}"#, "--json"]);
+    let o = vellum(&[
+        "tools",
+        "call",
+        &s.url,
+        "hello_world",
+        "--json-args",
+        r#"{"user_name":"Bob"}"#,
+        "--json",
+    ]);
     assert!(o.status.success());
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON output");
     assert_eq!(v["content"][0]["text"], "Hello World, Bob");
@@ -79,7 +101,11 @@ fn tools_list_is_a_table_or_json() {
     assert_eq!(v["tools"][0]["name"], "hello_world");
     let o = vellum(&["ping", &s.url]);
     assert!(o.status.success());
-    assert!(stdout(&o).starts_with("hello-world 0.1.0 answered in"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).starts_with("hello-world 0.1.0 answered in"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]
@@ -92,7 +118,9 @@ fn errors_say_what_went_wrong_and_exit_non_zero() {
     // Nothing listens on port 1.
     let o = vellum(&["ping", "http://127.0.0.1:1/mcp", "--timeout", "5s"]);
     assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot connect to http://127.0.0.1:1/mcp"));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("cannot connect to http://127.0.0.1:1/mcp")
+    );
     let o = vellum(&["tools", "call", &s.url, "hello_world", "oops"]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("expected key=value"));
@@ -102,7 +130,16 @@ fn errors_say_what_went_wrong_and_exit_non_zero() {
 fn stdio_server_and_client() {
     let cmd = format!("{BIN} serve --stdio");
     for protocol in ["auto", "legacy"] {
-        let o = vellum(&["tools", "call", "--stdio", &cmd, "hello_world", "user_name=Alice", "--protocol", protocol]);
+        let o = vellum(&[
+            "tools",
+            "call",
+            "--stdio",
+            &cmd,
+            "hello_world",
+            "user_name=Alice",
+            "--protocol",
+            protocol,
+        ]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         assert_eq!(stdout(&o), "Hello World, Alice\n");
     }

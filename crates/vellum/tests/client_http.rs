@@ -2,6 +2,8 @@
 //! SSE answers, sessions (DELETE on close, re-initialisation after a 404), stateless
 //! servers, and resumption of a stream the server ends mid-call.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod client_support;
 
 use std::sync::{Arc, Mutex};
@@ -31,15 +33,26 @@ async fn legacy_session_every_call_and_delete_on_close() {
     client.close().await;
     assert_eq!(http.handler.session_count(), 0, "DELETE ended the session");
     let requests = http.requests.lock().unwrap().clone();
-    assert!(requests.iter().any(|r| r.method == "DELETE" && r.session.as_deref() == Some(sid.as_str())));
-    assert!(requests.iter().any(|r| r.method == "GET"), "the standalone stream was opened");
+    assert!(
+        requests
+            .iter()
+            .any(|r| r.method == "DELETE" && r.session.as_deref() == Some(sid.as_str()))
+    );
+    assert!(
+        requests.iter().any(|r| r.method == "GET"),
+        "the standalone stream was opened"
+    );
 }
 
 #[tokio::test]
 async fn modern_every_call_json_and_sse() {
     for json_response in [false, true] {
         let (server, _) = fixture_server();
-        let http = serve_http(server, StreamableHttpOptions::default().json_response(json_response)).await;
+        let http = serve_http(
+            server,
+            StreamableHttpOptions::default().json_response(json_response),
+        )
+        .await;
         let seen = Seen::default();
         let client = builder(ProtocolChoice::Modern, &seen)
             .connect(StreamableHttpClientTransport::new(&http.url).unwrap())
@@ -49,7 +62,12 @@ async fn modern_every_call_json_and_sse() {
         client.close().await;
         assert_eq!(http.handler.session_count(), 0);
         let requests = http.requests.lock().unwrap().clone();
-        assert!(requests.iter().all(|r| r.method == "POST" && r.session.is_none()), "{requests:?}");
+        assert!(
+            requests
+                .iter()
+                .all(|r| r.method == "POST" && r.session.is_none()),
+            "{requests:?}"
+        );
     }
 }
 
@@ -57,7 +75,9 @@ async fn modern_every_call_json_and_sse() {
 async fn auto_detects_the_era_and_falls_back_to_a_stateless_legacy_server() {
     let (server, _) = fixture_server();
     let http = serve_http(server, StreamableHttpOptions::default()).await;
-    let client = Client::connect(StreamableHttpClientTransport::new(&http.url).unwrap()).await.unwrap();
+    let client = Client::connect(StreamableHttpClientTransport::new(&http.url).unwrap())
+        .await
+        .unwrap();
     assert!(client.is_modern());
     client.close().await;
 
@@ -72,7 +92,10 @@ async fn auto_detects_the_era_and_falls_back_to_a_stateless_legacy_server() {
         .await
         .unwrap();
     assert!(transport.session_id().is_none());
-    let r = client.call_tool("hello_world", json!({"user_name": "Bob"})).await.unwrap();
+    let r = client
+        .call_tool("hello_world", json!({"user_name": "Bob"}))
+        .await
+        .unwrap();
     assert_eq!(r.content[0].as_text(), Some("Hello World, Bob"));
     client.close().await;
 }
@@ -98,7 +121,10 @@ async fn a_forgotten_session_is_reinitialized_transparently() {
         .unwrap()
         .status();
     assert_eq!(status.as_u16(), 204);
-    let r = client.call_tool("hello_world", json!({"user_name": "Carol"})).await.unwrap();
+    let r = client
+        .call_tool("hello_world", json!({"user_name": "Carol"}))
+        .await
+        .unwrap();
     assert_eq!(r.content[0].as_text(), Some("Hello World, Carol"));
     let second = transport.session_id().unwrap();
     assert_ne!(first, second, "a new session was initialized");
@@ -109,7 +135,10 @@ async fn a_forgotten_session_is_reinitialized_transparently() {
         .iter()
         .filter(|r| r.method == "POST" && r.session.is_none())
         .count();
-    assert_eq!(inits, 2, "initialize was sent again, without the old session id");
+    assert_eq!(
+        inits, 2,
+        "initialize was sent again, without the old session id"
+    );
     client.close().await;
 }
 
@@ -140,8 +169,9 @@ fn resumable_server() -> Server {
 
 #[tokio::test]
 async fn a_stream_ended_mid_call_is_resumed_without_loss_or_duplicates() {
-    let options = StreamableHttpOptions::default()
-        .event_store(Arc::new(MemoryEventStore::new(MemoryEventStore::DEFAULT_MAX_BYTES)));
+    let options = StreamableHttpOptions::default().event_store(Arc::new(MemoryEventStore::new(
+        MemoryEventStore::DEFAULT_MAX_BYTES,
+    )));
     let http = serve_http(resumable_server(), options).await;
     let mut client_options = HttpClientOptions::default();
     client_options.standalone_stream = false;
@@ -175,6 +205,9 @@ async fn a_stream_ended_mid_call_is_resumed_without_loss_or_duplicates() {
         .cloned()
         .collect();
     assert_eq!(resumes.len(), 1, "one resumption: {resumes:?}");
-    assert!(resumes[0].last_event_id.is_some(), "resumed with Last-Event-ID");
+    assert!(
+        resumes[0].last_event_id.is_some(),
+        "resumed with Last-Event-ID"
+    );
     client.close().await;
 }

@@ -1,5 +1,7 @@
 //! The client against a server in the same process (memory transport), in both eras.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod client_support;
 
 use std::sync::atomic::Ordering;
@@ -46,7 +48,12 @@ async fn auto_picks_the_modern_era_of_a_dual_era_server() {
         .await
         .unwrap();
     assert!(client.is_modern());
-    assert!(client.supported_versions().iter().any(|v| v == "2025-11-25"));
+    assert!(
+        client
+            .supported_versions()
+            .iter()
+            .any(|v| v == "2025-11-25")
+    );
 }
 
 #[tokio::test]

@@ -1,6 +1,8 @@
 //! The stdio framing both ways, in memory: `serve_lines` on one end of a duplex pipe and
 //! `LineTransport` on the other, in both eras.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod client_support;
 
 use client_support::{Seen, builder, exercise, fixture_server};

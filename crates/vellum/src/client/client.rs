@@ -20,16 +20,18 @@ use super::handler::{ProgressHandler, ServerNotification};
 use super::mirror::{ParamHeader, mirror_values, param_headers};
 use super::transport::{Incoming, OutgoingKind, OutgoingMessage, Transport, TransportError};
 use crate::error::Error;
-use crate::protocol::jsonrpc::{encode_error, encode_notification, encode_request, encode_response};
+use crate::protocol::jsonrpc::{
+    encode_error, encode_notification, encode_request, encode_response,
+};
 use crate::protocol::{
     CallToolParams, CallToolResult, CancelledParams, CompleteParams, CompleteResult,
-    CompletionArgument, CompletionReference, DiscoverResult, ElicitParams,
-    ErrorObject, GetPromptParams, GetPromptResult, Implementation, InitializeParams,
-    InitializeResult, InputRequest, InputRequests, ListPromptsResult, ListResourceTemplatesResult,
+    CompletionArgument, CompletionReference, DiscoverResult, ElicitParams, ErrorObject,
+    GetPromptParams, GetPromptResult, Implementation, InitializeParams, InitializeResult,
+    InputRequest, InputRequests, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, ListToolsResult, LoggingLevel, Message, Meta, PaginatedParams, Prompt,
-    ProtocolVersion, RawJson, ReadResourceParams, ReadResourceResult, Request, RequestId,
-    Resource, ResourceTemplate, Response, ResultType, ServerCapabilities, SetLevelParams,
-    SubscribeParams, SubscriptionFilter, Tool, code, meta_keys, methods,
+    ProtocolVersion, RawJson, ReadResourceParams, ReadResourceResult, Request, RequestId, Resource,
+    ResourceTemplate, Response, ResultType, ServerCapabilities, SetLevelParams, SubscribeParams,
+    SubscriptionFilter, Tool, code, meta_keys, methods,
 };
 
 /// Options of one call.
@@ -170,7 +172,10 @@ impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let state = self.state();
         f.debug_struct("Client")
-            .field("protocol_version", &state.as_ref().map(|s| s.version.clone()))
+            .field(
+                "protocol_version",
+                &state.as_ref().map(|s| s.version.clone()),
+            )
             .field("server", &state.and_then(|s| s.server_info))
             .finish_non_exhaustive()
     }
@@ -290,7 +295,13 @@ impl Client {
             ..Default::default()
         };
         let raw = self
-            .call_raw_in(methods::DISCOVER, Map::new(), &opts, Some((true, version)), None)
+            .call_raw_in(
+                methods::DISCOVER,
+                Map::new(),
+                &opts,
+                Some((true, version)),
+                None,
+            )
             .await?;
         let result: DiscoverResult = complete_result(&raw)?;
         if !result.supported_versions.iter().any(|v| v == version) {
@@ -366,8 +377,14 @@ impl Client {
             // Straight to one attempt: a failure here must not start another handshake.
             let params = SetLevelParams { level, meta: None };
             let opts = CallOptions::default();
-            self.call_raw_in(methods::LOGGING_SET_LEVEL, to_object(&params)?, &opts, None, None)
-                .await?;
+            self.call_raw_in(
+                methods::LOGGING_SET_LEVEL,
+                to_object(&params)?,
+                &opts,
+                None,
+                None,
+            )
+            .await?;
         }
         Ok(())
     }
@@ -379,7 +396,10 @@ impl Client {
 
     /// Starts a new legacy session after the server forgot ours (HTTP 404), once for all the
     /// calls that noticed it at the same time.
-    fn reinitialize(&self, seen_generation: u64) -> futures_util::future::BoxFuture<'_, Result<(), Error>> {
+    fn reinitialize(
+        &self,
+        seen_generation: u64,
+    ) -> futures_util::future::BoxFuture<'_, Result<(), Error>> {
         Box::pin(async move {
             let _one = self.inner.reinit.lock().await;
             if self.inner.generation.load(Ordering::Acquire) != seen_generation {
@@ -402,7 +422,10 @@ impl Client {
         opts: &CallOptions,
     ) -> Result<RawJson, Error> {
         let generation = self.inner.generation.load(Ordering::Acquire);
-        match self.call_raw_in(method, params.clone(), opts, None, None).await {
+        match self
+            .call_raw_in(method, params.clone(), opts, None, None)
+            .await
+        {
             Err(CallError::Failure(Failure::Transport(TransportError::SessionExpired)))
                 if !self.is_modern() =>
             {
@@ -580,7 +603,9 @@ impl Client {
             match head.result_type.unwrap_or_default() {
                 ResultType::Complete => return Ok(raw.parse()?),
                 ResultType::InputRequired => {
-                    let responses = self.answer_inputs(head.input_requests.unwrap_or_default()).await?;
+                    let responses = self
+                        .answer_inputs(head.input_requests.unwrap_or_default())
+                        .await?;
                     if responses.is_empty() {
                         params.remove("inputResponses");
                     } else {
@@ -593,8 +618,7 @@ impl Client {
                 }
                 ResultType::Task => {
                     return Err(Error::Unsupported(
-                        "the server answered with a task, which this client did not ask for"
-                            .into(),
+                        "the server answered with a task, which this client did not ask for".into(),
                     ));
                 }
                 ResultType::Other(t) => {
@@ -841,7 +865,13 @@ impl Client {
                 ..Default::default()
             };
             let r = client
-                .call_raw_in(methods::SUBSCRIPTIONS_LISTEN, params, &opts, None, Some(listen_id))
+                .call_raw_in(
+                    methods::SUBSCRIPTIONS_LISTEN,
+                    params,
+                    &opts,
+                    None,
+                    Some(listen_id),
+                )
                 .await;
             let e = match r {
                 Ok(_) => Error::SessionClosed,
@@ -893,8 +923,7 @@ impl Client {
         name: &str,
         arguments: impl IntoIterator<Item = (String, String)>,
     ) -> Result<GetPromptResult, Error> {
-        let arguments: std::collections::BTreeMap<String, String> =
-            arguments.into_iter().collect();
+        let arguments: std::collections::BTreeMap<String, String> = arguments.into_iter().collect();
         let params = GetPromptParams {
             name: name.to_owned(),
             arguments: (!arguments.is_empty()).then_some(arguments),
@@ -1145,7 +1174,10 @@ fn fail_all(inner: &Inner) {
 
 fn deliver(inner: &Inner, r: Response) {
     let Some(id) = r.id else {
-        tracing::warn!("the server sent an error without an id: {:?}", r.outcome.err());
+        tracing::warn!(
+            "the server sent an error without an id: {:?}",
+            r.outcome.err()
+        );
         return;
     };
     let Some(w) = lock(&inner.waiting).remove(&id) else {
@@ -1210,7 +1242,11 @@ fn serve_request(inner: &Arc<Inner>, r: Request) {
             },
             Err(e) => encode_error(Some(&r.id), &e),
         };
-        let state = inner2.state.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let state = inner2
+            .state
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         let message = OutgoingMessage {
             bytes,
             kind: OutgoingKind::Response,
@@ -1220,7 +1256,10 @@ fn serve_request(inner: &Arc<Inner>, r: Request) {
             mirrors: Vec::new(),
         };
         if let Err(e) = inner2.transport.send(message).await {
-            tracing::warn!("the answer to the server's {} could not be sent: {e}", r.method);
+            tracing::warn!(
+                "the answer to the server's {} could not be sent: {e}",
+                r.method
+            );
         }
     });
     lock(&inner.serving).insert(id, task.abort_handle());
@@ -1253,13 +1292,17 @@ async fn answer_input(config: &ClientBuilder, request: InputRequest) -> Result<V
     match request {
         InputRequest::CreateMessage(p) => match &config.sampling {
             Some(f) => encode(f(p).await?),
-            None => Err(ErrorObject::method_not_found(methods::SAMPLING_CREATE_MESSAGE)),
+            None => Err(ErrorObject::method_not_found(
+                methods::SAMPLING_CREATE_MESSAGE,
+            )),
         },
         InputRequest::Elicit(p) => match (&config.elicitation, &p) {
             (None, _) => Err(ErrorObject::method_not_found(methods::ELICITATION_CREATE)),
-            (Some(_), ElicitParams::Url(_)) if !config.elicitation_url => Err(
-                ErrorObject::invalid_params("Invalid params: this client does not support URL elicitation"),
-            ),
+            (Some(_), ElicitParams::Url(_)) if !config.elicitation_url => {
+                Err(ErrorObject::invalid_params(
+                    "Invalid params: this client does not support URL elicitation",
+                ))
+            }
             (Some(f), _) => encode(f(p).await?),
         },
         InputRequest::ListRoots => match &config.roots {
@@ -1275,13 +1318,17 @@ mod tests {
 
     #[test]
     fn picks_the_newest_supported_version() {
-        let e = ErrorObject::new(code::UNSUPPORTED_PROTOCOL_VERSION, "no")
-            .with_data(json!({"supported": ["2025-06-18", "2026-07-28", "2099-01-01"], "requested": "x"}));
+        let e = ErrorObject::new(code::UNSUPPORTED_PROTOCOL_VERSION, "no").with_data(
+            json!({"supported": ["2025-06-18", "2026-07-28", "2099-01-01"], "requested": "x"}),
+        );
         assert_eq!(pick_version(&e).as_deref(), Some("2026-07-28"));
         let e = ErrorObject::new(code::UNSUPPORTED_PROTOCOL_VERSION, "no")
             .with_data(json!({"supported": ["2099-01-01"]}));
         assert_eq!(pick_version(&e), None);
-        assert!(is_modern_error(&ErrorObject::new(code::HEADER_MISMATCH, "x")));
+        assert!(is_modern_error(&ErrorObject::new(
+            code::HEADER_MISMATCH,
+            "x"
+        )));
         assert!(!is_modern_error(&ErrorObject::invalid_params("x")));
     }
 }

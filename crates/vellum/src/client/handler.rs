@@ -22,8 +22,9 @@ pub type SamplingHandler = Arc<
 >;
 
 /// Answers `elicitation/create`: asks the user.
-pub type ElicitationHandler =
-    Arc<dyn Fn(ElicitParams) -> BoxFuture<'static, Result<ElicitResult, ErrorObject>> + Send + Sync>;
+pub type ElicitationHandler = Arc<
+    dyn Fn(ElicitParams) -> BoxFuture<'static, Result<ElicitResult, ErrorObject>> + Send + Sync,
+>;
 
 /// Answers `roots/list`.
 pub type RootsHandler =
@@ -79,9 +80,7 @@ impl ServerNotification {
             methods::RESOURCES_LIST_CHANGED => Some(ServerNotification::ResourcesListChanged),
             methods::RESOURCES_UPDATED => parse(&n).map(ServerNotification::ResourceUpdated),
             methods::CANCELLED => parse(&n).map(ServerNotification::Cancelled),
-            methods::ELICITATION_COMPLETE => {
-                parse(&n).map(ServerNotification::ElicitationComplete)
-            }
+            methods::ELICITATION_COMPLETE => parse(&n).map(ServerNotification::ElicitationComplete),
             methods::SUBSCRIPTIONS_ACKNOWLEDGED => {
                 parse(&n).map(ServerNotification::SubscriptionsAcknowledged)
             }

@@ -28,7 +28,12 @@ fn is_tchar(c: char) -> bool {
 /// The mirrored arguments of a tool, or why its annotations are invalid.
 pub(crate) fn param_headers(tool: &Tool) -> Result<Vec<ParamHeader>, String> {
     let mut found = Vec::new();
-    walk(&Value::Object(tool.input_schema.clone()), &mut Vec::new(), true, &mut found)?;
+    walk(
+        &Value::Object(tool.input_schema.clone()),
+        &mut Vec::new(),
+        true,
+        &mut found,
+    )?;
     let mut seen = std::collections::HashSet::new();
     for h in &found {
         if !seen.insert(h.name.to_ascii_lowercase()) {

@@ -17,9 +17,9 @@
 //!
 //! Not here: the transports themselves (see [`crate::transport`]) and the server side.
 
+mod builder;
 #[allow(clippy::module_inception)]
 mod client;
-mod builder;
 mod handler;
 mod mirror;
 mod transport;
@@ -30,5 +30,5 @@ pub use handler::{
     ElicitationHandler, NotificationHandler, ProgressHandler, RootsHandler, SamplingHandler,
     ServerNotification,
 };
-pub use transport::{Incoming, OutgoingKind, OutgoingMessage, Transport, TransportError};
 pub(crate) use transport::decode_incoming as transport_decode;
+pub use transport::{Incoming, OutgoingKind, OutgoingMessage, Transport, TransportError};

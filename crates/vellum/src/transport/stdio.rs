@@ -15,7 +15,9 @@ use std::io;
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{
+    AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader,
+};
 
 use crate::protocol::ErrorObject;
 use crate::protocol::jsonrpc::encode_error;
@@ -185,7 +187,9 @@ mod client_side {
                             }
                         }
                         Ok(Some(Line::TooLong)) => {
-                            tracing::warn!("the server sent a line longer than {DEFAULT_MAX_LINE_BYTES} bytes; skipped");
+                            tracing::warn!(
+                                "the server sent a line longer than {DEFAULT_MAX_LINE_BYTES} bytes; skipped"
+                            );
                         }
                         Ok(None) => return,
                         Err(e) => {
@@ -291,7 +295,11 @@ mod client_side {
         /// Spawns `command` with piped stdin and stdout. The command's own stderr setting is
         /// kept (inherited by default).
         pub fn spawn(mut command: Command) -> Result<ChildProcessTransport, StdioCommandError> {
-            let program = command.as_std().get_program().to_string_lossy().into_owned();
+            let program = command
+                .as_std()
+                .get_program()
+                .to_string_lossy()
+                .into_owned();
             command
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())

@@ -1,6 +1,6 @@
 //! A server with one fixture per client feature, shared by the client tests.
 
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -52,7 +52,10 @@ pub(crate) fn fixture_server() -> (Server, Flags) {
         .add_tool(
             Tool::new("hello_world", "Greets"),
             |_c: RequestContext, _r: CallToolRequest, i: Hello| async move {
-                Ok::<_, HandlerError>(CallToolResult::text(format!("Hello World, {}", i.user_name)))
+                Ok::<_, HandlerError>(CallToolResult::text(format!(
+                    "Hello World, {}",
+                    i.user_name
+                )))
             },
         )
         .unwrap();
@@ -61,8 +64,12 @@ pub(crate) fn fixture_server() -> (Server, Flags) {
             Tool::new("progress", "Reports progress"),
             |c: RequestContext, _r: CallToolRequest, i: Steps| async move {
                 for n in 1..=i.steps {
-                    c.notify_progress(f64::from(n), Some(f64::from(i.steps)), Some(format!("step {n}")))
-                        .await?;
+                    c.notify_progress(
+                        f64::from(n),
+                        Some(f64::from(i.steps)),
+                        Some(format!("step {n}")),
+                    )
+                    .await?;
                 }
                 Ok::<_, HandlerError>(CallToolResult::text("done"))
             },
@@ -72,8 +79,10 @@ pub(crate) fn fixture_server() -> (Server, Flags) {
         .add_tool(
             Tool::new("log", "Logs at info"),
             |c: RequestContext, _r: CallToolRequest, _i: Nothing| async move {
-                c.log(LoggingLevel::Info, Some("fixture"), json!("a log line")).await?;
-                c.log(LoggingLevel::Debug, Some("fixture"), json!("a debug line")).await?;
+                c.log(LoggingLevel::Info, Some("fixture"), json!("a log line"))
+                    .await?;
+                c.log(LoggingLevel::Debug, Some("fixture"), json!("a debug line"))
+                    .await?;
                 Ok::<_, HandlerError>(CallToolResult::text("logged"))
             },
         )
@@ -143,7 +152,11 @@ pub(crate) fn fixture_server() -> (Server, Flags) {
             Resource::new("test://static-text", "static"),
             |_c: RequestContext, r: ReadResourceRequest| async move {
                 Ok::<_, HandlerError>(ReadResourceResult {
-                    contents: vec![ResourceContents::text(r.uri, Some("text/plain"), "static text")],
+                    contents: vec![ResourceContents::text(
+                        r.uri,
+                        Some("text/plain"),
+                        "static text",
+                    )],
                     meta: None,
                 })
             },
@@ -159,7 +172,11 @@ pub(crate) fn fixture_server() -> (Server, Flags) {
             |_c: RequestContext, r: ReadResourceRequest| async move {
                 let id = r.variables.get("id").cloned().unwrap_or_default();
                 Ok::<_, HandlerError>(ReadResourceResult {
-                    contents: vec![ResourceContents::text(r.uri, Some("text/plain"), format!("item {id}"))],
+                    contents: vec![ResourceContents::text(
+                        r.uri,
+                        Some("text/plain"),
+                        format!("item {id}"),
+                    )],
                     meta: None,
                 })
             },
@@ -187,17 +204,23 @@ pub(crate) fn fixture_server() -> (Server, Flags) {
             },
         )
         .unwrap();
-    server.set_completion_handler(|_c: RequestContext, p: vellum::protocol::CompleteParams| async move {
-        let values = ["alice", "bob", "carol"]
-            .into_iter()
-            .filter(|v| v.starts_with(&p.argument.value))
-            .map(str::to_owned)
-            .collect();
-        Ok::<_, HandlerError>(CompleteResult {
-            completion: Completion { values, total: None, has_more: None },
-            meta: None,
-        })
-    });
+    server.set_completion_handler(
+        |_c: RequestContext, p: vellum::protocol::CompleteParams| async move {
+            let values = ["alice", "bob", "carol"]
+                .into_iter()
+                .filter(|v| v.starts_with(&p.argument.value))
+                .map(str::to_owned)
+                .collect();
+            Ok::<_, HandlerError>(CompleteResult {
+                completion: Completion {
+                    values,
+                    total: None,
+                    has_more: None,
+                },
+                meta: None,
+            })
+        },
+    );
     (server, flags)
 }
 
@@ -224,7 +247,11 @@ pub(crate) fn builder(choice: ProtocolChoice, seen: &Seen) -> ClientBuilder {
         .on_elicitation(|_p| async move {
             let mut content = serde_json::Map::new();
             content.insert("name".into(), json!("Alice"));
-            Ok(ElicitResult { action: ElicitAction::Accept, content: Some(content), meta: None })
+            Ok(ElicitResult {
+                action: ElicitAction::Accept,
+                content: Some(content),
+                meta: None,
+            })
         })
         .on_sampling(|_p| async move {
             Ok(CreateMessageResult {
@@ -238,8 +265,16 @@ pub(crate) fn builder(choice: ProtocolChoice, seen: &Seen) -> ClientBuilder {
         .on_roots(|| async move {
             Ok(ListRootsResult {
                 roots: vec![
-                    Root { uri: "file:///a".into(), name: None, meta: None },
-                    Root { uri: "file:///b".into(), name: None, meta: None },
+                    Root {
+                        uri: "file:///a".into(),
+                        name: None,
+                        meta: None,
+                    },
+                    Root {
+                        uri: "file:///b".into(),
+                        name: None,
+                        meta: None,
+                    },
                 ],
                 meta: None,
             })
@@ -261,7 +296,10 @@ pub(crate) async fn exercise(client: &Client, seen: &Seen, modern: bool) {
     let tools = client.list_all_tools().await.unwrap();
     assert!(tools.iter().any(|t| t.name == "hello_world"), "{tools:?}");
 
-    let r = client.call_tool("hello_world", json!({"user_name": "Alice"})).await.unwrap();
+    let r = client
+        .call_tool("hello_world", json!({"user_name": "Alice"}))
+        .await
+        .unwrap();
     assert_eq!(r.content[0].as_text(), Some("Hello World, Alice"));
 
     // Progress reaches the call's callback, in order.
@@ -285,7 +323,10 @@ pub(crate) async fn exercise(client: &Client, seen: &Seen, modern: bool) {
     client.set_logging_level(LoggingLevel::Info).await.unwrap();
     let r = client.call_tool("log", json!({})).await.unwrap();
     assert_eq!(r.content[0].as_text(), Some("logged"));
-    assert_eq!(*seen.logs.lock().unwrap(), vec!["info:\"a log line\"".to_owned()]);
+    assert_eq!(
+        *seen.logs.lock().unwrap(),
+        vec!["info:\"a log line\"".to_owned()]
+    );
 
     // What the server asks of the client: elicitation, sampling, roots.
     let r = client.call_tool("ask_name", json!({})).await.unwrap();
@@ -318,7 +359,10 @@ pub(crate) async fn exercise(client: &Client, seen: &Seen, modern: bool) {
     assert_eq!(p.messages[0].content.as_text(), Some("Say hi to Bob"));
     let c = client
         .complete(
-            CompletionReference::Prompt { name: "greet".into(), title: None },
+            CompletionReference::Prompt {
+                name: "greet".into(),
+                title: None,
+            },
             "who",
             "b",
         )
@@ -328,8 +372,14 @@ pub(crate) async fn exercise(client: &Client, seen: &Seen, modern: bool) {
     client.ping().await.unwrap();
 
     // An unknown tool is the server's error, not a transport failure.
-    let e = client.call_tool("no_such_tool", json!({})).await.unwrap_err();
-    assert!(matches!(e, vellum::Error::Remote(ref o) if o.code == -32602), "{e:?}");
+    let e = client
+        .call_tool("no_such_tool", json!({}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, vellum::Error::Remote(ref o) if o.code == -32602),
+        "{e:?}"
+    );
 }
 
 /// A request the test HTTP server saw: method, `Last-Event-ID`, session id.
@@ -368,21 +418,32 @@ pub(crate) async fn serve_http(
             let _ = stream.set_nodelay(true);
             let (h, log) = (h.clone(), log.clone());
             tokio::spawn(async move {
-                let svc = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
-                    let h = h.clone();
-                    let header = |n: &str| req.headers().get(n).and_then(|v| v.to_str().ok()).map(str::to_owned);
-                    log.lock().unwrap().push(SeenRequest {
-                        method: req.method().to_string(),
-                        last_event_id: header("last-event-id"),
-                        session: header("mcp-session-id"),
+                let svc =
+                    hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                        let h = h.clone();
+                        let header = |n: &str| {
+                            req.headers()
+                                .get(n)
+                                .and_then(|v| v.to_str().ok())
+                                .map(str::to_owned)
+                        };
+                        log.lock().unwrap().push(SeenRequest {
+                            method: req.method().to_string(),
+                            last_event_id: header("last-event-id"),
+                            session: header("mcp-session-id"),
+                        });
+                        async move { Ok::<_, std::convert::Infallible>(h.handle(req).await) }
                     });
-                    async move { Ok::<_, std::convert::Infallible>(h.handle(req).await) }
-                });
                 let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
                     .serve_connection(TokioIo::new(stream), svc)
                     .await;
             });
         }
     });
-    TestHttp { url: format!("http://{addr}/mcp"), handler, requests, _stop: stop_tx }
+    TestHttp {
+        url: format!("http://{addr}/mcp"),
+        handler,
+        requests,
+        _stop: stop_tx,
+    }
 }

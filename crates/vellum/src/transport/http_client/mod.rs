@@ -39,7 +39,9 @@ pub use options::{HttpClientOptions, ReconnectOptions};
 use self::legacy_sse::LegacySse;
 use self::sse::{Cursor, End, EventReader};
 use super::http::headers::names;
-use crate::client::{Incoming, OutgoingKind, OutgoingMessage, Transport, TransportError, transport_decode};
+use crate::client::{
+    Incoming, OutgoingKind, OutgoingMessage, Transport, TransportError, transport_decode,
+};
 use crate::protocol::{CancelledParams, Message, RequestId, methods};
 
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
@@ -174,11 +176,10 @@ impl StreamableHttpClientTransport {
 /// A header value for a mirrored field: plain when it is safe visible ASCII, else the
 /// `=?base64?…?=` form (SEP-2243).
 pub(crate) fn encode_header_value(value: &str) -> String {
-    let plain = !value.is_empty()
-        && value.bytes().all(|b| (0x20..0x7f).contains(&b))
-        && !value.starts_with([' ', '\t'])
-        && !value.ends_with([' ', '\t'])
-        && !(value.starts_with("=?base64?") && value.ends_with("?="));
+    let printable = value.bytes().all(|b| (0x20..0x7f).contains(&b));
+    let padded = value.starts_with([' ', '\t']) || value.ends_with([' ', '\t']);
+    let sentinel = value.starts_with("=?base64?") && value.ends_with("?=");
+    let plain = !value.is_empty() && printable && !padded && !sentinel;
     if plain {
         value.to_owned()
     } else {
@@ -238,10 +239,12 @@ impl Shared {
             h.insert(names::PROTOCOL_VERSION, v);
         }
         if message.modern {
-            if let Some(m) = message.method.as_deref() {
-                if let Ok(v) = HeaderValue::from_str(&encode_header_value(m)) {
-                    h.insert(names::METHOD, v);
-                }
+            if let Some(v) = message
+                .method
+                .as_deref()
+                .and_then(|m| HeaderValue::from_str(&encode_header_value(m)).ok())
+            {
+                h.insert(names::METHOD, v);
             }
             for (name, value) in &message.mirrors {
                 if let (Ok(n), Ok(v)) = (
@@ -251,7 +254,10 @@ impl Shared {
                     h.insert(n, v);
                 }
             }
-        } else if let Some(v) = self.session_id().and_then(|s| HeaderValue::from_str(&s).ok()) {
+        } else if let Some(v) = self
+            .session_id()
+            .and_then(|s| HeaderValue::from_str(&s).ok())
+        {
             h.insert(names::SESSION_ID, v);
         }
         self.http
@@ -263,7 +269,10 @@ impl Shared {
     /// A GET of the standalone stream, or a resumption after `last_event_id`.
     fn get(&self, last_event_id: Option<&str>) -> reqwest::RequestBuilder {
         let mut h = self.base_headers("text/event-stream");
-        if let Some(v) = self.session_id().and_then(|s| HeaderValue::from_str(&s).ok()) {
+        if let Some(v) = self
+            .session_id()
+            .and_then(|s| HeaderValue::from_str(&s).ok())
+        {
             h.insert(names::SESSION_ID, v);
         }
         if let Some(v) = self.version().and_then(|s| HeaderValue::from_str(&s).ok()) {
@@ -280,7 +289,13 @@ fn content_type(resp: &reqwest::Response) -> String {
     resp.headers()
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .map(|v| v.split(';').next().unwrap_or("").trim().to_ascii_lowercase())
+        .map(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
         .unwrap_or_default()
 }
 
@@ -376,7 +391,9 @@ impl Transport for StreamableHttpClientTransport {
                     inflight.insert(key, task.abort_handle());
                     Ok(())
                 }
-                OutgoingKind::Notification if message.method.as_deref() == Some(methods::CANCELLED) => {
+                OutgoingKind::Notification
+                    if message.method.as_deref() == Some(methods::CANCELLED) =>
+                {
                     // Closing the request's stream: the modern cancellation, and the end of a
                     // legacy stream nobody reads any more.
                     if let Some(id) = cancelled_id(&message.bytes)
@@ -449,12 +466,17 @@ impl Transport for StreamableHttpClientTransport {
                 if let Ok(v) = HeaderValue::from_str(&id) {
                     h.insert(names::SESSION_ID, v);
                 }
-                if let Some(v) = shared.version().and_then(|s| HeaderValue::from_str(&s).ok()) {
+                if let Some(v) = shared
+                    .version()
+                    .and_then(|s| HeaderValue::from_str(&s).ok())
+                {
                     h.insert(names::PROTOCOL_VERSION, v);
                 }
                 let delete = shared.http.delete(shared.url.clone()).headers(h).send();
                 match tokio::time::timeout(shared.options.close_timeout, delete).await {
-                    Ok(Ok(r)) if r.status().is_success() || r.status() == StatusCode::METHOD_NOT_ALLOWED => {}
+                    Ok(Ok(r))
+                        if r.status().is_success()
+                            || r.status() == StatusCode::METHOD_NOT_ALLOWED => {}
                     Ok(Ok(r)) => tracing::debug!("DELETE of the session answered {}", r.status()),
                     Ok(Err(e)) => tracing::debug!("DELETE of the session failed: {e}"),
                     Err(_) => tracing::debug!("DELETE of the session timed out"),
@@ -740,6 +762,9 @@ mod tests {
         assert_eq!(encode_header_value("test://item/1"), "test://item/1");
         assert_eq!(encode_header_value("élé"), "=?base64?w6lsw6k=?=");
         assert_eq!(encode_header_value(" x"), "=?base64?IHg=?=");
-        assert_eq!(encode_header_value("=?base64?abc?="), "=?base64?PT9iYXNlNjQ/YWJjPz0=?=");
+        assert_eq!(
+            encode_header_value("=?base64?abc?="),
+            "=?base64?PT9iYXNlNjQ/YWJjPz0=?="
+        );
     }
 }
