@@ -39,6 +39,9 @@ npm_ci() {
 }
 npm_ci tests/interop/ts
 
+step "node packages of the client interop tests (tests/interop/ts-servers)"
+npm_ci tests/interop/ts-servers
+
 step "unit and integration tests (debug builds of the binary and examples included)"
 cargo test --workspace --all-features
 
