@@ -42,6 +42,9 @@ npm_ci tests/interop/ts
 step "node packages of the client interop tests (tests/interop/ts-servers)"
 npm_ci tests/interop/ts-servers
 
+step "the official conformance suite's client scenarios (tests/interop/conformance, Node 22 from npm)"
+npm_ci tests/interop/conformance
+
 step "unit and integration tests (debug builds of the binary and examples included)"
 cargo test --workspace --all-features
 

@@ -37,9 +37,14 @@ fn node_command(args: &[&str]) -> Command {
     let dir = dir();
     match Command::new("node").arg("--version").output() {
         Ok(o) if o.status.success() => {}
-        _ => panic!("\n\nNODE IS MISSING: these interop tests need Node 20+ on PATH (then run `bash scripts/test.sh`).\n\n"),
+        _ => panic!(
+            "\n\nNODE IS MISSING: these interop tests need Node 20+ on PATH (then run `bash scripts/test.sh`).\n\n"
+        ),
     }
-    if !dir.join("node_modules/@modelcontextprotocol/server-everything/package.json").is_file() {
+    if !dir
+        .join("node_modules/@modelcontextprotocol/server-everything/package.json")
+        .is_file()
+    {
         panic!(
             "\n\nTHE TYPESCRIPT SERVERS ARE NOT INSTALLED: run `npm ci` in {} (bash scripts/test.sh does it).\n\n",
             dir.display()
@@ -85,7 +90,9 @@ fn http_server(which: &str) -> HttpServer {
             }
         }
     });
-    let url = rx.recv_timeout(DEADLINE).expect("the TypeScript server announced its URL");
+    let url = rx
+        .recv_timeout(DEADLINE)
+        .expect("the TypeScript server announced its URL");
     HttpServer { child, url }
 }
 
@@ -106,26 +113,44 @@ fn builder() -> ClientBuilder {
         .on_elicitation(|_p| async move {
             let mut content = serde_json::Map::new();
             content.insert("name".into(), json!("Alice"));
-            Ok(ElicitResult { action: ElicitAction::Accept, content: Some(content), meta: None })
+            Ok(ElicitResult {
+                action: ElicitAction::Accept,
+                content: Some(content),
+                meta: None,
+            })
         })
 }
 
 fn text_of(r: &vellum::protocol::CallToolResult) -> String {
-    r.content.iter().filter_map(|c| c.as_text()).collect::<Vec<_>>().join("\n")
+    r.content
+        .iter()
+        .filter_map(|c| c.as_text())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 async fn fixture_checks(transport: impl Transport) {
     let client = builder().connect(transport).await.unwrap();
-    assert!(!client.is_modern(), "the TypeScript SDK 1.x speaks the legacy era");
+    assert!(
+        !client.is_modern(),
+        "the TypeScript SDK 1.x speaks the legacy era"
+    );
     assert_eq!(client.server_info().unwrap().name, "ts-fixture");
     let tools = client.list_all_tools().await.unwrap();
     assert!(tools.iter().any(|t| t.name == "hello_world"));
-    let r = client.call_tool("hello_world", json!({"user_name": "Alice"})).await.unwrap();
+    let r = client
+        .call_tool("hello_world", json!({"user_name": "Alice"}))
+        .await
+        .unwrap();
     assert_eq!(text_of(&r), "Hello World, Alice");
     let r = client.call_tool("ask_name", json!({})).await.unwrap();
     assert_eq!(text_of(&r), "Hello, Alice", "elicitation answered");
     let r = client.call_tool("sample", json!({})).await.unwrap();
-    assert_eq!(text_of(&r), "model vellum-test-model said four", "sampling answered");
+    assert_eq!(
+        text_of(&r),
+        "model vellum-test-model said four",
+        "sampling answered"
+    );
     let r = client.read_resource("test://static-text").await.unwrap();
     match &r.contents[0] {
         ResourceContents::Text(t) => assert_eq!(t.text, "static text"),
@@ -133,7 +158,10 @@ async fn fixture_checks(transport: impl Transport) {
     }
     let r = client.read_resource("test://item/7").await.unwrap();
     assert!(matches!(&r.contents[0], ResourceContents::Text(t) if t.text == "item 7"));
-    let p = client.get_prompt("greet", [("who".into(), "Bob".into())]).await.unwrap();
+    let p = client
+        .get_prompt("greet", [("who".into(), "Bob".into())])
+        .await
+        .unwrap();
     assert_eq!(p.messages[0].content.as_text(), Some("Say hi to Bob"));
     client.ping().await.unwrap();
     client.close().await;
@@ -143,22 +171,49 @@ async fn everything_checks(transport: impl Transport) {
     let client = builder().connect(transport).await.unwrap();
     assert_eq!(client.server_info().unwrap().name, "mcp-servers/everything");
     let tools = client.list_all_tools().await.unwrap();
-    for name in ["echo", "get-sum", "trigger-sampling-request", "trigger-elicitation-request"] {
+    for name in [
+        "echo",
+        "get-sum",
+        "trigger-sampling-request",
+        "trigger-elicitation-request",
+    ] {
         assert!(tools.iter().any(|t| t.name == name), "{name} missing");
     }
-    let r = client.call_tool("echo", json!({"message": "hi"})).await.unwrap();
-    assert_eq!(text_of(&r), "Echo: hi");
-    let r = client.call_tool("get-sum", json!({"a": 2, "b": 3})).await.unwrap();
-    assert!(text_of(&r).contains('5'), "{}", text_of(&r));
     let r = client
-        .call_tool("trigger-sampling-request", json!({"prompt": "2+2?", "maxTokens": 5}))
+        .call_tool("echo", json!({"message": "hi"}))
         .await
         .unwrap();
-    assert!(text_of(&r).contains("four"), "sampling answered: {}", text_of(&r));
-    let r = client.call_tool("trigger-elicitation-request", json!({})).await.unwrap();
-    assert!(text_of(&r).contains("Alice"), "elicitation answered: {}", text_of(&r));
+    assert_eq!(text_of(&r), "Echo: hi");
+    let r = client
+        .call_tool("get-sum", json!({"a": 2, "b": 3}))
+        .await
+        .unwrap();
+    assert!(text_of(&r).contains('5'), "{}", text_of(&r));
+    let r = client
+        .call_tool(
+            "trigger-sampling-request",
+            json!({"prompt": "2+2?", "maxTokens": 5}),
+        )
+        .await
+        .unwrap();
+    assert!(
+        text_of(&r).contains("four"),
+        "sampling answered: {}",
+        text_of(&r)
+    );
+    let r = client
+        .call_tool("trigger-elicitation-request", json!({}))
+        .await
+        .unwrap();
+    assert!(
+        text_of(&r).contains("Alice"),
+        "elicitation answered: {}",
+        text_of(&r)
+    );
     let resources = client.list_all_resources().await.unwrap();
-    let first = resources.first().expect("the everything server lists resources");
+    let first = resources
+        .first()
+        .expect("the everything server lists resources");
     let read = client.read_resource(&first.uri).await.unwrap();
     assert!(!read.contents.is_empty());
     let prompts = client.list_all_prompts().await.unwrap();
@@ -198,7 +253,14 @@ fn cli_tools_call_against_the_typescript_servers() {
     let s = http_server("fixture");
     let cases = [
         vec!["tools", "call", &s.url, "hello_world", "user_name=Alice"],
-        vec!["tools", "call", "--stdio", "", "hello_world", "user_name=Alice"],
+        vec![
+            "tools",
+            "call",
+            "--stdio",
+            "",
+            "hello_world",
+            "user_name=Alice",
+        ],
     ];
     let stdio = stdio_line("fixture");
     for mut args in cases {
@@ -206,11 +268,26 @@ fn cli_tools_call_against_the_typescript_servers() {
             args[3] = &stdio;
         }
         let o = Command::new(BIN).args(&args).output().unwrap();
-        assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
-        assert_eq!(String::from_utf8_lossy(&o.stdout), "Hello World, Alice\n", "{args:?}");
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout),
+            "Hello World, Alice\n",
+            "{args:?}"
+        );
     }
     let o = Command::new(BIN)
-        .args(["tools", "call", "--stdio", &stdio_line("everything"), "echo", "message=hi"])
+        .args([
+            "tools",
+            "call",
+            "--stdio",
+            &stdio_line("everything"),
+            "echo",
+            "message=hi",
+        ])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

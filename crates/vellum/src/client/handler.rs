@@ -36,6 +36,26 @@ pub type NotificationHandler = Arc<dyn Fn(ServerNotification) + Send + Sync>;
 /// Receives the progress of one call.
 pub type ProgressHandler = Arc<dyn Fn(&ProgressParams) + Send + Sync>;
 
+/// The values a form elicitation's schema gives as defaults (SEP-1034), for a client that
+/// accepts a form without asking, or pre-fills it: `{property: default}` for every property
+/// of `requested_schema` that has a `default`.
+pub fn form_defaults(
+    requested_schema: &crate::protocol::JsonObject,
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut out = serde_json::Map::new();
+    if let Some(props) = requested_schema
+        .get("properties")
+        .and_then(|p| p.as_object())
+    {
+        for (name, schema) in props {
+            if let Some(d) = schema.get("default") {
+                out.insert(name.clone(), d.clone());
+            }
+        }
+    }
+    out
+}
+
 /// A notification from the server, decoded.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -87,5 +107,23 @@ impl ServerNotification {
             _ => None,
         };
         decoded.unwrap_or(ServerNotification::Other(n))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_come_from_the_schema() {
+        let schema = serde_json::json!({"type":"object","properties":{
+            "name":{"type":"string","default":"John Doe"},
+            "age":{"type":"integer","default":30},
+            "free":{"type":"string"}}});
+        let d = form_defaults(schema.as_object().unwrap());
+        assert_eq!(
+            serde_json::Value::Object(d),
+            serde_json::json!({"name":"John Doe","age":30})
+        );
     }
 }

@@ -28,7 +28,7 @@ pub use builder::{ClientBuilder, ProtocolChoice};
 pub use client::{CallOptions, Client, Listen};
 pub use handler::{
     ElicitationHandler, NotificationHandler, ProgressHandler, RootsHandler, SamplingHandler,
-    ServerNotification,
+    ServerNotification, form_defaults,
 };
 pub(crate) use transport::decode_incoming as transport_decode;
 pub use transport::{Incoming, OutgoingKind, OutgoingMessage, Transport, TransportError};

@@ -29,19 +29,22 @@ impl Default for ReconnectOptions {
 
 impl ReconnectOptions {
     /// The wait before attempt `attempt` (0-based): the server's `retry` when it sent one
-    /// (the spec's MUST), else exponential backoff; plus up to 25 % random jitter so many
-    /// clients do not reconnect in lockstep. Never more than `max_delay` plus the jitter.
+    /// (the spec's MUST: never sooner) plus up to 10 % jitter; else exponential backoff
+    /// capped at `max_delay`, plus up to 25 % jitter, so many clients do not reconnect in
+    /// lockstep.
     pub(crate) fn delay(&self, attempt: u32, server_retry: Option<Duration>) -> Duration {
-        let base = match server_retry {
-            Some(r) => r,
-            None => self
-                .initial_delay
-                .saturating_mul(1u32 << attempt.min(16))
-                .min(self.max_delay),
+        let (base, spread) = match server_retry {
+            Some(r) => (r, 0.10),
+            None => (
+                self.initial_delay
+                    .saturating_mul(1u32 << attempt.min(16))
+                    .min(self.max_delay),
+                0.25,
+            ),
         };
         let mut b = [0u8; 4];
         let jitter = match getrandom::fill(&mut b) {
-            Ok(()) => f64::from(u32::from_le_bytes(b)) / f64::from(u32::MAX) * 0.25,
+            Ok(()) => f64::from(u32::from_le_bytes(b)) / f64::from(u32::MAX) * spread,
             Err(_) => 0.0,
         };
         base.mul_f64(1.0 + jitter)
@@ -109,6 +112,6 @@ mod tests {
         let big = r.delay(30, None);
         assert!(big >= Duration::from_secs(30) && big <= Duration::from_millis(37_500));
         let s = r.delay(4, Some(Duration::from_millis(50)));
-        assert!(s >= Duration::from_millis(50) && s <= Duration::from_micros(62_500));
+        assert!(s >= Duration::from_millis(50) && s <= Duration::from_millis(55));
     }
 }
