@@ -1,7 +1,8 @@
 //! Interop: the Vellum client (library and `vellum` CLI) against the official TypeScript SDK
 //! servers, pinned in `tests/interop/ts-servers/package-lock.json`: a server of ours built on
 //! `@modelcontextprotocol/sdk` (`server.mjs fixture`) and `@modelcontextprotocol/server-everything`,
-//! each over stdio and over Streamable HTTP (127.0.0.1, ephemeral port). These servers speak
+//! each over stdio and over Streamable HTTP (127.0.0.1, ephemeral port), and the SDK's
+//! deprecated HTTP+SSE server transport for the client's fallback. These servers speak
 //! only the legacy era, so every connection also checks the era fallback (`server/discover`
 //! refused, then `initialize`).
 //!
@@ -73,7 +74,11 @@ impl Drop for HttpServer {
 }
 
 fn http_server(which: &str) -> HttpServer {
-    let mut child = node_command(&[which, "http"])
+    server_on(which, "http")
+}
+
+fn server_on(which: &str, transport: &str) -> HttpServer {
+    let mut child = node_command(&[which, transport])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -233,6 +238,14 @@ async fn client_against_the_sdk_server_over_http() {
 async fn client_against_the_sdk_server_over_stdio() {
     let _ = node_command(&[]); // fail loudly when node is missing
     fixture_checks(ChildProcessTransport::from_command_line(&stdio_line("fixture")).unwrap()).await;
+}
+
+/// The deprecated 2024-11-05 HTTP+SSE transport: `initialize` POSTed to the URL gets 405,
+/// so the client GETs it, finds the `endpoint` event and speaks HTTP+SSE from then on.
+#[tokio::test]
+async fn client_falls_back_to_the_deprecated_http_sse_transport() {
+    let s = server_on("fixture", "sse");
+    fixture_checks(StreamableHttpClientTransport::new(&s.url).unwrap()).await;
 }
 
 #[tokio::test]

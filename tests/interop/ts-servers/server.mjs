@@ -1,20 +1,22 @@
 // Official TypeScript SDK servers for the Vellum client's interop tests.
 //
-// Usage: node server.mjs <fixture|everything> <stdio|http>
+// Usage: node server.mjs <fixture|everything> <stdio|http|sse>
 //
 // fixture:    a server of ours on @modelcontextprotocol/sdk's McpServer: hello_world,
 //             ask_name (elicitation), sample (sampling), a resource and a prompt.
 // everything: @modelcontextprotocol/server-everything's own server (createServer).
 // http:       Streamable HTTP with sessions on 127.0.0.1 and an ephemeral port; the start
 //             line on stderr is "streamable HTTP MCP: http://127.0.0.1:PORT/mcp".
+// sse:        the deprecated 2024-11-05 HTTP+SSE transport (GET /sse names the POST
+//             endpoint; a POST to /sse gets 405), same start line with /sse.
 // stdio:      newline-delimited JSON-RPC on stdin/stdout.
 
 import { randomUUID } from "node:crypto";
 import http from "node:http";
 
 const [which, transportKind] = process.argv.slice(2);
-if (!["fixture", "everything"].includes(which) || !["stdio", "http"].includes(transportKind)) {
-  console.error("usage: node server.mjs <fixture|everything> <stdio|http>");
+if (!["fixture", "everything"].includes(which) || !["stdio", "http", "sse"].includes(transportKind)) {
+  console.error("usage: node server.mjs <fixture|everything> <stdio|http|sse>");
   process.exit(2);
 }
 
@@ -74,6 +76,33 @@ if (transportKind === "stdio") {
   const { StdioServerTransport } = await import("@modelcontextprotocol/sdk/server/stdio.js");
   const { server } = await make();
   await server.connect(new StdioServerTransport());
+} else if (transportKind === "sse") {
+  const { SSEServerTransport } = await import("@modelcontextprotocol/sdk/server/sse.js");
+  const sessions = new Map();
+  const httpServer = http.createServer(async (req, res) => {
+    try {
+      const url = new URL(req.url, "http://127.0.0.1");
+      if (req.method === "GET" && url.pathname === "/sse") {
+        const transport = new SSEServerTransport("/messages", res);
+        sessions.set(transport.sessionId, transport);
+        res.on("close", () => sessions.delete(transport.sessionId));
+        const { server } = await make();
+        await server.connect(transport);
+      } else if (req.method === "POST" && url.pathname === "/messages") {
+        const transport = sessions.get(url.searchParams.get("sessionId"));
+        if (!transport) return res.writeHead(404).end("unknown session");
+        await transport.handlePostMessage(req, res);
+      } else {
+        res.writeHead(405, { allow: "GET" }).end("Method Not Allowed");
+      }
+    } catch (e) {
+      console.error("request failed:", e);
+      if (!res.headersSent) res.writeHead(500).end();
+    }
+  });
+  httpServer.listen(0, "127.0.0.1", () => {
+    console.error(`streamable HTTP MCP: http://127.0.0.1:${httpServer.address().port}/sse`);
+  });
 } else {
   const { StreamableHTTPServerTransport } = await import(
     "@modelcontextprotocol/sdk/server/streamableHttp.js"
