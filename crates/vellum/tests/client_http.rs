@@ -211,3 +211,129 @@ async fn a_stream_ended_mid_call_is_resumed_without_loss_or_duplicates() {
     );
     client.close().await;
 }
+
+/// A TCP proxy that cuts the first connection whose answer contains `mark` (right after
+/// forwarding those bytes), then passes everything through.
+async fn cutting_proxy(
+    upstream: std::net::SocketAddr,
+    mark: &'static [u8],
+    cut: Arc<tokio::sync::Notify>,
+) -> std::net::SocketAddr {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            let Ok(server) = tokio::net::TcpStream::connect(upstream).await else {
+                continue;
+            };
+            let (mut cr, mut cw) = client.into_split();
+            let (mut sr, mut sw) = server.into_split();
+            let up = tokio::spawn(async move {
+                let _ = tokio::io::copy(&mut cr, &mut sw).await;
+            });
+            let (done, cut) = (done.clone(), cut.clone());
+            tokio::spawn(async move {
+                let mut seen = Vec::new();
+                let mut buf = vec![0u8; 16 * 1024];
+                loop {
+                    let n = match sr.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => n,
+                    };
+                    if cw.write_all(&buf[..n]).await.is_err() {
+                        break;
+                    }
+                    if !done.load(Ordering::SeqCst) {
+                        seen.extend_from_slice(&buf[..n]);
+                        if seen.windows(mark.len()).any(|w| w == mark) {
+                            done.store(true, Ordering::SeqCst);
+                            // Drop both directions: the client sees the stream break.
+                            up.abort();
+                            cut.notify_one();
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[tokio::test]
+async fn a_connection_cut_mid_call_is_resumed_without_loss_or_duplicates() {
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let server = Server::new(Implementation::new("cut", "1"), ServerOptions::default());
+    let g = gate.clone();
+    server
+        .add_tool(
+            Tool::new("long", "Reports progress around a pause"),
+            move |c: RequestContext, _r: CallToolRequest, _i: Nothing| {
+                let g = g.clone();
+                async move {
+                    c.notify_progress(1.0, Some(4.0), None).await?;
+                    c.notify_progress(2.0, Some(4.0), None).await?;
+                    // Held until the proxy has cut the connection.
+                    g.notified().await;
+                    c.notify_progress(3.0, Some(4.0), None).await?;
+                    c.notify_progress(4.0, Some(4.0), None).await?;
+                    Ok::<_, HandlerError>(CallToolResult::text("survived"))
+                }
+            },
+        )
+        .unwrap();
+    let options = StreamableHttpOptions::default().event_store(Arc::new(MemoryEventStore::new(
+        MemoryEventStore::DEFAULT_MAX_BYTES,
+    )));
+    let http = serve_http(server, options).await;
+    let upstream: std::net::SocketAddr = http
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .parse()
+        .unwrap();
+    let cut = Arc::new(tokio::sync::Notify::new());
+    let proxy = cutting_proxy(upstream, b"\"progress\":2", cut.clone()).await;
+    let (cut2, gate2) = (cut.clone(), gate.clone());
+    tokio::spawn(async move {
+        cut2.notified().await;
+        gate2.notify_one();
+    });
+    let mut client_options = HttpClientOptions::default();
+    client_options.standalone_stream = false;
+    let transport =
+        StreamableHttpClientTransport::with_options(&format!("http://{proxy}/mcp"), client_options)
+            .unwrap();
+    let client = Client::builder()
+        .protocol(ProtocolChoice::Legacy)
+        .connect(transport)
+        .await
+        .unwrap();
+    let progress = Arc::new(Mutex::new(Vec::new()));
+    let p = progress.clone();
+    let r = client
+        .call_tool_with(
+            vellum::protocol::CallToolParams {
+                name: "long".into(),
+                arguments: json!({}).as_object().cloned(),
+                ..Default::default()
+            },
+            CallOptions::default().on_progress(move |n| p.lock().unwrap().push(n.progress)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.content[0].as_text(), Some("survived"));
+    assert_eq!(*progress.lock().unwrap(), vec![1.0, 2.0, 3.0, 4.0]);
+    let resumed = http
+        .requests
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|r| r.method == "GET" && r.last_event_id.is_some())
+        .count();
+    assert_eq!(resumed, 1, "resumed once with Last-Event-ID");
+    client.close().await;
+}
