@@ -77,13 +77,10 @@ async fn a_timed_out_call_is_cancelled_on_the_server() {
         let (r, ()) = tokio::join!(call, started);
         assert!(matches!(r, Err(vellum::Error::Timeout(_))), "{r:?}");
         // The cancellation reaches the server, which drops the handler.
-        tokio::time::timeout(Duration::from_secs(5), async {
-            while !flags.hang_dropped.load(Ordering::SeqCst) {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        })
-        .await
-        .expect("the server never dropped the cancelled handler");
+        tokio::time::timeout(Duration::from_secs(5), flags.hang_dropped_event.notified())
+            .await
+            .expect("the server never dropped the cancelled handler");
+        assert!(flags.hang_dropped.load(Ordering::SeqCst));
         // The client still works afterwards.
         client.ping().await.unwrap();
     }

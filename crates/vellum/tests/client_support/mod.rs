@@ -32,13 +32,15 @@ pub(crate) struct Nothing {}
 #[derive(Clone, Default)]
 pub(crate) struct Flags {
     pub hang_dropped: Arc<AtomicBool>,
+    pub hang_dropped_event: Arc<tokio::sync::Notify>,
     pub hang_started: Arc<tokio::sync::Notify>,
 }
 
-struct DropFlag(Arc<AtomicBool>);
+struct DropFlag(Arc<AtomicBool>, Arc<tokio::sync::Notify>);
 impl Drop for DropFlag {
     fn drop(&mut self) {
         self.0.store(true, Ordering::SeqCst);
+        self.1.notify_one();
     }
 }
 
@@ -139,7 +141,7 @@ pub(crate) fn fixture_server() -> (Server, Flags) {
             move |_c: RequestContext, _r: CallToolRequest, _i: Nothing| {
                 let f = f.clone();
                 async move {
-                    let _flag = DropFlag(f.hang_dropped.clone());
+                    let _flag = DropFlag(f.hang_dropped.clone(), f.hang_dropped_event.clone());
                     f.hang_started.notify_one();
                     tokio::time::sleep(Duration::from_secs(3600)).await;
                     Ok::<_, HandlerError>(CallToolResult::text("never"))
