@@ -3,46 +3,20 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Output, Stdio};
+mod support;
+
+use std::process::{Command, Output};
 use std::time::Duration;
+
+use support::{Spawned, vellum_serve};
 
 use vellum::client::{Client, ProtocolChoice, Transport};
 use vellum::transport::stdio::ChildProcessTransport;
 
 const BIN: &str = env!("CARGO_BIN_EXE_vellum");
 
-/// `vellum serve` on an ephemeral port; killed on drop.
-struct Served {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(extra: &[&str]) -> Served {
-    let mut child = Command::new(BIN)
-        .args(["serve", "--addr", "127.0.0.1:0"])
-        .args(extra)
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("vellum serve starts");
-    // The start line names the address (port 0 picks one).
-    let mut lines = BufReader::new(child.stderr.take().expect("stderr"));
-    let mut line = String::new();
-    lines.read_line(&mut line).expect("a start line");
-    let url = line
-        .trim()
-        .strip_prefix("streamable HTTP MCP: ")
-        .unwrap_or_else(|| panic!("unexpected start line {line:?}"))
-        .to_owned();
-    Served { child, url }
+fn serve(extra: &[&str]) -> Spawned {
+    vellum_serve(extra)
 }
 
 fn vellum(args: &[&str]) -> Output {

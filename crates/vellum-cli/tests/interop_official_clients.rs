@@ -16,11 +16,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::io::{BufRead, BufReader};
+mod support;
+
 use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::process::{Command, Output, Stdio};
+
+use support::{Spawned, vellum_serve};
 
 const BIN: &str = env!("CARGO_BIN_EXE_vellum");
 
@@ -30,20 +31,8 @@ fn interop(sub: &str) -> PathBuf {
         .join(sub)
 }
 
-/// `vellum serve` on an ephemeral loopback port; killed on drop.
-struct Served {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve() -> Served {
+/// `vellum serve` on an ephemeral port, with `--server everything` when this build has it.
+fn serve() -> Spawned {
     let help = Command::new(BIN)
         .args(["serve", "--help"])
         .output()
@@ -53,26 +42,9 @@ fn serve() -> Served {
     } else {
         "hello-world"
     };
-    let mut child = Command::new(BIN)
-        .args(["serve", "--addr", "127.0.0.1:0", "--server", server])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(url) = line.strip_prefix("streamable HTTP MCP: ") {
-                let _ = tx.send(format!("{url}/mcp"));
-            }
-        }
-    });
-    let url = rx
-        .recv_timeout(Duration::from_secs(30))
-        .expect("vellum serve announced its URL");
-    Served { child, url }
+    let mut s = vellum_serve(&["--server", server]);
+    s.url.push_str("/mcp");
+    s
 }
 
 /// Runs a client and checks it printed the greeting; returns its stderr.

@@ -11,11 +11,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::io::{BufRead, BufReader};
+mod support;
+
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::Duration;
+
+use support::{Spawned, spawn_server};
 
 use serde_json::json;
 use vellum::client::{Client, ClientBuilder, Transport};
@@ -27,7 +29,6 @@ use vellum::transport::http_client::StreamableHttpClientTransport;
 use vellum::transport::stdio::ChildProcessTransport;
 
 const BIN: &str = env!("CARGO_BIN_EXE_vellum");
-const DEADLINE: Duration = Duration::from_secs(60);
 
 fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop/ts-servers")
@@ -60,45 +61,13 @@ fn stdio_line(which: &str) -> String {
     format!("node {} {which} stdio", dir().join("server.mjs").display())
 }
 
-/// A TypeScript server over HTTP; killed on drop.
-struct HttpServer {
-    child: Child,
-    url: String,
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn http_server(which: &str) -> HttpServer {
+fn http_server(which: &str) -> Spawned {
     server_on(which, "http")
 }
 
-fn server_on(which: &str, transport: &str) -> HttpServer {
-    let mut child = node_command(&[which, transport])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("node starts");
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(url) = line.strip_prefix("streamable HTTP MCP: ") {
-                let _ = tx.send(url.to_owned());
-            } else {
-                eprintln!("[ts server] {line}");
-            }
-        }
-    });
-    let url = rx
-        .recv_timeout(DEADLINE)
-        .expect("the TypeScript server announced its URL");
-    HttpServer { child, url }
+/// A TypeScript server over HTTP (`http`) or HTTP+SSE (`sse`); killed on drop.
+fn server_on(which: &str, transport: &str) -> Spawned {
+    spawn_server(node_command(&[which, transport]))
 }
 
 /// A client that answers sampling and elicitation like a user and a model would.

@@ -6,12 +6,12 @@
 
 mod client_support;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use client_support::{Seen, builder, exercise, fixture_server, serve_http};
+use client_support::{Seen, builder, call_with_progress, exercise, fixture_server, serve_http};
 use serde_json::json;
-use vellum::client::{CallOptions, Client, ProtocolChoice};
+use vellum::client::{Client, ProtocolChoice};
 use vellum::prelude::*;
 use vellum::store::MemoryEventStore;
 use vellum::transport::http::StreamableHttpOptions;
@@ -181,21 +181,9 @@ async fn a_stream_ended_mid_call_is_resumed_without_loss_or_duplicates() {
         .connect(transport)
         .await
         .unwrap();
-    let progress = Arc::new(Mutex::new(Vec::new()));
-    let p = progress.clone();
-    let r = client
-        .call_tool_with(
-            vellum::protocol::CallToolParams {
-                name: "resumable".into(),
-                arguments: json!({}).as_object().cloned(),
-                ..Default::default()
-            },
-            CallOptions::default().on_progress(move |n| p.lock().unwrap().push(n.progress)),
-        )
-        .await
-        .unwrap();
+    let (r, progress) = call_with_progress(&client, "resumable", json!({})).await;
     assert_eq!(r.content[0].as_text(), Some("resumed"));
-    assert_eq!(*progress.lock().unwrap(), vec![1.0, 2.0, 3.0, 4.0]);
+    assert_eq!(progress, vec![1.0, 2.0, 3.0, 4.0]);
     let resumes: Vec<_> = http
         .requests
         .lock()
@@ -312,21 +300,9 @@ async fn a_connection_cut_mid_call_is_resumed_without_loss_or_duplicates() {
         .connect(transport)
         .await
         .unwrap();
-    let progress = Arc::new(Mutex::new(Vec::new()));
-    let p = progress.clone();
-    let r = client
-        .call_tool_with(
-            vellum::protocol::CallToolParams {
-                name: "long".into(),
-                arguments: json!({}).as_object().cloned(),
-                ..Default::default()
-            },
-            CallOptions::default().on_progress(move |n| p.lock().unwrap().push(n.progress)),
-        )
-        .await
-        .unwrap();
+    let (r, progress) = call_with_progress(&client, "long", json!({})).await;
     assert_eq!(r.content[0].as_text(), Some("survived"));
-    assert_eq!(*progress.lock().unwrap(), vec![1.0, 2.0, 3.0, 4.0]);
+    assert_eq!(progress, vec![1.0, 2.0, 3.0, 4.0]);
     let resumed = http
         .requests
         .lock()

@@ -709,16 +709,11 @@ impl Client {
 
     /// Every tool, following `nextCursor` to the end.
     pub async fn list_all_tools(&self) -> Result<Vec<Tool>, Error> {
-        let mut out = Vec::new();
-        let mut cursor = None;
-        loop {
+        all_pages(|cursor| async move {
             let page = self.list_tools(cursor).await?;
-            out.extend(page.tools);
-            match page.next_cursor {
-                Some(c) => cursor = Some(c),
-                None => return Ok(out),
-            }
-        }
+            Ok((page.tools, page.next_cursor))
+        })
+        .await
     }
 
     /// Calls a tool with JSON-object arguments (`serde_json::json!({...})`, a struct, or
@@ -765,16 +760,11 @@ impl Client {
 
     /// Every resource, following `nextCursor` to the end.
     pub async fn list_all_resources(&self) -> Result<Vec<Resource>, Error> {
-        let mut out = Vec::new();
-        let mut cursor = None;
-        loop {
+        all_pages(|cursor| async move {
             let page = self.list_resources(cursor).await?;
-            out.extend(page.resources);
-            match page.next_cursor {
-                Some(c) => cursor = Some(c),
-                None => return Ok(out),
-            }
-        }
+            Ok((page.resources, page.next_cursor))
+        })
+        .await
     }
 
     /// One page of `resources/templates/list`.
@@ -787,16 +777,11 @@ impl Client {
 
     /// Every resource template, following `nextCursor` to the end.
     pub async fn list_all_resource_templates(&self) -> Result<Vec<ResourceTemplate>, Error> {
-        let mut out = Vec::new();
-        let mut cursor = None;
-        loop {
+        all_pages(|cursor| async move {
             let page = self.list_resource_templates(cursor).await?;
-            out.extend(page.resource_templates);
-            match page.next_cursor {
-                Some(c) => cursor = Some(c),
-                None => return Ok(out),
-            }
-        }
+            Ok((page.resource_templates, page.next_cursor))
+        })
+        .await
     }
 
     /// Reads a resource.
@@ -905,16 +890,11 @@ impl Client {
 
     /// Every prompt, following `nextCursor` to the end.
     pub async fn list_all_prompts(&self) -> Result<Vec<Prompt>, Error> {
-        let mut out = Vec::new();
-        let mut cursor = None;
-        loop {
+        all_pages(|cursor| async move {
             let page = self.list_prompts(cursor).await?;
-            out.extend(page.prompts);
-            match page.next_cursor {
-                Some(c) => cursor = Some(c),
-                None => return Ok(out),
-            }
-        }
+            Ok((page.prompts, page.next_cursor))
+        })
+        .await
     }
 
     /// Gets a prompt with string arguments.
@@ -1013,6 +993,24 @@ impl Client {
         }
         self.inner.transport.close().await;
         fail_all(&self.inner);
+    }
+}
+
+/// Every item of a paginated list: pages are fetched until one has no `nextCursor`.
+async fn all_pages<T, F, Fut>(mut page: F) -> Result<Vec<T>, Error>
+where
+    F: FnMut(Option<String>) -> Fut,
+    Fut: std::future::Future<Output = Result<(Vec<T>, Option<String>), Error>>,
+{
+    let mut out = Vec::new();
+    let mut cursor = None;
+    loop {
+        let (items, next) = page(cursor).await?;
+        out.extend(items);
+        match next {
+            Some(c) => cursor = Some(c),
+            None => return Ok(out),
+        }
     }
 }
 

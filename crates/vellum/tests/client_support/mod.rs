@@ -288,6 +288,29 @@ pub(crate) fn builder(choice: ProtocolChoice, seen: &Seen) -> ClientBuilder {
         })
 }
 
+/// Calls a tool with no arguments and returns its result and the progress values seen.
+pub(crate) async fn call_with_progress(
+    client: &Client,
+    tool: &str,
+    arguments: serde_json::Value,
+) -> (vellum::protocol::CallToolResult, Vec<f64>) {
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let g = got.clone();
+    let r = client
+        .call_tool_with(
+            vellum::protocol::CallToolParams {
+                name: tool.into(),
+                arguments: arguments.as_object().cloned(),
+                ..Default::default()
+            },
+            CallOptions::default().on_progress(move |p| g.lock().unwrap().push(p.progress)),
+        )
+        .await
+        .unwrap();
+    let seen = got.lock().unwrap().clone();
+    (r, seen)
+}
+
 /// Every typed call against [`fixture_server`], checked.
 pub(crate) async fn exercise(client: &Client, seen: &Seen, modern: bool) {
     assert_eq!(client.is_modern(), modern, "era");
@@ -305,21 +328,9 @@ pub(crate) async fn exercise(client: &Client, seen: &Seen, modern: bool) {
     assert_eq!(r.content[0].as_text(), Some("Hello World, Alice"));
 
     // Progress reaches the call's callback, in order.
-    let got = Arc::new(Mutex::new(Vec::new()));
-    let g = got.clone();
-    let r = client
-        .call_tool_with(
-            vellum::protocol::CallToolParams {
-                name: "progress".into(),
-                arguments: json!({"steps": 3}).as_object().cloned(),
-                ..Default::default()
-            },
-            CallOptions::default().on_progress(move |p| g.lock().unwrap().push(p.progress)),
-        )
-        .await
-        .unwrap();
+    let (r, got) = call_with_progress(client, "progress", json!({"steps": 3})).await;
     assert_eq!(r.content[0].as_text(), Some("done"));
-    assert_eq!(*got.lock().unwrap(), vec![1.0, 2.0, 3.0]);
+    assert_eq!(got, vec![1.0, 2.0, 3.0]);
 
     // Logs: only at the level asked for.
     client.set_logging_level(LoggingLevel::Info).await.unwrap();
