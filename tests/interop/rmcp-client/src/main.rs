@@ -7,7 +7,7 @@
 //! calls `hello_world` with user_name "Alice", prints the text on stdout and the protocol
 //! version on stderr. Any mismatch exits 1.
 
-use rmcp::model::{CallToolRequestParams, ClientInfo, ProtocolVersion};
+use rmcp::model::{CallToolRequestParams, ClientConfig, ProtocolVersion};
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
 use rmcp::transport::StreamableHttpClientTransport;
 
@@ -27,14 +27,13 @@ async fn main() -> std::process::ExitCode {
     };
     let run = async {
         let transport = StreamableHttpClientTransport::from_uri(url.clone());
-        let client = ClientInfo::default()
+        let client = ClientConfig::default()
             .serve_with_lifecycle(transport, lifecycle)
             .await
             .map_err(|e| format!("connect: {e}"))?;
         let version = client
-            .peer()
-            .protocol_version()
-            .map(|v| v.to_string())
+            .peer_info()
+            .map(|i| i.protocol_version.to_string())
             .unwrap_or_default();
         let tools = client.list_all_tools().await.map_err(|e| format!("tools/list: {e}"))?;
         if !tools.iter().any(|t| t.name == "hello_world") {
