@@ -70,14 +70,11 @@ async fn run(scenario: &str, url: &str) -> Result<(), vellum::Error> {
 #[tokio::main]
 async fn main() -> ExitCode {
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
-    let Some(url) = std::env::args()
-        .nth(1)
-        .filter(|_| std::env::args().len() >= 2)
-    else {
+    // The suite appends the mock server's URL as the last argument.
+    let Some(url) = std::env::args().skip(1).next_back() else {
         eprintln!("usage: conformance_client URL (scenario in MCP_CONFORMANCE_SCENARIO)");
         return ExitCode::from(2);
     };
-    let url = std::env::args().last().unwrap_or(url);
     match run(&scenario, &url).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -156,6 +156,15 @@ struct Inner {
     listen_acks: Mutex<HashMap<RequestId, oneshot::Sender<SubscriptionFilter>>>,
     generation: AtomicU64,
     closed: AtomicBool,
+    /// Cancelled when the last `Client` handle is dropped: the reader then stops and lets go
+    /// of the transport (a child process is killed, connections close).
+    dropped: tokio_util::sync::CancellationToken,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.dropped.cancel();
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -209,8 +218,13 @@ impl Client {
             listen_acks: Mutex::new(HashMap::new()),
             generation: AtomicU64::new(0),
             closed: AtomicBool::new(false),
+            dropped: tokio_util::sync::CancellationToken::new(),
         });
-        tokio::spawn(read_loop(Arc::downgrade(&inner), inner.transport.clone()));
+        tokio::spawn(read_loop(
+            Arc::downgrade(&inner),
+            inner.transport.clone(),
+            inner.dropped.clone(),
+        ));
         let client = Client { inner };
         if let Err(e) = client.handshake().await {
             client.close().await;
@@ -1141,8 +1155,17 @@ impl Drop for Listen {
 
 // ---- incoming messages ---------------------------------------------------------------------------
 
-async fn read_loop(inner: std::sync::Weak<Inner>, transport: Arc<dyn Transport>) {
-    while let Some(incoming) = transport.recv().await {
+async fn read_loop(
+    inner: std::sync::Weak<Inner>,
+    transport: Arc<dyn Transport>,
+    dropped: tokio_util::sync::CancellationToken,
+) {
+    loop {
+        let incoming = tokio::select! {
+            i = transport.recv() => i,
+            () = dropped.cancelled() => return,
+        };
+        let Some(incoming) = incoming else { break };
         let Some(inner) = inner.upgrade() else { return };
         match incoming {
             Incoming::Message(Message::Response(r)) => deliver(&inner, r),

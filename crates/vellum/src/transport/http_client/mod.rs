@@ -77,6 +77,8 @@ impl From<HttpClientError> for crate::Error {
 #[derive(Clone)]
 pub struct StreamableHttpClientTransport {
     shared: Arc<Shared>,
+    /// Stops the background streams when the last handle is dropped without `close`.
+    _alive: Arc<tokio_util::sync::DropGuard>,
 }
 
 impl std::fmt::Debug for StreamableHttpClientTransport {
@@ -135,7 +137,9 @@ impl StreamableHttpClientTransport {
                 .map_err(|e| HttpClientError::Client(e.to_string()))?,
         };
         let (tx, rx) = mpsc::unbounded_channel();
+        let stop = CancellationToken::new();
         Ok(StreamableHttpClientTransport {
+            _alive: Arc::new(stop.clone().drop_guard()),
             shared: Arc::new(Shared {
                 http,
                 url: parsed,
@@ -145,7 +149,7 @@ impl StreamableHttpClientTransport {
                 tx,
                 rx: tokio::sync::Mutex::new(rx),
                 inflight: Mutex::new(HashMap::new()),
-                stop: CancellationToken::new(),
+                stop,
                 session_stop: Mutex::new(CancellationToken::new()),
                 legacy: RwLock::new(None),
             }),
