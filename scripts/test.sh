@@ -39,6 +39,31 @@ npm_ci() {
 }
 npm_ci tests/interop/ts
 
+step "node packages of the client interop tests (tests/interop/ts-servers)"
+npm_ci tests/interop/ts-servers
+
+step "the official conformance suite's client scenarios (tests/interop/conformance, Node 22 from npm)"
+npm_ci tests/interop/conformance
+
+step "official clients against vellum serve: TypeScript v2 and both Inspector CLIs (tests/interop/clients)"
+npm_ci tests/interop/clients
+
+step "official clients: the Python SDK (tests/interop/python/.venv)"
+# A stamp of requirements.txt's hash skips pip when the venv already matches.
+py=tests/interop/python
+want=$(sha256sum "$py/requirements.txt" | cut -d' ' -f1)
+if [[ -x $py/.venv/bin/python && -f $py/.venv/.vellum-req.sha256 && $(cat "$py/.venv/.vellum-req.sha256") == "$want" ]]; then
+  echo "$py/.venv is up to date"
+else
+  python3 -m venv "$py/.venv"
+  "$py/.venv/bin/pip" install --quiet --disable-pip-version-check -r "$py/requirements.txt"
+  echo "$want" >"$py/.venv/.vellum-req.sha256"
+fi
+
+step "official clients: rmcp's client (tests/interop/rmcp-client, its own cargo project)"
+cargo build --quiet --locked --manifest-path tests/interop/rmcp-client/Cargo.toml \
+  --target-dir tests/interop/rmcp-client/target
+
 step "unit and integration tests (debug builds of the binary and examples included)"
 cargo test --workspace --all-features
 

@@ -1,13 +1,35 @@
-//! `vellum`: serve the demo MCP servers over Streamable HTTP (and, later, talk to any MCP
-//! server from the command line).
+//! `vellum`: serve the demo MCP servers (Streamable HTTP or stdio), and talk to any MCP
+//! server from the command line.
 
+mod commands;
+mod output;
 mod serve;
+mod target;
 
 use clap::{Parser, Subcommand};
 
 /// Vellum: a Model Context Protocol toolkit.
 #[derive(Parser, Debug)]
-#[command(name = "vellum", version, about, long_about = None)]
+#[command(
+    name = "vellum",
+    version,
+    about,
+    long_about = None,
+    after_help = "\
+Talk to any MCP server, over Streamable HTTP (give its URL) or stdio (--stdio \"COMMAND\"):
+  vellum tools list http://127.0.0.1:8000/mcp
+  vellum tools call http://127.0.0.1:8000/mcp hello_world user_name=Alice
+  vellum tools call URL my_tool --json-args '{\"n\": 3, \"tags\": [\"a\"]}'
+  vellum tools list --stdio \"npx -y @modelcontextprotocol/server-everything\"
+  vellum resources read URL test://static-text
+  vellum prompts get URL greet who=Bob
+  vellum ping URL -H \"Authorization: Bearer TOKEN\"
+Add --json for the exact JSON answer. Progress bars and server logs go to stderr.
+
+Serve a demo server:
+  vellum serve                   (http://127.0.0.1:8000, the hello_world tool)
+  vellum serve --stdio           (the same over stdin/stdout)"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -15,8 +37,19 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Serve a demo MCP server over Streamable HTTP.
+    /// Serve a demo MCP server over Streamable HTTP (or stdio with --stdio).
     Serve(serve::ServeArgs),
+    /// List or call a server's tools.
+    #[command(subcommand)]
+    Tools(commands::ToolsCommand),
+    /// List or read a server's resources and resource templates.
+    #[command(subcommand)]
+    Resources(commands::ResourcesCommand),
+    /// List or get a server's prompts.
+    #[command(subcommand)]
+    Prompts(commands::PromptsCommand),
+    /// Check that a server answers, and show its name and protocol version.
+    Ping(commands::PingArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -34,6 +67,10 @@ fn main() -> std::process::ExitCode {
     let result = rt.block_on(async {
         match cli.command {
             Command::Serve(args) => serve::run(args).await,
+            Command::Tools(c) => commands::tools(c).await,
+            Command::Resources(c) => commands::resources(c).await,
+            Command::Prompts(c) => commands::prompts(c).await,
+            Command::Ping(a) => commands::ping(a).await,
         }
     });
     match result {

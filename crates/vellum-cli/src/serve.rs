@@ -31,6 +31,10 @@ pub(crate) struct ServeArgs {
     /// Serve on a Unix socket at this path instead of TCP.
     #[arg(long, value_name = "PATH", conflicts_with = "addr")]
     unix: Option<std::path::PathBuf>,
+    /// Serve over stdin/stdout (newline-delimited JSON-RPC) instead of HTTP, as desktop hosts
+    /// launch servers; logs go to stderr.
+    #[arg(long, conflicts_with_all = ["addr", "unix"])]
+    stdio: bool,
     /// The demo server.
     #[arg(long, value_enum, default_value = "hello-world")]
     server: DemoServer,
@@ -218,6 +222,13 @@ async fn shutdown_signal() {
 
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let server = build_server(args.server)?;
+    if args.stdio {
+        eprintln!("stdio MCP: serving on stdin/stdout");
+        vellum::transport::stdio::serve_stdio(server)
+            .await
+            .context("serving on stdio failed")?;
+        return Ok(());
+    }
     let options = options(&args).await?;
     let handler = StreamableHttpHandler::for_server(server, options);
     if let Some(path) = &args.unix {

@@ -32,11 +32,15 @@
 //! - [`server`]: [`Server`](server::Server), its registries, the handler context, sessions and
 //!   the one dispatch path.
 //! - [`transport`]: Streamable HTTP (a tower `Service`), with its security checks and options.
+//! - [`client`]: the MCP client (both eras, every transport), behind the default `client`
+//!   feature.
 //! - [`store`]: event stores for SSE resumption.
 
 #![forbid(unsafe_code)]
 
 pub mod auth;
+#[cfg(feature = "client")]
+pub mod client;
 pub mod error;
 pub mod protocol;
 pub mod server;

@@ -1,0 +1,151 @@
+//! The contract between the [`Client`](super::Client) and a transport: messages go out as
+//! [`OutgoingMessage`]s, and everything the server sends comes back as [`Incoming`] events.
+//!
+//! A transport moves encoded JSON-RPC messages; it knows nothing of MCP methods beyond what
+//! routing needs (the request id, the method and the mirrored name, which Streamable HTTP
+//! copies into headers). Not here: the handshake, era detection, MRTR (all in the client).
+
+use std::fmt;
+
+use bytes::Bytes;
+use futures_util::future::BoxFuture;
+
+use crate::protocol::{Message, RequestId};
+
+/// One encoded message on its way to the server, with the facts a transport may route by.
+#[derive(Clone, Debug)]
+pub struct OutgoingMessage {
+    /// The encoded JSON-RPC message (one object, no trailing newline).
+    pub bytes: Bytes,
+    /// What kind of message it is.
+    pub kind: OutgoingKind,
+    /// The method of a request or notification.
+    pub method: Option<String>,
+    /// The protocol version this message is sent under: the negotiated version of a legacy
+    /// session, the `_meta` version of a modern request, `None` before the handshake.
+    pub protocol_version: Option<String>,
+    /// True when the message is a 2026-07-28 (stateless) message.
+    pub modern: bool,
+    /// Values a modern HTTP request mirrors into headers: `Mcp-Name` (the tool or prompt name,
+    /// or the resource URI) and `Mcp-Param-*` (tool arguments marked `x-mcp-header`), as
+    /// (header name, plain value) pairs.
+    pub mirrors: Vec<(String, String)>,
+}
+
+/// What an [`OutgoingMessage`] is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OutgoingKind {
+    /// A request; its answer comes back as a response with this id (or as
+    /// [`Incoming::Failed`]).
+    Request(RequestId),
+    /// A notification.
+    Notification,
+    /// A response to a request of the server.
+    Response,
+}
+
+impl OutgoingMessage {
+    /// The id of a request.
+    pub fn request_id(&self) -> Option<&RequestId> {
+        match &self.kind {
+            OutgoingKind::Request(id) => Some(id),
+            _ => None,
+        }
+    }
+}
+
+/// What a transport hands to the client.
+#[derive(Debug)]
+pub enum Incoming {
+    /// A message from the server.
+    Message(Message),
+    /// A request could not be delivered, or its answer was lost: the client fails the call
+    /// (or, for [`TransportError::SessionExpired`], re-initialises and retries it).
+    Failed {
+        /// The request that failed.
+        id: RequestId,
+        /// Why.
+        error: TransportError,
+    },
+}
+
+/// Why a transport could not deliver a message or its answer.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum TransportError {
+    /// The server answered with an HTTP error status and no JSON-RPC answer to the request.
+    #[error("HTTP {status}{}", fmt_detail(.detail))]
+    Http {
+        /// The status code.
+        status: u16,
+        /// The start of the body, or the message of a JSON-RPC error without an id.
+        detail: String,
+    },
+    /// The server no longer knows the session (HTTP 404 to a request carrying a session id).
+    #[error("the server ended the session (HTTP 404)")]
+    SessionExpired,
+    /// The connection failed (refused, reset, timed out, TLS).
+    #[error("connection failed: {0}")]
+    Connection(String),
+    /// A response stream ended before it carried the response, and could not be resumed.
+    #[error("the response stream ended before the response: {0}")]
+    StreamLost(String),
+    /// The server sent something that is not valid MCP transport framing.
+    #[error("invalid answer from the server: {0}")]
+    Protocol(String),
+    /// The transport is closed.
+    #[error("the transport is closed")]
+    Closed,
+}
+
+fn fmt_detail(detail: &str) -> String {
+    if detail.is_empty() {
+        String::new()
+    } else {
+        format!(": {detail}")
+    }
+}
+
+/// A client transport: carries messages to one server and brings its messages back.
+///
+/// The client calls [`recv`](Transport::recv) from one task only. `send` may be called
+/// concurrently; a transport keeps the order of the messages of one caller.
+pub trait Transport: Send + Sync + 'static {
+    /// Sends one message. For requests this returns once the request is on its way; the
+    /// answer arrives through [`recv`](Transport::recv).
+    fn send(&self, message: OutgoingMessage) -> BoxFuture<'_, Result<(), TransportError>>;
+
+    /// The next event from the server; `None` once the transport is closed for good.
+    fn recv(&self) -> BoxFuture<'_, Option<Incoming>>;
+
+    /// Called once a legacy session is initialized (after `notifications/initialized` went
+    /// out), with the negotiated version. Streamable HTTP opens its standalone GET stream here.
+    fn session_started(&self, _protocol_version: &str) {}
+
+    /// Called when the client gives up the session to start a new one (after
+    /// [`TransportError::SessionExpired`]): forget the session id and its streams.
+    fn session_reset(&self) {}
+
+    /// Closes the transport: ends the session where the transport has one (HTTP DELETE, the
+    /// child process), bounded in time.
+    fn close(&self) -> BoxFuture<'_, ()>;
+}
+
+impl fmt::Debug for dyn Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Transport")
+    }
+}
+
+/// Decodes one line or body from a server into incoming events (a batch gives several).
+/// Undecodable input is logged and dropped: it cannot be tied to a request.
+pub(crate) fn decode_incoming(bytes: &bytes::Bytes) -> Vec<Incoming> {
+    match crate::protocol::jsonrpc::decode(bytes) {
+        Ok(crate::protocol::Payload::Single(m)) => vec![Incoming::Message(m)],
+        Ok(crate::protocol::Payload::Batch(v)) => v.into_iter().map(Incoming::Message).collect(),
+        Err(e) => {
+            tracing::warn!("dropping an undecodable message from the server: {e}");
+            Vec::new()
+        }
+    }
+}
