@@ -46,6 +46,34 @@ impl Resource {
             ..Default::default()
         }
     }
+
+    /// Sets the display title.
+    #[must_use]
+    pub fn with_title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Sets the description.
+    #[must_use]
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Sets the MIME type.
+    #[must_use]
+    pub fn with_mime_type(mut self, mime_type: impl Into<String>) -> Self {
+        self.mime_type = Some(mime_type.into());
+        self
+    }
+
+    /// Sets the icons.
+    #[must_use]
+    pub fn with_icons(mut self, icons: Vec<Icon>) -> Self {
+        self.icons = Some(icons);
+        self
+    }
 }
 
 /// A family of resources described by an RFC 6570 URI template.
@@ -74,6 +102,45 @@ pub struct ResourceTemplate {
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+}
+
+impl ResourceTemplate {
+    /// A template with an RFC 6570 URI template and a name.
+    pub fn new(uri_template: impl Into<String>, name: impl Into<String>) -> Self {
+        ResourceTemplate {
+            uri_template: uri_template.into(),
+            name: name.into(),
+            ..Default::default()
+        }
+    }
+
+    /// Sets the display title.
+    #[must_use]
+    pub fn with_title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Sets the description.
+    #[must_use]
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Sets the MIME type of the matching resources.
+    #[must_use]
+    pub fn with_mime_type(mut self, mime_type: impl Into<String>) -> Self {
+        self.mime_type = Some(mime_type.into());
+        self
+    }
+
+    /// Sets the icons.
+    #[must_use]
+    pub fn with_icons(mut self, icons: Vec<Icon>) -> Self {
+        self.icons = Some(icons);
+        self
+    }
 }
 
 /// `resources/list` result.
@@ -129,6 +196,29 @@ pub struct ReadResourceResult {
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+}
+
+impl ReadResourceResult {
+    /// A result with these contents.
+    pub fn new(contents: Vec<ResourceContents>) -> Self {
+        ReadResourceResult {
+            contents,
+            meta: None,
+        }
+    }
+
+    /// A result with one text content.
+    pub fn text(
+        uri: impl Into<String>,
+        mime_type: impl AsRef<str>,
+        text: impl Into<String>,
+    ) -> Self {
+        Self::new(vec![ResourceContents::text(
+            uri,
+            Some(mime_type.as_ref()),
+            text,
+        )])
+    }
 }
 
 /// `resources/subscribe` and `resources/unsubscribe` parameters (legacy).

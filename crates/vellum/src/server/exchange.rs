@@ -13,8 +13,10 @@ use futures_util::future::BoxFuture;
 
 use super::context::RequestShared;
 use super::dispatch::{Outcome, handle_request};
+use super::middleware::MessageEvent;
 use super::session::InflightGuard;
 use crate::protocol::RawJson;
+use crate::protocol::jsonrpc::encode_error;
 
 /// One step of an exchange.
 #[derive(Debug)]
@@ -81,12 +83,32 @@ impl Exchange {
         }
         // Messages emitted before (or while) the handler finished go out first.
         match self.shared.outbox.poll_recv(cx) {
-            Poll::Ready(Some(m)) => return Poll::Ready(Some(Step::Message(m))),
+            Poll::Ready(Some(m)) => {
+                self.shared.server.observe(&MessageEvent::Sending(&m));
+                return Poll::Ready(Some(Step::Message(m)));
+            }
             Poll::Ready(None) | Poll::Pending => {}
         }
         match self.outcome.take() {
-            Some(outcome) => Poll::Ready(Some(self.finish(outcome))),
+            Some(outcome) => {
+                self.observe_outcome(&outcome);
+                Poll::Ready(Some(self.finish(outcome)))
+            }
             None => Poll::Pending,
+        }
+    }
+
+    fn observe_outcome(&self, outcome: &Outcome) {
+        let server = &self.shared.server;
+        match outcome {
+            Outcome::Reply(b) => server.observe(&MessageEvent::Sending(b)),
+            Outcome::Error(e) => {
+                if server.middleware().observers().is_some() {
+                    let b = encode_error(Some(&self.shared.id), e);
+                    server.observe(&MessageEvent::Sending(&b));
+                }
+            }
+            Outcome::Silent => {}
         }
     }
 

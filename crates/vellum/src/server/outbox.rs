@@ -71,6 +71,19 @@ impl Outbox {
         Poll::Ready(Ok(()))
     }
 
+    /// Queues a message if there is room, without waiting; false if the outbox is full or
+    /// closed (the message is dropped).
+    pub(crate) fn try_send(&self, message: Bytes) -> bool {
+        let mut inner = self.lock();
+        if inner.closed || inner.queue.len() >= OUTBOX_CAPACITY {
+            return false;
+        }
+        inner.queue.push_back(message);
+        drop(inner);
+        self.reader.wake();
+        true
+    }
+
     /// Takes the next message, registering the reader's waker when there is none.
     pub(crate) fn poll_recv(&self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
         self.reader.register(cx.waker());
