@@ -85,6 +85,13 @@ impl ServerOptions {
         self
     }
 
+    /// Sets how long a `requestState` stays valid.
+    #[must_use]
+    pub fn with_request_state_ttl(mut self, ttl: Duration) -> Self {
+        self.request_state_ttl = ttl;
+        self
+    }
+
     /// Sets the default timeout of questions to the client.
     #[must_use]
     pub fn with_client_request_timeout(mut self, timeout: Duration) -> Self {
