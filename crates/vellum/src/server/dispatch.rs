@@ -191,8 +191,12 @@ pub(crate) fn required_params<T: DeserializeOwned>(
 
 /// Serves one request, through the server's request middleware when it has any. The caller
 /// owns `shared` (its outbox, cancellation flag) and drives the returned future.
-pub(crate) async fn handle_request(shared: Arc<RequestShared>, raw: Option<RawJson>) -> Outcome {
-    match shared.server.middleware().chain() {
+pub(crate) async fn handle_request(
+    shared: Arc<RequestShared>,
+    raw: Option<RawJson>,
+    chain: Option<super::Next>,
+) -> Outcome {
+    match chain {
         Some(next) => {
             next.run(IncomingRequest::new(RequestContext::new(shared), raw))
                 .await

@@ -13,7 +13,7 @@ use futures_util::future::BoxFuture;
 
 use super::context::RequestShared;
 use super::dispatch::{Outcome, handle_request};
-use super::middleware::MessageEvent;
+use super::middleware::{MessageEvent, Observers, observe};
 use super::session::InflightGuard;
 use crate::protocol::RawJson;
 use crate::protocol::jsonrpc::encode_error;
@@ -30,6 +30,8 @@ pub(crate) enum Step {
 /// A request being served.
 pub(crate) struct Exchange {
     shared: Arc<RequestShared>,
+    /// The server's message observers, taken once per request (none: nothing to do).
+    observers: Option<Observers>,
     handler: Option<BoxFuture<'static, Outcome>>,
     /// The outcome, held back until the messages emitted before it are out.
     outcome: Option<Outcome>,
@@ -45,8 +47,10 @@ impl Exchange {
         params: Option<RawJson>,
         inflight: Option<InflightGuard>,
     ) -> Self {
-        let fut = handle_request(shared.clone(), params);
+        let middleware = shared.server.middleware();
+        let fut = handle_request(shared.clone(), params, middleware.chain());
         Exchange {
+            observers: middleware.observers(),
             shared,
             handler: Some(Box::pin(fut)),
             outcome: None,
@@ -84,7 +88,9 @@ impl Exchange {
         // Messages emitted before (or while) the handler finished go out first.
         match self.shared.outbox.poll_recv(cx) {
             Poll::Ready(Some(m)) => {
-                self.shared.server.observe(&MessageEvent::Sending(&m));
+                if let Some(o) = &self.observers {
+                    observe(o, &MessageEvent::Sending(&m));
+                }
                 return Poll::Ready(Some(Step::Message(m)));
             }
             Poll::Ready(None) | Poll::Pending => {}
@@ -99,14 +105,12 @@ impl Exchange {
     }
 
     fn observe_outcome(&self, outcome: &Outcome) {
-        let server = &self.shared.server;
+        let Some(o) = &self.observers else { return };
         match outcome {
-            Outcome::Reply(b) => server.observe(&MessageEvent::Sending(b)),
+            Outcome::Reply(b) => observe(o, &MessageEvent::Sending(b)),
             Outcome::Error(e) => {
-                if server.middleware().observers().is_some() {
-                    let b = encode_error(Some(&self.shared.id), e);
-                    server.observe(&MessageEvent::Sending(&b));
-                }
+                let b = encode_error(Some(&self.shared.id), e);
+                observe(o, &MessageEvent::Sending(&b));
             }
             Outcome::Silent => {}
         }

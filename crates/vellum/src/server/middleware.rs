@@ -64,6 +64,8 @@ impl IncomingRequest {
 
 type RequestFn = dyn Fn(IncomingRequest, Next) -> BoxFuture<'static, Outcome> + Send + Sync;
 type ObserverFn = dyn Fn(&MessageEvent<'_>) + Send + Sync;
+/// A server's message observers, in the order they were added.
+pub(crate) type Observers = Arc<[Arc<ObserverFn>]>;
 
 /// The rest of the chain: the middleware added after this one, then the dispatcher.
 pub struct Next {
@@ -166,7 +168,7 @@ impl Middleware {
     }
 
     /// The observers, if any (cloned out so no lock is held while they run).
-    pub(crate) fn observers(&self) -> Option<Arc<[Arc<ObserverFn>]>> {
+    pub(crate) fn observers(&self) -> Option<Observers> {
         self.observers.clone()
     }
 }
