@@ -110,22 +110,16 @@ async fn legacy_tasks() {
     let none = other.request(2, "tasks/list", json!({})).await;
     assert_eq!(none.result()["tasks"], json!([]));
 
-    // tasks/result waits for the end, then answers what the call would have.
-    let waiter = {
-        let id = id.clone();
-        let c = Legacy {
-            http: c.http.clone(),
-            url: c.url.clone(),
-            session: c.session.clone(),
-            version: c.version.clone(),
-        };
-        tokio::spawn(async move { c.request(5, "tasks/result", json!({"taskId": id})).await })
-    };
-    gate.notify_one();
-    let result = tokio::time::timeout(DEADLINE, waiter)
-        .await
-        .unwrap()
-        .unwrap();
+    // tasks/result waits for the end (the work is let go only once it was asked), then
+    // answers what the call would have.
+    let (result, ()) = tokio::time::timeout(DEADLINE, async {
+        tokio::join!(c.request(5, "tasks/result", json!({"taskId": id})), async {
+            tokio::task::yield_now().await;
+            gate.notify_one();
+        })
+    })
+    .await
+    .unwrap();
     assert_eq!(result.result()["content"][0]["text"], "slow work done");
     assert_eq!(
         result.result()["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],

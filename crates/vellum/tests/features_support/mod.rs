@@ -261,43 +261,52 @@ impl Legacy {
         id: &Value,
         responder: Option<&Responder>,
     ) -> Answer {
-        let status = resp.status().as_u16();
-        let sse = resp
-            .headers()
-            .get("content-type")
-            .is_some_and(|v| v.to_str().unwrap_or("").starts_with("text/event-stream"));
-        if !sse {
-            let response: Value = resp.json().await.unwrap();
+        read_answer(resp, id, async |m: &Value| {
+            // A request from the server: answer it on a separate POST.
+            let answer = responder.expect("the server asked something unexpected")(m);
+            let r = self
+                .post(&json!({"jsonrpc": "2.0", "id": m["id"], "result": answer}))
+                .await;
+            assert_eq!(r.status(), 202);
+        })
+        .await
+    }
+}
+
+/// Reads a JSON or SSE answer up to the response to `id`; `on_request` handles the server's
+/// requests met on the way.
+async fn read_answer(
+    resp: reqwest::Response,
+    id: &Value,
+    mut on_request: impl AsyncFnMut(&Value),
+) -> Answer {
+    let status = resp.status().as_u16();
+    let sse = resp
+        .headers()
+        .get("content-type")
+        .is_some_and(|v| v.to_str().unwrap_or("").starts_with("text/event-stream"));
+    if !sse {
+        return Answer {
+            status,
+            messages: Vec::new(),
+            response: resp.json().await.unwrap(),
+        };
+    }
+    let mut reader = SseReader::new(resp);
+    let mut messages = Vec::new();
+    while let Some(m) = reader.next().await {
+        if m.get("method").is_some() && m.get("id").is_some() {
+            on_request(&m).await;
+        } else if m.get("method").is_none() && &m["id"] == id {
             return Answer {
                 status,
-                messages: Vec::new(),
-                response,
+                messages,
+                response: m,
             };
         }
-        let mut reader = SseReader::new(resp);
-        let mut messages = Vec::new();
-        while let Some(m) = reader.next().await {
-            if m.get("method").is_some() && m.get("id").is_some() {
-                // A request from the server: answer it on a separate POST.
-                let answer = responder.expect("the server asked something unexpected")(&m);
-                let r = self
-                    .post(&json!({"jsonrpc": "2.0", "id": m["id"], "result": answer}))
-                    .await;
-                assert_eq!(r.status(), 202);
-                messages.push(m);
-                continue;
-            }
-            if m.get("method").is_none() && &m["id"] == id {
-                return Answer {
-                    status,
-                    messages,
-                    response: m,
-                };
-            }
-            messages.push(m);
-        }
-        panic!("the stream ended without an answer; got {messages:?}");
+        messages.push(m);
     }
+    panic!("the stream ended without an answer; got {messages:?}");
 }
 
 /// A client for the 2026-07-28 era: every request stands alone.
@@ -368,35 +377,10 @@ impl Modern {
     /// Sends a request and reads everything up to its answer.
     pub async fn request(&self, id: i64, method: &str, params: Value) -> Answer {
         let resp = self.post(&self.body(id, method, params)).await;
-        let status = resp.status().as_u16();
-        let sse = resp
-            .headers()
-            .get("content-type")
-            .is_some_and(|v| v.to_str().unwrap_or("").starts_with("text/event-stream"));
-        if !sse {
-            return Answer {
-                status,
-                messages: Vec::new(),
-                response: resp.json().await.unwrap(),
-            };
-        }
-        let mut reader = SseReader::new(resp);
-        let mut messages = Vec::new();
-        while let Some(m) = reader.next().await {
-            assert!(
-                !(m.get("method").is_some() && m.get("id").is_some()),
-                "a 2026-07-28 server must not send requests: {m}"
-            );
-            if m.get("method").is_none() && m["id"] == json!(id) {
-                return Answer {
-                    status,
-                    messages,
-                    response: m,
-                };
-            }
-            messages.push(m);
-        }
-        panic!("the stream ended without an answer; got {messages:?}");
+        read_answer(resp, &json!(id), async |m: &Value| {
+            panic!("a 2026-07-28 server must not send requests: {m}")
+        })
+        .await
     }
 
     /// Opens a `subscriptions/listen` stream.
