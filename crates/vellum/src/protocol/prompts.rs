@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{Icon, Meta, Role};
+use super::common::{Icon, Meta, Role, display_builders};
 use super::content::ContentBlock;
 use super::mrtr::InputResponses;
 
@@ -42,27 +42,15 @@ impl Prompt {
         }
     }
 
-    /// Sets the display title.
-    #[must_use]
-    pub fn with_title(mut self, title: impl Into<String>) -> Self {
-        self.title = Some(title.into());
-        self
-    }
-
     /// Adds an argument.
     #[must_use]
     pub fn with_argument(mut self, argument: PromptArgument) -> Self {
         self.arguments.get_or_insert_with(Vec::new).push(argument);
         self
     }
-
-    /// Sets the icons.
-    #[must_use]
-    pub fn with_icons(mut self, icons: Vec<Icon>) -> Self {
-        self.icons = Some(icons);
-        self
-    }
 }
+
+display_builders!(Prompt);
 
 /// An argument of a prompt.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

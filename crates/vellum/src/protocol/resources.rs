@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{Annotations, Icon, Meta};
+use super::common::{Annotations, Icon, Meta, display_builders};
 use super::content::ResourceContents;
 use super::mrtr::InputResponses;
 
@@ -47,31 +47,10 @@ impl Resource {
         }
     }
 
-    /// Sets the display title.
-    #[must_use]
-    pub fn with_title(mut self, title: impl Into<String>) -> Self {
-        self.title = Some(title.into());
-        self
-    }
-
-    /// Sets the description.
-    #[must_use]
-    pub fn with_description(mut self, description: impl Into<String>) -> Self {
-        self.description = Some(description.into());
-        self
-    }
-
     /// Sets the MIME type.
     #[must_use]
     pub fn with_mime_type(mut self, mime_type: impl Into<String>) -> Self {
         self.mime_type = Some(mime_type.into());
-        self
-    }
-
-    /// Sets the icons.
-    #[must_use]
-    pub fn with_icons(mut self, icons: Vec<Icon>) -> Self {
-        self.icons = Some(icons);
         self
     }
 }
@@ -114,34 +93,15 @@ impl ResourceTemplate {
         }
     }
 
-    /// Sets the display title.
-    #[must_use]
-    pub fn with_title(mut self, title: impl Into<String>) -> Self {
-        self.title = Some(title.into());
-        self
-    }
-
-    /// Sets the description.
-    #[must_use]
-    pub fn with_description(mut self, description: impl Into<String>) -> Self {
-        self.description = Some(description.into());
-        self
-    }
-
     /// Sets the MIME type of the matching resources.
     #[must_use]
     pub fn with_mime_type(mut self, mime_type: impl Into<String>) -> Self {
         self.mime_type = Some(mime_type.into());
         self
     }
-
-    /// Sets the icons.
-    #[must_use]
-    pub fn with_icons(mut self, icons: Vec<Icon>) -> Self {
-        self.icons = Some(icons);
-        self
-    }
 }
+
+display_builders!(Resource, ResourceTemplate);
 
 /// `resources/list` result.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
