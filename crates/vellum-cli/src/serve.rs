@@ -15,11 +15,18 @@ use vellum::transport::http::{
 #[allow(dead_code, unreachable_pub)]
 mod hello_world;
 
+// It compiles hello_world.rs again, for its `hello_world` tool.
+#[path = "../../vellum/examples/everything.rs"]
+#[allow(dead_code, unreachable_pub, clippy::duplicate_mod)]
+mod everything;
+
 /// Which demo server to serve.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub(crate) enum DemoServer {
     /// The seed: one `hello_world` tool.
     HelloWorld,
+    /// Every fixture of the official conformance suite, plus `hello_world`.
+    Everything,
 }
 
 /// Flags of `vellum serve`.
@@ -99,6 +106,7 @@ pub(crate) struct ServeArgs {
 fn build_server(which: DemoServer) -> anyhow::Result<Server> {
     match which {
         DemoServer::HelloWorld => Ok(hello_world::hello_world_server()?),
+        DemoServer::Everything => Ok(everything::everything_server()?),
     }
 }
 

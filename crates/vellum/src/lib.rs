@@ -52,12 +52,12 @@ pub use error::{Error, Result};
 /// The names most programs need.
 pub mod prelude {
     pub use crate::protocol::{
-        CallToolResult, ContentBlock, Implementation, Prompt, PromptArgument, PromptMessage,
-        Resource, ResourceTemplate, Tool,
+        CallToolResult, ContentBlock, GetPromptResult, Implementation, Prompt, PromptArgument,
+        PromptMessage, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Tool,
     };
     pub use crate::server::{
-        CallToolRequest, GetPromptRequest, HandlerError, ReadResourceRequest, RequestContext,
-        Server, ServerOptions, Structured,
+        CallToolRequest, GetPromptRequest, HandlerError, NoArgs, ReadResourceRequest,
+        RequestContext, Server, ServerOptions, Structured,
     };
     pub use crate::transport::http::{StreamableHttpHandler, StreamableHttpOptions};
 }

@@ -10,6 +10,36 @@ use serde_json::{Map, Value};
 
 use super::jsonrpc::ProgressToken;
 
+/// Builder methods for the display fields (`title`, `description`, `icons`) that resources,
+/// templates and prompts share.
+macro_rules! display_builders {
+    ($($t:ty),* $(,)?) => {$(
+        impl $t {
+            /// Sets the display title.
+            #[must_use]
+            pub fn with_title(mut self, title: impl Into<String>) -> Self {
+                self.title = Some(title.into());
+                self
+            }
+
+            /// Sets the description.
+            #[must_use]
+            pub fn with_description(mut self, description: impl Into<String>) -> Self {
+                self.description = Some(description.into());
+                self
+            }
+
+            /// Sets the icons.
+            #[must_use]
+            pub fn with_icons(mut self, icons: Vec<$crate::protocol::Icon>) -> Self {
+                self.icons = Some(icons);
+                self
+            }
+        }
+    )*};
+}
+pub(crate) use display_builders;
+
 /// Well-known `_meta` keys.
 pub mod meta_keys {
     /// The request's protocol version (2026-07-28, required on every request).

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{Icon, Meta, Role};
+use super::common::{Icon, Meta, Role, display_builders};
 use super::content::ContentBlock;
 use super::mrtr::InputResponses;
 
@@ -31,6 +31,27 @@ pub struct Prompt {
     pub meta: Option<Meta>,
 }
 
+impl Prompt {
+    /// A prompt with a name and a description (the conformance suite, and most clients,
+    /// expect one).
+    pub fn new(name: impl Into<String>, description: impl Into<String>) -> Self {
+        Prompt {
+            name: name.into(),
+            description: Some(description.into()),
+            ..Default::default()
+        }
+    }
+
+    /// Adds an argument.
+    #[must_use]
+    pub fn with_argument(mut self, argument: PromptArgument) -> Self {
+        self.arguments.get_or_insert_with(Vec::new).push(argument);
+        self
+    }
+}
+
+display_builders!(Prompt);
+
 /// An argument of a prompt.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PromptArgument {
@@ -45,6 +66,26 @@ pub struct PromptArgument {
     /// Whether it must be given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub required: Option<bool>,
+}
+
+impl PromptArgument {
+    /// A required argument.
+    pub fn required(name: impl Into<String>, description: impl Into<String>) -> Self {
+        PromptArgument {
+            name: name.into(),
+            title: None,
+            description: Some(description.into()),
+            required: Some(true),
+        }
+    }
+
+    /// An optional argument.
+    pub fn optional(name: impl Into<String>, description: impl Into<String>) -> Self {
+        PromptArgument {
+            required: Some(false),
+            ..Self::required(name, description)
+        }
+    }
 }
 
 /// `prompts/list` result.
@@ -94,6 +135,24 @@ pub struct GetPromptResult {
     pub meta: Option<Meta>,
 }
 
+impl GetPromptResult {
+    /// A result with these messages.
+    pub fn new(messages: Vec<PromptMessage>) -> Self {
+        GetPromptResult {
+            description: None,
+            messages,
+            meta: None,
+        }
+    }
+
+    /// Sets the description.
+    #[must_use]
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+}
+
 /// One message of a prompt.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PromptMessage {
@@ -104,6 +163,12 @@ pub struct PromptMessage {
 }
 
 impl PromptMessage {
+    /// A message with any content block (text, image, audio, resource link, embedded
+    /// resource).
+    pub fn new(role: Role, content: ContentBlock) -> Self {
+        PromptMessage { role, content }
+    }
+
     /// A user message with text.
     pub fn user(text: impl Into<String>) -> Self {
         PromptMessage {
@@ -140,6 +205,23 @@ pub enum CompletionReference {
         /// The template (or URI).
         uri: String,
     },
+}
+
+impl CompletionReference {
+    /// A prompt's arguments.
+    pub fn prompt(name: impl Into<String>) -> Self {
+        CompletionReference::Prompt {
+            name: name.into(),
+            title: None,
+        }
+    }
+
+    /// A resource template's variables (by its template text).
+    pub fn resource(uri_template: impl Into<String>) -> Self {
+        CompletionReference::Resource {
+            uri: uri_template.into(),
+        }
+    }
 }
 
 /// `completion/complete` parameters.
@@ -185,6 +267,16 @@ pub struct CompleteResult {
     pub meta: Option<Meta>,
 }
 
+impl CompleteResult {
+    /// A result with these suggestions.
+    pub fn new(completion: Completion) -> Self {
+        CompleteResult {
+            completion,
+            meta: None,
+        }
+    }
+}
+
 /// Completion suggestions.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -197,4 +289,21 @@ pub struct Completion {
     /// Whether more values exist than were returned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub has_more: Option<bool>,
+}
+
+impl Completion {
+    /// The most values one completion result may carry.
+    pub const MAX_VALUES: usize = 100;
+
+    /// Every matching value: the first [`Completion::MAX_VALUES`] are sent, with `total`
+    /// and `hasMore` telling the client about the rest.
+    pub fn all(mut values: Vec<String>) -> Self {
+        let total = values.len();
+        values.truncate(Self::MAX_VALUES);
+        Completion {
+            has_more: Some(total > values.len()),
+            total: Some(total as u64),
+            values,
+        }
+    }
 }

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{Annotations, Icon, Meta};
+use super::common::{Annotations, Icon, Meta, display_builders};
 use super::content::ResourceContents;
 use super::mrtr::InputResponses;
 
@@ -46,6 +46,13 @@ impl Resource {
             ..Default::default()
         }
     }
+
+    /// Sets the MIME type.
+    #[must_use]
+    pub fn with_mime_type(mut self, mime_type: impl Into<String>) -> Self {
+        self.mime_type = Some(mime_type.into());
+        self
+    }
 }
 
 /// A family of resources described by an RFC 6570 URI template.
@@ -75,6 +82,26 @@ pub struct ResourceTemplate {
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
 }
+
+impl ResourceTemplate {
+    /// A template with an RFC 6570 URI template and a name.
+    pub fn new(uri_template: impl Into<String>, name: impl Into<String>) -> Self {
+        ResourceTemplate {
+            uri_template: uri_template.into(),
+            name: name.into(),
+            ..Default::default()
+        }
+    }
+
+    /// Sets the MIME type of the matching resources.
+    #[must_use]
+    pub fn with_mime_type(mut self, mime_type: impl Into<String>) -> Self {
+        self.mime_type = Some(mime_type.into());
+        self
+    }
+}
+
+display_builders!(Resource, ResourceTemplate);
 
 /// `resources/list` result.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -129,6 +156,29 @@ pub struct ReadResourceResult {
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+}
+
+impl ReadResourceResult {
+    /// A result with these contents.
+    pub fn new(contents: Vec<ResourceContents>) -> Self {
+        ReadResourceResult {
+            contents,
+            meta: None,
+        }
+    }
+
+    /// A result with one text content.
+    pub fn text(
+        uri: impl Into<String>,
+        mime_type: impl AsRef<str>,
+        text: impl Into<String>,
+    ) -> Self {
+        Self::new(vec![ResourceContents::text(
+            uri,
+            Some(mime_type.as_ref()),
+            text,
+        )])
+    }
 }
 
 /// `resources/subscribe` and `resources/unsubscribe` parameters (legacy).

@@ -15,15 +15,16 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::Server;
+use super::mrtr::{Attempt, Binding, NextAnswer, principal_digest};
 use super::outbox::Outbox;
 use super::session::Session;
 use crate::error::Error;
 use crate::protocol::jsonrpc::{encode_notification, encode_request};
 use crate::protocol::{
     ClientCapabilities, CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult,
-    Implementation, InputRequest, InputRequiredResult, InputResponses, ListRootsResult,
-    LoggingLevel, LoggingMessageParams, Meta, ProgressParams, ProgressToken, ProtocolVersion,
-    RequestId, methods,
+    ErrorObject, Implementation, InputRequest, InputRequiredResult, InputResponses,
+    ListRootsResult, LoggingLevel, LoggingMessageParams, Meta, ProgressParams, ProgressToken,
+    ProtocolVersion, RawJson, RequestId, methods,
 };
 
 /// How long a question to the client may wait for its answer, unless the handler says
@@ -47,15 +48,6 @@ pub(crate) struct ModernMeta {
     pub(crate) log_level: Option<LoggingLevel>,
 }
 
-/// MRTR bookkeeping of a modern request.
-#[derive(Default)]
-struct InputState {
-    /// The answers the client sent with this attempt.
-    responses: InputResponses,
-    /// How many questions the handler asked so far in this attempt.
-    asked: u32,
-}
-
 /// Everything one request's handlers share.
 pub(crate) struct RequestShared {
     pub(crate) id: RequestId,
@@ -70,7 +62,8 @@ pub(crate) struct RequestShared {
     last_progress: AtomicU64,
     /// Milliseconds of `retry` the handler asked for when closing its SSE stream; 0 = none.
     close_stream: AtomicU64,
-    inputs: Mutex<InputState>,
+    /// MRTR bookkeeping (modern requests that may ask the client).
+    attempt: Mutex<Attempt>,
 }
 
 impl RequestShared {
@@ -92,7 +85,7 @@ impl RequestShared {
             cancelled: AtomicBool::new(false),
             last_progress: AtomicU64::new(f64::NAN.to_bits()),
             close_stream: AtomicU64::new(0),
-            inputs: Mutex::new(InputState::default()),
+            attempt: Mutex::new(Attempt::default()),
         }
     }
 
@@ -103,14 +96,71 @@ impl RequestShared {
         }
     }
 
-    /// Records the MRTR answers of a modern retry.
-    pub(crate) fn set_input_responses(&self, responses: Option<InputResponses>) {
-        if let Some(r) = responses {
-            self.inputs
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .responses = r;
+    /// Starts the MRTR attempt of a modern `tools/call`, `resources/read` or `prompts/get`:
+    /// checks the echoed `requestState` and keeps the client's answers.
+    pub(crate) fn begin_attempt(
+        &self,
+        params: Option<&RawJson>,
+        responses: Option<InputResponses>,
+        state: Option<&str>,
+    ) -> Result<(), ErrorObject> {
+        if !matches!(self.scope, Scope::Modern(_)) {
+            return Ok(());
         }
+        let principal = self.principal_digest();
+        let binding = Binding {
+            method: self.method.clone(),
+            params: params.cloned(),
+            principal,
+        };
+        self.attempt
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .begin(&self.server.inner.state_key, binding, responses, state)
+    }
+
+    /// A digest of the authenticated caller (from the HTTP request's extensions), if any.
+    pub(crate) fn principal_digest(&self) -> Option<String> {
+        self.http
+            .as_ref()
+            .and_then(|p| p.extensions.get::<crate::auth::Principal>())
+            .map(|p| principal_digest(&p.issuer, &p.subject))
+    }
+
+    /// The client's capabilities as they apply to this request.
+    pub(crate) fn client_capabilities(&self) -> &ClientCapabilities {
+        static NONE: OnceLock<ClientCapabilities> = OnceLock::new();
+        match &self.scope {
+            Scope::Legacy(s) => s.client_capabilities(),
+            Scope::Modern(m) => Some(&m.capabilities),
+        }
+        .unwrap_or_else(|| NONE.get_or_init(ClientCapabilities::default))
+    }
+
+    /// A copy of this request's identity and context with its own outbox and state, for
+    /// work that outlives the request (a task).
+    pub(crate) fn detached(&self) -> RequestShared {
+        let scope = match &self.scope {
+            Scope::Legacy(s) => Scope::Legacy(s.clone()),
+            Scope::Modern(m) => Scope::Modern(m.clone()),
+        };
+        let copy = RequestShared::new(
+            self.id.clone(),
+            self.method.clone(),
+            scope,
+            self.server.clone(),
+            self.http.clone(),
+        );
+        copy.set_meta(self.meta.get().cloned());
+        copy
+    }
+
+    /// Hands a task's collected answers to its next run (questions are keyed as in MRTR).
+    pub(crate) fn set_task_answers(&self, answers: InputResponses) {
+        self.attempt
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .set_answers(answers);
     }
 
     /// Marks the request cancelled and wakes its driver, which drops the handler.
@@ -145,6 +195,9 @@ impl RequestShared {
 #[derive(Clone)]
 pub struct RequestContext {
     pub(crate) shared: Arc<RequestShared>,
+    /// How long questions to the client wait, when the handler chose (see
+    /// [`RequestContext::with_timeout`]).
+    timeout: Option<Duration>,
 }
 
 impl std::fmt::Debug for RequestContext {
@@ -159,7 +212,28 @@ impl std::fmt::Debug for RequestContext {
 
 impl RequestContext {
     pub(crate) fn new(shared: Arc<RequestShared>) -> Self {
-        RequestContext { shared }
+        RequestContext {
+            shared,
+            timeout: None,
+        }
+    }
+
+    /// This context with another timeout for its questions to the client (sampling,
+    /// elicitation, roots, [`send_request`](Self::send_request)); the default is
+    /// [`ServerOptions::client_request_timeout`](super::ServerOptions::client_request_timeout).
+    /// On expiry a legacy session sends `notifications/cancelled` for the question and the
+    /// call fails with [`Error::Timeout`]. (In the 2026-07-28 era the client answers by
+    /// retrying, so there is nothing to wait for.)
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// The timeout of this context's questions to the client.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+            .unwrap_or(self.shared.server.inner.options.client_request_timeout)
     }
 
     /// The JSON-RPC id of the request.
@@ -184,12 +258,7 @@ impl RequestContext {
 
     /// The client's capabilities as they apply to this request.
     pub fn client_capabilities(&self) -> &ClientCapabilities {
-        static NONE: OnceLock<ClientCapabilities> = OnceLock::new();
-        match &self.shared.scope {
-            Scope::Legacy(s) => s.client_capabilities(),
-            Scope::Modern(m) => Some(&m.capabilities),
-        }
-        .unwrap_or_else(|| NONE.get_or_init(ClientCapabilities::default))
+        self.shared.client_capabilities()
     }
 
     /// The client's self-reported identity, if known. Never base security decisions on it.
@@ -337,6 +406,11 @@ impl RequestContext {
     }
 
     /// Asks the user for input (`elicitation/create`), in form or URL mode.
+    ///
+    /// A form's schema must be the flat object of primitive properties the spec allows
+    /// (checked before asking). When the user accepts, missing properties get their schema
+    /// `default`, and the content is validated against the schema: an answer that does not
+    /// match is an [`Error::Protocol`], so the handler never sees it.
     pub async fn elicit(&self, params: ElicitParams) -> Result<ElicitResult, Error> {
         let caps = self.client_capabilities();
         match &params {
@@ -348,8 +422,17 @@ impl RequestContext {
             }
             _ => {}
         }
-        self.ask(methods::ELICITATION_CREATE, InputRequest::Elicit(params))
-            .await
+        let schema = match &params {
+            ElicitParams::Form(f) => Some(super::elicit::check_schema(&f.requested_schema)?),
+            ElicitParams::Url(_) => None,
+        };
+        let mut answer: ElicitResult = self
+            .ask(methods::ELICITATION_CREATE, InputRequest::Elicit(params))
+            .await?;
+        if let Some(schema) = schema {
+            super::elicit::accept_content(&schema, &mut answer)?;
+        }
+        Ok(answer)
     }
 
     /// Asks the client for its roots (`roots/list`).
@@ -374,33 +457,27 @@ impl RequestContext {
                     InputRequest::ListRoots => Value::Object(Default::default()),
                 };
                 let raw = session
-                    .request_client(
-                        method,
-                        &params,
-                        &self.shared.outbox,
-                        DEFAULT_CLIENT_REQUEST_TIMEOUT,
-                    )
+                    .request_client(method, &params, &self.shared.outbox, self.timeout())
                     .await?;
                 Ok(raw.parse()?)
             }
             Scope::Modern(_) => {
-                // MRTR: the n-th question of an attempt is keyed "n"; a retry carries the
-                // answers under the same keys, so a deterministic handler finds them again.
-                let (key, answer) = {
-                    let mut st = self.shared.inputs.lock().unwrap_or_else(|e| e.into_inner());
-                    st.asked += 1;
-                    let key = st.asked.to_string();
-                    let answer = st.responses.remove(&key);
-                    (key, answer)
+                let next = {
+                    let server = &self.shared.server.inner;
+                    self.shared
+                        .attempt
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .next(method, &server.state_key, server.options.request_state_ttl)
                 };
-                match answer {
-                    Some(v) => Ok(serde_json::from_value(v)?),
-                    None => {
+                match next {
+                    NextAnswer::Answered(v) => Ok(serde_json::from_value(v)?),
+                    NextAnswer::Ask { key, state } => {
                         let mut requests = std::collections::BTreeMap::new();
                         requests.insert(key, request);
                         Err(Error::InputRequired(Box::new(InputRequiredResult {
                             input_requests: Some(requests),
-                            request_state: None,
+                            request_state: state,
                             meta: None,
                         })))
                     }

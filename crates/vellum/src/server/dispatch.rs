@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -15,8 +16,12 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::context::{RequestContext, RequestShared, Scope};
+use super::listen::subscription_meta;
+use super::middleware::{IncomingRequest, MessageEvent};
+use super::prompt::completer_key;
 use super::session::{ClientInit, Session};
-use super::tool::{CallToolRequest, HandlerError};
+use super::tasks;
+use super::tool::{CallToolRequest, HandlerError, ToolEntry};
 use super::{GetPromptRequest, ReadResourceRequest};
 use crate::protocol::jsonrpc::{
     encode_error, encode_notification, encode_response_raw, encode_response_with,
@@ -27,13 +32,15 @@ use crate::protocol::{
     GetPromptResult, InitializeParams, InitializeResult, InputRequiredResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, Meta, Notification,
     PaginatedParams, ProtocolVersion, RawJson, ReadResourceParams, ReadResourceResult, Response,
-    ResultType, SetLevelParams, SubscribeParams, code, meta_keys, methods,
+    ResultType, SetLevelParams, SubscribeParams, SubscriptionFilter,
+    SubscriptionsAcknowledgedParams, SubscriptionsListenParams, code, meta_keys, methods,
 };
 
-/// What serving a request produced.
+/// What serving a request produced (what request middleware get back from
+/// [`Next::run`](super::Next::run), and may return instead).
 #[derive(Debug)]
-pub(crate) enum Outcome {
-    /// The encoded success response.
+pub enum Outcome {
+    /// The encoded JSON-RPC success response (the whole message, ready to send).
     Reply(Bytes),
     /// A JSON-RPC error for the request.
     Error(ErrorObject),
@@ -41,8 +48,19 @@ pub(crate) enum Outcome {
     Silent,
 }
 
+impl Outcome {
+    /// The error, when the request failed.
+    pub fn error(&self) -> Option<&ErrorObject> {
+        match self {
+            Outcome::Error(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 /// Results that can carry server info in their `_meta` (2026-07-28).
 pub(crate) trait HasMeta {
+    /// The result's `_meta`.
     fn meta_mut(&mut self) -> &mut Option<Meta>;
 }
 
@@ -67,6 +85,8 @@ has_meta!(
     GetPromptResult,
     CompleteResult,
     InputRequiredResult,
+    crate::protocol::CreateTaskResult,
+    crate::protocol::ListTasksResult,
 );
 
 /// A modern result: `resultType`, the result's own fields, then the cache hints.
@@ -82,7 +102,7 @@ struct Modern<'a, T: Serialize> {
     cache_scope: Option<crate::protocol::CacheScope>,
 }
 
-fn is_modern(shared: &RequestShared) -> bool {
+pub(crate) fn is_modern(shared: &RequestShared) -> bool {
     matches!(shared.scope, Scope::Modern(_))
 }
 
@@ -115,7 +135,7 @@ fn write_result<T: Serialize + HasMeta>(
 }
 
 /// Encodes the response message of a result for the request's era.
-fn encode_result<T: Serialize + HasMeta>(
+pub(crate) fn encode_result<T: Serialize + HasMeta>(
     shared: &RequestShared,
     result: T,
     result_type: ResultType,
@@ -132,7 +152,7 @@ fn encode_result<T: Serialize + HasMeta>(
     }
 }
 
-fn complete<T: Serialize + HasMeta>(shared: &RequestShared, result: T) -> Outcome {
+pub(crate) fn complete<T: Serialize + HasMeta>(shared: &RequestShared, result: T) -> Outcome {
     encode_result(shared, result, ResultType::Complete, None)
 }
 
@@ -145,7 +165,9 @@ fn cacheable<T: Serialize + HasMeta>(shared: &RequestShared, result: T) -> Outco
     )
 }
 
-fn params<T: DeserializeOwned + Default>(raw: Option<&RawJson>) -> Result<T, ErrorObject> {
+pub(crate) fn params<T: DeserializeOwned + Default>(
+    raw: Option<&RawJson>,
+) -> Result<T, ErrorObject> {
     match raw {
         None => Ok(T::default()),
         Some(r) => r
@@ -154,7 +176,9 @@ fn params<T: DeserializeOwned + Default>(raw: Option<&RawJson>) -> Result<T, Err
     }
 }
 
-fn required_params<T: DeserializeOwned>(raw: Option<&RawJson>) -> Result<T, ErrorObject> {
+pub(crate) fn required_params<T: DeserializeOwned>(
+    raw: Option<&RawJson>,
+) -> Result<T, ErrorObject> {
     match raw {
         None => Err(ErrorObject::invalid_params(
             "Invalid params: missing params",
@@ -165,9 +189,24 @@ fn required_params<T: DeserializeOwned>(raw: Option<&RawJson>) -> Result<T, Erro
     }
 }
 
-/// Serves one request. The caller owns `shared` (its outbox, cancellation flag) and drives
-/// the returned future; this is the only place methods are matched.
-pub(crate) async fn handle_request(shared: Arc<RequestShared>, raw: Option<RawJson>) -> Outcome {
+/// Serves one request, through the server's request middleware when it has any. The caller
+/// owns `shared` (its outbox, cancellation flag) and drives the returned future.
+pub(crate) async fn handle_request(
+    shared: Arc<RequestShared>,
+    raw: Option<RawJson>,
+    chain: Option<super::Next>,
+) -> Outcome {
+    match chain {
+        Some(next) => {
+            next.run(IncomingRequest::new(RequestContext::new(shared), raw))
+                .await
+        }
+        None => dispatch_request(shared, raw).await,
+    }
+}
+
+/// The innermost step of every request: the only place methods are matched.
+pub(crate) async fn dispatch_request(shared: Arc<RequestShared>, raw: Option<RawJson>) -> Outcome {
     match dispatch(&shared, raw).await {
         Ok(outcome) => outcome,
         Err(e) => Outcome::Error(e),
@@ -190,23 +229,29 @@ async fn dispatch(
     }
     let raw = raw.as_ref();
     Ok(match method {
-        methods::TOOLS_CALL => call_tool(shared, required_params(raw)?).await,
+        methods::TOOLS_CALL => call_tool(shared, raw, required_params(raw)?).await,
         methods::TOOLS_LIST => list_tools(shared, params(raw)?)?,
         methods::INITIALIZE if !modern => initialize(shared, required_params(raw)?)?,
         methods::PING if !modern => encode_ping(shared),
         methods::DISCOVER if modern => discover(shared),
         methods::RESOURCES_LIST => list_resources(shared, params(raw)?)?,
         methods::RESOURCES_TEMPLATES_LIST => list_templates(shared, params(raw)?)?,
-        methods::RESOURCES_READ => read_resource(shared, required_params(raw)?).await,
+        methods::RESOURCES_READ => read_resource(shared, raw, required_params(raw)?).await,
         methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE if !modern => subscribe(
             shared,
             method == methods::RESOURCES_SUBSCRIBE,
             required_params(raw)?,
         )?,
         methods::PROMPTS_LIST => list_prompts(shared, params(raw)?)?,
-        methods::PROMPTS_GET => get_prompt(shared, required_params(raw)?).await,
+        methods::PROMPTS_GET => get_prompt(shared, raw, required_params(raw)?).await,
         methods::COMPLETION_COMPLETE => complete_argument(shared, required_params(raw)?).await?,
         methods::LOGGING_SET_LEVEL if !modern => set_level(shared, required_params(raw)?)?,
+        methods::TASKS_GET => tasks::get(shared, required_params(raw)?)?,
+        methods::TASKS_RESULT if !modern => tasks::result(shared, required_params(raw)?).await?,
+        methods::TASKS_LIST if !modern => tasks::list(shared, params(raw)?)?,
+        methods::TASKS_CANCEL => tasks::cancel(shared, required_params(raw)?)?,
+        methods::TASKS_UPDATE if modern => tasks::update(shared, required_params(raw)?)?,
+        methods::SUBSCRIPTIONS_LISTEN if modern => listen(shared, required_params(raw)?).await?,
         _ => return Err(ErrorObject::method_not_found(method)),
     })
 }
@@ -237,11 +282,16 @@ fn initialize(shared: &RequestShared, p: InitializeParams) -> Result<Outcome, Er
         ));
     }
     let server = &shared.server;
+    let mut capabilities = server.capabilities();
+    capabilities.extensions = None;
+    if version < ProtocolVersion::V2025_11_25 {
+        capabilities.tasks = None;
+    }
     Ok(complete(
         shared,
         InitializeResult {
             protocol_version: version.as_str().to_owned(),
-            capabilities: server.capabilities(),
+            capabilities,
             server_info: server.info().clone(),
             instructions: server.options().instructions.clone(),
             meta: None,
@@ -251,11 +301,13 @@ fn initialize(shared: &RequestShared, p: InitializeParams) -> Result<Outcome, Er
 
 fn discover(shared: &RequestShared) -> Outcome {
     let server = &shared.server;
+    let mut capabilities = server.capabilities();
+    capabilities.tasks = None;
     cacheable(
         shared,
         DiscoverResult {
             supported_versions: DiscoverResult::all_versions(),
-            capabilities: server.capabilities(),
+            capabilities,
             instructions: server.options().instructions.clone(),
             meta: None,
         },
@@ -277,6 +329,62 @@ fn subscribe(shared: &RequestShared, on: bool, p: SubscribeParams) -> Result<Out
     Ok(Outcome::Reply(encode_response_raw(&shared.id, b"{}")))
 }
 
+/// `subscriptions/listen`: acknowledges the part of the filter this server honours, then
+/// stays open; the server pushes the notifications into this request's outbox until the
+/// client goes away (see `listen.rs`).
+async fn listen(
+    shared: &Arc<RequestShared>,
+    p: SubscriptionsListenParams,
+) -> Result<Outcome, ErrorObject> {
+    shared.set_meta(p.meta);
+    let caps = shared.server.capabilities();
+    let lists = |cap: Option<bool>, asked: Option<bool>| {
+        (cap == Some(true) && asked == Some(true)).then_some(true)
+    };
+    let asked = p.notifications;
+    let resources = caps.resources.as_ref();
+    let granted = SubscriptionFilter {
+        tools_list_changed: lists(
+            caps.tools.as_ref().and_then(|c| c.list_changed),
+            asked.tools_list_changed,
+        ),
+        prompts_list_changed: lists(
+            caps.prompts.as_ref().and_then(|c| c.list_changed),
+            asked.prompts_list_changed,
+        ),
+        resources_list_changed: lists(
+            resources.and_then(|c| c.list_changed),
+            asked.resources_list_changed,
+        ),
+        resource_subscriptions: asked
+            .resource_subscriptions
+            .filter(|uris| !uris.is_empty() && resources.and_then(|c| c.subscribe) == Some(true)),
+    };
+    let ack = SubscriptionsAcknowledgedParams {
+        notifications: granted.clone(),
+        meta: Some(subscription_meta(&shared.id)),
+    };
+    let message =
+        encode_notification(methods::SUBSCRIPTIONS_ACKNOWLEDGED, Some(&ack)).map_err(|e| {
+            ErrorObject::internal(format!("the acknowledgement could not be encoded: {e}"))
+        })?;
+    if shared.outbox.send(message).await.is_err() {
+        return Ok(Outcome::Silent);
+    }
+    if granted == SubscriptionFilter::default() {
+        // Nothing to listen for: the stream ends at once.
+        return Ok(complete(
+            shared,
+            EmptyResult {
+                meta: Some(subscription_meta(&shared.id)),
+            },
+        ));
+    }
+    let _registered = shared.server.inner.listeners.register(shared, granted);
+    std::future::pending::<()>().await;
+    Ok(Outcome::Silent)
+}
+
 // ---- pagination -------------------------------------------------------------------------
 
 fn decode_cursor(cursor: Option<&str>) -> Result<Option<String>, ErrorObject> {
@@ -290,7 +398,7 @@ fn decode_cursor(cursor: Option<&str>) -> Result<Option<String>, ErrorObject> {
 }
 
 /// One page of a sorted map: items after the cursor's key, and the next cursor.
-fn page<'a, V>(
+pub(crate) fn page<'a, V>(
     map: &'a BTreeMap<String, V>,
     cursor: Option<&str>,
     size: usize,
@@ -324,27 +432,51 @@ fn page<'a, V>(
 fn list_tools(shared: &RequestShared, p: PaginatedParams) -> Result<Outcome, ErrorObject> {
     shared.set_meta(p.meta);
     let server = &shared.server;
-    let slot = usize::from(is_modern(shared));
-    if p.cursor.is_none()
-        && let Some(bytes) = server
-            .inner
-            .cache
+    let modern = is_modern(shared);
+    let slot = usize::from(modern);
+    let cache = &server.inner.cache;
+    if p.cursor.is_none() {
+        let current = cache.tools_generation.load(Ordering::Acquire);
+        let cached = cache
             .tools
             .lock()
-            .map(|c| c[slot].clone())
             .ok()
-            .flatten()
-    {
-        return Ok(Outcome::Reply(encode_response_raw(&shared.id, &bytes)));
-    }
-    let result = {
-        let reg = server.registry();
-        let (items, next) = page(&reg.tools, p.cursor.as_deref(), server.options().page_size)?;
-        ListToolsResult {
-            tools: items.into_iter().map(|e| e.tool.clone()).collect(),
-            next_cursor: next,
-            meta: None,
+            .and_then(|c| c[slot].clone())
+            .filter(|(generation, _)| *generation == current);
+        if let Some((_, bytes)) = cached {
+            return Ok(Outcome::Reply(encode_response_raw(&shared.id, &bytes)));
         }
+    }
+    let (result, generation) = {
+        let reg = server.registry();
+        // Read under the registry lock: writers bump it under the write lock, so it is the
+        // generation of exactly this map.
+        let generation = cache.tools_generation.load(Ordering::Acquire);
+        let (items, next) = page(&reg.tools, p.cursor.as_deref(), server.options().page_size)?;
+        let tools = items
+            .into_iter()
+            .map(|e| {
+                let mut t = e.tool.clone();
+                // Before 2026-07-28 an output schema describes an object; others are not
+                // listed to legacy clients (they get the text fallback instead).
+                if !modern
+                    && t.output_schema
+                        .as_ref()
+                        .is_some_and(|s| !is_object_schema(s))
+                {
+                    t.output_schema = None;
+                }
+                t
+            })
+            .collect();
+        (
+            ListToolsResult {
+                tools,
+                next_cursor: next,
+                meta: None,
+            },
+            generation,
+        )
     };
     if p.cursor.is_some() {
         return Ok(cacheable(shared, result));
@@ -359,10 +491,17 @@ fn list_tools(shared: &RequestShared, p: PaginatedParams) -> Result<Outcome, Err
     )
     .map_err(|e| ErrorObject::internal(format!("the tool list could not be encoded: {e}")))?;
     let body = Bytes::from(body);
-    if let Ok(mut c) = server.inner.cache.tools.lock() {
-        c[slot] = Some(body.clone());
+    if let Ok(mut c) = cache.tools.lock()
+        && c[slot].as_ref().is_none_or(|(g, _)| *g < generation)
+    {
+        c[slot] = Some((generation, body.clone()));
     }
     Ok(Outcome::Reply(encode_response_raw(&shared.id, &body)))
+}
+
+/// True for a schema whose root describes an object.
+fn is_object_schema(schema: &crate::protocol::JsonObject) -> bool {
+    schema.get("type") == Some(&Value::String("object".into()))
 }
 
 fn list_resources(shared: &RequestShared, p: PaginatedParams) -> Result<Outcome, ErrorObject> {
@@ -437,9 +576,16 @@ fn input_required(shared: &RequestShared, r: InputRequiredResult) -> Outcome {
     }
 }
 
-async fn call_tool(shared: &Arc<RequestShared>, mut p: CallToolParams) -> Outcome {
+async fn call_tool(
+    shared: &Arc<RequestShared>,
+    raw: Option<&RawJson>,
+    mut p: CallToolParams,
+) -> Outcome {
     shared.set_meta(p.meta.clone());
-    shared.set_input_responses(p.input_responses.take());
+    if let Err(e) = shared.begin_attempt(raw, p.input_responses.take(), p.request_state.as_deref())
+    {
+        return Outcome::Error(e);
+    }
     let Some(entry) = shared.server.tool(&p.name) else {
         return Outcome::Error(ErrorObject::invalid_params(format!(
             "Unknown tool: {}",
@@ -456,7 +602,28 @@ async fn call_tool(shared: &Arc<RequestShared>, mut p: CallToolParams) -> Outcom
         meta: p.meta,
         task: p.task,
     };
-    let ctx = RequestContext::new(shared.clone());
+    match tasks::decide(shared, &entry, &request) {
+        Err(e) => return Outcome::Error(e),
+        Ok(Some(ttl)) => return tasks::start(shared, entry, request, ttl),
+        Ok(None) => {}
+    }
+    match execute_tool(shared.clone(), &entry, request).await {
+        Ok(result) => complete(shared, result),
+        Err(HandlerError::Protocol(e)) => Outcome::Error(e),
+        Err(HandlerError::InputRequired(r)) => input_required(shared, *r),
+        Err(HandlerError::Failed(message)) => complete(shared, CallToolResult::error(message)),
+    }
+}
+
+/// Runs a tool's handler and checks and frames its output; a handler failure becomes a tool
+/// error result, so the error side is only protocol errors and MRTR questions.
+pub(crate) async fn execute_tool(
+    shared: Arc<RequestShared>,
+    entry: &ToolEntry,
+    request: CallToolRequest,
+) -> Result<CallToolResult, HandlerError> {
+    let modern = is_modern(&shared);
+    let ctx = RequestContext::new(shared);
     match entry.handler.call(ctx, request).await {
         Ok(result) => {
             if entry.has_output_schema() && !result.is_error() {
@@ -468,17 +635,39 @@ async fn call_tool(shared: &Arc<RequestShared>, mut p: CallToolParams) -> Outcom
                     ),
                 };
                 if let Err(why) = checked {
-                    return Outcome::Error(ErrorObject::internal(format!(
+                    return Err(HandlerError::Protocol(ErrorObject::internal(format!(
                         "The tool's output does not match its output schema: {why}"
-                    )));
+                    ))));
                 }
             }
-            complete(shared, result)
+            Ok(frame_structured(result, modern))
         }
-        Err(HandlerError::Failed(message)) => complete(shared, CallToolResult::error(message)),
-        Err(HandlerError::Protocol(e)) => Outcome::Error(e),
-        Err(HandlerError::InputRequired(r)) => input_required(shared, *r),
+        Err(HandlerError::Failed(message)) => Ok(CallToolResult::error(message)),
+        Err(e) => Err(e),
     }
+}
+
+/// Makes structured output readable by every client: a result with `structuredContent` and
+/// no content gets a text block with the JSON; before 2026-07-28 `structuredContent` must be an
+/// object, so other values are carried by that text block alone.
+fn frame_structured(mut result: CallToolResult, modern: bool) -> CallToolResult {
+    let Some(value) = &result.structured_content else {
+        return result;
+    };
+    let object = value.is_object();
+    if result.content.is_empty() || (!modern && !object && !has_text(&result)) {
+        result
+            .content
+            .push(crate::protocol::ContentBlock::text(value.to_string()));
+    }
+    if !modern && !object {
+        result.structured_content = None;
+    }
+    result
+}
+
+fn has_text(r: &CallToolResult) -> bool {
+    r.content.iter().any(|c| c.as_text().is_some())
 }
 
 /// The resource-not-found error of the request's era.
@@ -499,9 +688,16 @@ fn handler_error(shared: &RequestShared, e: HandlerError) -> Outcome {
     }
 }
 
-async fn read_resource(shared: &Arc<RequestShared>, mut p: ReadResourceParams) -> Outcome {
+async fn read_resource(
+    shared: &Arc<RequestShared>,
+    raw: Option<&RawJson>,
+    mut p: ReadResourceParams,
+) -> Outcome {
     shared.set_meta(p.meta.clone());
-    shared.set_input_responses(p.input_responses.take());
+    if let Err(e) = shared.begin_attempt(raw, p.input_responses.take(), p.request_state.as_deref())
+    {
+        return Outcome::Error(e);
+    }
     let found = {
         let reg = shared.server.registry();
         if let Some(e) = reg.resources.get(&p.uri) {
@@ -531,9 +727,16 @@ async fn read_resource(shared: &Arc<RequestShared>, mut p: ReadResourceParams) -
     }
 }
 
-async fn get_prompt(shared: &Arc<RequestShared>, mut p: GetPromptParams) -> Outcome {
+async fn get_prompt(
+    shared: &Arc<RequestShared>,
+    raw: Option<&RawJson>,
+    mut p: GetPromptParams,
+) -> Outcome {
     shared.set_meta(p.meta.clone());
-    shared.set_input_responses(p.input_responses.take());
+    if let Err(e) = shared.begin_attempt(raw, p.input_responses.take(), p.request_state.as_deref())
+    {
+        return Outcome::Error(e);
+    }
     let Some(entry) = shared.server.registry().prompts.get(&p.name).cloned() else {
         return Outcome::Error(ErrorObject::invalid_params(format!(
             "Unknown prompt: {}",
@@ -571,9 +774,9 @@ async fn complete_argument(
     shared.set_meta(p.meta.clone());
     let handler = {
         let reg = shared.server.registry();
-        let Some(h) = reg.completion.clone() else {
+        if reg.completion.is_none() && reg.completers.is_empty() {
             return Err(ErrorObject::method_not_found(methods::COMPLETION_COMPLETE));
-        };
+        }
         match &p.reference {
             CompletionReference::Prompt { name, .. } => {
                 let Some(prompt) = reg.prompts.get(name) else {
@@ -602,7 +805,12 @@ async fn complete_argument(
                 }
             }
         }
-        h
+        let key = completer_key(&p.reference, &p.argument.name);
+        match reg.completers.get(&key).or(reg.completion.as_ref()) {
+            Some(h) => h.clone(),
+            // Nothing completes this argument: no suggestions.
+            None => return Ok(complete(shared, CompleteResult::default())),
+        }
     };
     Ok(
         match handler
@@ -622,6 +830,9 @@ async fn complete_argument(
 
 /// Handles a notification from the client. Notifications never get an answer.
 pub(crate) fn handle_notification(session: Option<&Arc<Session>>, n: &Notification) {
+    if let Some(s) = session {
+        s.server().observe(&MessageEvent::NotificationReceived(n));
+    }
     match n.method.as_str() {
         methods::INITIALIZED => {
             if let Some(s) = session {
@@ -649,6 +860,9 @@ pub(crate) fn handle_notification(session: Option<&Arc<Session>>, n: &Notificati
 
 /// Delivers the client's answer to one of our requests.
 pub(crate) fn handle_response(session: &Session, r: Response) {
+    session
+        .server()
+        .observe(&MessageEvent::ResponseReceived(&r));
     let Some(id) = r.id.clone() else { return };
     let stray = session.hooks().map(|_| match &r.outcome {
         Ok(result) => encode_response_raw(&id, result.as_bytes()),

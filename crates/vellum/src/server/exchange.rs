@@ -13,8 +13,10 @@ use futures_util::future::BoxFuture;
 
 use super::context::RequestShared;
 use super::dispatch::{Outcome, handle_request};
+use super::middleware::{MessageEvent, Observers, observe};
 use super::session::InflightGuard;
 use crate::protocol::RawJson;
+use crate::protocol::jsonrpc::encode_error;
 
 /// One step of an exchange.
 #[derive(Debug)]
@@ -28,6 +30,8 @@ pub(crate) enum Step {
 /// A request being served.
 pub(crate) struct Exchange {
     shared: Arc<RequestShared>,
+    /// The server's message observers, taken once per request (none: nothing to do).
+    observers: Option<Observers>,
     handler: Option<BoxFuture<'static, Outcome>>,
     /// The outcome, held back until the messages emitted before it are out.
     outcome: Option<Outcome>,
@@ -43,8 +47,10 @@ impl Exchange {
         params: Option<RawJson>,
         inflight: Option<InflightGuard>,
     ) -> Self {
-        let fut = handle_request(shared.clone(), params);
+        let middleware = shared.server.middleware();
+        let fut = handle_request(shared.clone(), params, middleware.chain());
         Exchange {
+            observers: middleware.observers(),
             shared,
             handler: Some(Box::pin(fut)),
             outcome: None,
@@ -81,12 +87,32 @@ impl Exchange {
         }
         // Messages emitted before (or while) the handler finished go out first.
         match self.shared.outbox.poll_recv(cx) {
-            Poll::Ready(Some(m)) => return Poll::Ready(Some(Step::Message(m))),
+            Poll::Ready(Some(m)) => {
+                if let Some(o) = &self.observers {
+                    observe(o, &MessageEvent::Sending(&m));
+                }
+                return Poll::Ready(Some(Step::Message(m)));
+            }
             Poll::Ready(None) | Poll::Pending => {}
         }
         match self.outcome.take() {
-            Some(outcome) => Poll::Ready(Some(self.finish(outcome))),
+            Some(outcome) => {
+                self.observe_outcome(&outcome);
+                Poll::Ready(Some(self.finish(outcome)))
+            }
             None => Poll::Pending,
+        }
+    }
+
+    fn observe_outcome(&self, outcome: &Outcome) {
+        let Some(o) = &self.observers else { return };
+        match outcome {
+            Outcome::Reply(b) => observe(o, &MessageEvent::Sending(b)),
+            Outcome::Error(e) => {
+                let b = encode_error(Some(&self.shared.id), e);
+                observe(o, &MessageEvent::Sending(&b));
+            }
+            Outcome::Silent => {}
         }
     }
 

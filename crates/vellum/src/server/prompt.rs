@@ -8,7 +8,9 @@ use futures_util::future::BoxFuture;
 
 use super::context::RequestContext;
 use super::tool::HandlerError;
-use crate::protocol::{CompleteParams, CompleteResult, GetPromptResult, Meta, Prompt};
+use crate::protocol::{
+    CompleteParams, CompleteResult, Completion, CompletionReference, GetPromptResult, Meta, Prompt,
+};
 
 /// A `prompts/get` request as a handler sees it; required arguments are already checked.
 #[derive(Debug, Clone)]
@@ -85,4 +87,35 @@ where
         let fut = (self.0)(ctx, params);
         Box::pin(async move { fut.await.map_err(Into::into) })
     }
+}
+
+/// A completer of one argument: returns the candidate values for what was typed.
+pub(crate) struct FnCompleter<F>(pub(crate) F);
+
+impl<F, Fut, E> DynCompletionHandler for FnCompleter<F>
+where
+    F: Fn(RequestContext, CompleteParams) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Vec<String>, E>> + Send + 'static,
+    E: Into<HandlerError> + 'static,
+{
+    fn complete(
+        &self,
+        ctx: RequestContext,
+        params: CompleteParams,
+    ) -> BoxFuture<'static, Result<CompleteResult, HandlerError>> {
+        let fut = (self.0)(ctx, params);
+        Box::pin(async move {
+            let values = fut.await.map_err(Into::into)?;
+            Ok(CompleteResult::new(Completion::all(values)))
+        })
+    }
+}
+
+/// The registry key of a completer: what it completes and which argument.
+pub(crate) fn completer_key(reference: &CompletionReference, argument: &str) -> (String, String) {
+    let what = match reference {
+        CompletionReference::Prompt { name, .. } => format!("prompt\0{name}"),
+        CompletionReference::Resource { uri } => format!("resource\0{uri}"),
+    };
+    (what, argument.to_owned())
 }

@@ -23,6 +23,13 @@ pub struct ReadResourceRequest {
     pub meta: Option<Meta>,
 }
 
+impl ReadResourceRequest {
+    /// A template variable's (percent-decoded) value.
+    pub fn variable(&self, name: &str) -> Option<&str> {
+        self.variables.get(name).map(String::as_str)
+    }
+}
+
 pub(crate) trait DynResourceHandler: Send + Sync {
     fn read(
         &self,

@@ -14,10 +14,18 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::context::RequestContext;
-use super::prompt::{DynCompletionHandler, FnCompletion, FnPrompt, GetPromptRequest, PromptEntry};
+use super::context::{DEFAULT_CLIENT_REQUEST_TIMEOUT, RequestContext};
+use super::dispatch::Outcome;
+use super::listen::Listeners;
+use super::middleware::{IncomingRequest, MessageEvent, Middleware, Next, observe};
+use super::mrtr::RequestStateKey;
+use super::prompt::{
+    DynCompletionHandler, FnCompleter, FnCompletion, FnPrompt, GetPromptRequest, PromptEntry,
+    completer_key,
+};
 use super::resource::{FnResource, ReadResourceRequest, ResourceEntry, TemplateEntry};
 use super::session::Session;
+use super::tasks::Tasks;
 use super::tool::{
     CallToolRequest, HandlerError, IntoToolResult, RawTool, RegistrationError, ToolEntry,
     TypedTool, schema_for,
@@ -25,9 +33,10 @@ use super::tool::{
 use super::uri_template::UriTemplate;
 use crate::protocol::jsonrpc::encode_notification;
 use crate::protocol::{
-    CompleteParams, CompleteResult, GetPromptResult, Implementation, JsonObject, ListCapability,
-    NotificationParams, Prompt, ReadResourceResult, Resource, ResourceTemplate,
-    ResourceUpdatedParams, ResourcesCapability, ServerCapabilities, Tool, methods,
+    CompleteParams, CompleteResult, CompletionReference, GetPromptResult, Implementation,
+    JsonObject, ListCapability, NotificationParams, Prompt, ReadResourceResult, Resource,
+    ResourceTemplate, ResourceUpdatedParams, ResourcesCapability, ServerCapabilities, Tool,
+    methods,
 };
 
 /// How long list-changed notifications wait for more changes before going out.
@@ -45,6 +54,17 @@ pub struct ServerOptions {
     /// Capabilities to advertise instead of the ones inferred from what is registered
     /// (tools, resources, prompts, completion, logging). Default: inferred.
     pub capabilities: Option<ServerCapabilities>,
+    /// How long a handler's question to the client (sampling, elicitation, roots) waits for
+    /// its answer in a legacy session; [`RequestContext::with_timeout`] overrides it per call.
+    /// Default: [`DEFAULT_CLIENT_REQUEST_TIMEOUT`] (5 minutes).
+    pub client_request_timeout: Duration,
+    /// The key that signs the `requestState` of multi round-trip requests (2026-07-28).
+    /// Instances that may receive each other's retries need the same key. Default: a random
+    /// key per server.
+    pub request_state_key: Option<RequestStateKey>,
+    /// How long a `requestState` stays valid (how long the user has to answer a question).
+    /// Default: 10 minutes.
+    pub request_state_ttl: Duration,
 }
 
 impl ServerOptions {
@@ -55,6 +75,27 @@ impl ServerOptions {
     #[must_use]
     pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
         self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Sets the key that signs `requestState` (share it between instances).
+    #[must_use]
+    pub fn with_request_state_key(mut self, key: RequestStateKey) -> Self {
+        self.request_state_key = Some(key);
+        self
+    }
+
+    /// Sets how long a `requestState` stays valid.
+    #[must_use]
+    pub fn with_request_state_ttl(mut self, ttl: Duration) -> Self {
+        self.request_state_ttl = ttl;
+        self
+    }
+
+    /// Sets the default timeout of questions to the client.
+    #[must_use]
+    pub fn with_client_request_timeout(mut self, timeout: Duration) -> Self {
+        self.client_request_timeout = timeout;
         self
     }
 
@@ -72,6 +113,9 @@ impl Default for ServerOptions {
             instructions: None,
             page_size: Self::DEFAULT_PAGE_SIZE,
             capabilities: None,
+            client_request_timeout: DEFAULT_CLIENT_REQUEST_TIMEOUT,
+            request_state_key: None,
+            request_state_ttl: Duration::from_secs(600),
         }
     }
 }
@@ -85,7 +129,7 @@ pub(crate) enum ListKind {
 }
 
 impl ListKind {
-    fn method(self) -> &'static str {
+    pub(crate) fn method(self) -> &'static str {
         match self {
             ListKind::Tools => methods::TOOLS_LIST_CHANGED,
             ListKind::Resources => methods::RESOURCES_LIST_CHANGED,
@@ -108,14 +152,20 @@ pub(crate) struct Registry {
     pub(crate) templates: BTreeMap<String, Arc<TemplateEntry>>,
     pub(crate) prompts: BTreeMap<String, Arc<PromptEntry>>,
     pub(crate) completion: Option<Arc<dyn DynCompletionHandler>>,
+    /// Completers of single arguments, by (prompt or template, argument).
+    pub(crate) completers: HashMap<(String, String), Arc<dyn DynCompletionHandler>>,
 }
 
 /// Encoded first pages of the lists, rebuilt after a change (most clients only ever fetch
 /// the first page, so this makes `tools/list` a copy of bytes).
 #[derive(Default)]
 pub(crate) struct ListCache {
-    /// The first page of `tools/list` as result JSON: `[legacy, modern]`.
-    pub(crate) tools: Mutex<[Option<Bytes>; 2]>,
+    /// The first page of `tools/list` as result JSON, `[legacy, modern]`, each with the
+    /// generation of the tool registry it was computed from.
+    pub(crate) tools: Mutex<[Option<(u64, Bytes)>; 2]>,
+    /// Bumped (under the registry's write lock) on every change of the tools: a page computed
+    /// from an older generation is never served or cached as current.
+    pub(crate) tools_generation: AtomicU64,
 }
 
 pub(crate) struct ServerInner {
@@ -125,6 +175,14 @@ pub(crate) struct ServerInner {
     pub(crate) cache: ListCache,
     /// The server's identity as JSON, for the `_meta` of modern results.
     pub(crate) info_json: Value,
+    /// The key `requestState` is signed with.
+    pub(crate) state_key: RequestStateKey,
+    /// Request middleware and message observers.
+    middleware: RwLock<Middleware>,
+    /// Tool calls running as tasks.
+    pub(crate) tasks: Arc<Tasks>,
+    /// Open `subscriptions/listen` streams (2026-07-28).
+    pub(crate) listeners: Arc<Listeners>,
     sessions: Mutex<HashMap<u64, Weak<Session>>>,
     next_session_key: AtomicU64,
     change_scheduled: [AtomicBool; 3],
@@ -164,10 +222,17 @@ impl Server {
         Server {
             inner: Arc::new(ServerInner {
                 info,
+                state_key: options
+                    .request_state_key
+                    .clone()
+                    .unwrap_or_else(RequestStateKey::random),
                 options,
                 registry: RwLock::new(Registry::default()),
                 cache: ListCache::default(),
                 info_json,
+                middleware: RwLock::default(),
+                listeners: Arc::default(),
+                tasks: Arc::default(),
                 sessions: Mutex::new(HashMap::new()),
                 next_session_key: AtomicU64::new(1),
                 change_scheduled: Default::default(),
@@ -260,15 +325,30 @@ impl Server {
 
     fn insert_tool(&self, entry: ToolEntry) {
         let name = entry.tool.name.clone();
-        write(&self.inner.registry)
-            .tools
-            .insert(name, Arc::new(entry));
+        {
+            let mut reg = write(&self.inner.registry);
+            reg.tools.insert(name, Arc::new(entry));
+            self.inner
+                .cache
+                .tools_generation
+                .fetch_add(1, Ordering::AcqRel);
+        }
         self.changed(ListKind::Tools);
     }
 
     /// Removes a tool; true if it existed.
     pub fn remove_tool(&self, name: &str) -> bool {
-        let removed = write(&self.inner.registry).tools.remove(name).is_some();
+        let removed = {
+            let mut reg = write(&self.inner.registry);
+            let removed = reg.tools.remove(name).is_some();
+            if removed {
+                self.inner
+                    .cache
+                    .tools_generation
+                    .fetch_add(1, Ordering::AcqRel);
+            }
+            removed
+        };
         if removed {
             self.changed(ListKind::Tools);
         }
@@ -387,6 +467,97 @@ impl Server {
         self
     }
 
+    /// Adds request middleware: `f` runs around every request this server dispatches, on
+    /// every transport and in both eras, and decides whether to pass it on
+    /// (`next.run(request).await`) or answer it itself. The first added runs first
+    /// (outermost). See [`middleware`](super::middleware) for the order.
+    ///
+    /// ```
+    /// use vellum::server::{Outcome, Server, ServerOptions};
+    /// use vellum::protocol::{ErrorObject, Implementation};
+    ///
+    /// let server = Server::new(Implementation::new("demo", "1.0"), ServerOptions::default());
+    /// server.add_request_middleware(|req, next| async move {
+    ///     if req.method() == "tools/call" && req.context().http().is_none() {
+    ///         return Outcome::Error(ErrorObject::invalid_request("tools need HTTP here"));
+    ///     }
+    ///     let started = std::time::Instant::now();
+    ///     let outcome = next.run(req).await;
+    ///     let _elapsed = started.elapsed(); // record a metric
+    ///     outcome
+    /// });
+    /// ```
+    pub fn add_request_middleware<F, Fut>(&self, f: F) -> &Self
+    where
+        F: Fn(IncomingRequest, Next) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Outcome> + Send + 'static,
+    {
+        write(&self.inner.middleware).add_request(f);
+        self
+    }
+
+    /// Adds a message observer: `f` sees every message the server sends (responses,
+    /// notifications, requests to the client) and every notification and answer it
+    /// receives, in the order observers were added. It must not block.
+    pub fn add_message_observer<F>(&self, f: F) -> &Self
+    where
+        F: Fn(&MessageEvent<'_>) + Send + Sync + 'static,
+    {
+        write(&self.inner.middleware).add_observer(f);
+        self
+    }
+
+    pub(crate) fn middleware(&self) -> Middleware {
+        read(&self.inner.middleware).clone()
+    }
+
+    /// Runs the observers on one event (nothing when there are none).
+    pub(crate) fn observe(&self, event: &MessageEvent<'_>) {
+        if let Some(o) = read(&self.inner.middleware).observers() {
+            observe(&o, event);
+        }
+    }
+
+    /// Completes one argument of a prompt or one variable of a resource template: `f` gets
+    /// the request (`params.argument.value` is what the user typed so far,
+    /// `params.context` the other arguments) and returns candidates; the first 100 are
+    /// sent, with `total` and `hasMore`. Takes precedence over the
+    /// [`set_completion_handler`](Self::set_completion_handler) for that argument, and
+    /// advertises `completions`.
+    ///
+    /// ```
+    /// use vellum::server::{Server, ServerOptions, HandlerError};
+    /// use vellum::protocol::{CompletionReference, Implementation};
+    ///
+    /// let server = Server::new(Implementation::new("demo", "1.0"), ServerOptions::default());
+    /// server.add_completion(CompletionReference::prompt("greet"), "language", |_ctx, req| async move {
+    ///     let typed = req.argument.value.to_lowercase();
+    ///     Ok::<_, HandlerError>(
+    ///         ["english", "french", "german"].iter()
+    ///             .filter(|l| l.starts_with(&typed))
+    ///             .map(|l| l.to_string())
+    ///             .collect(),
+    ///     )
+    /// });
+    /// ```
+    pub fn add_completion<F, Fut, E>(
+        &self,
+        reference: CompletionReference,
+        argument: &str,
+        f: F,
+    ) -> &Self
+    where
+        F: Fn(RequestContext, CompleteParams) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Vec<String>, E>> + Send + 'static,
+        E: Into<HandlerError> + 'static,
+    {
+        write(&self.inner.registry).completers.insert(
+            completer_key(&reference, argument),
+            Arc::new(FnCompleter(f)),
+        );
+        self
+    }
+
     /// The capabilities this server advertises now.
     pub fn capabilities(&self) -> ServerCapabilities {
         if let Some(c) = &self.inner.options.capabilities {
@@ -396,9 +567,32 @@ impl Server {
         let listed = Some(ListCapability {
             list_changed: Some(true),
         });
+        let tasks = r.tools.values().any(|t| {
+            t.tool
+                .execution
+                .as_ref()
+                .and_then(|e| e.task_support)
+                .is_some_and(|s| s != crate::protocol::TaskSupport::Forbidden)
+        });
         ServerCapabilities {
+            // 2025-11-25 tasks and the 2026-07-28 tasks extension; each era's framing drops
+            // the other's field.
+            tasks: tasks.then(|| {
+                serde_json::from_value(serde_json::json!({
+                    "list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}
+                }))
+                .unwrap_or_default()
+            }),
+            extensions: tasks.then(|| {
+                let mut e = JsonObject::new();
+                e.insert(
+                    crate::protocol::TASKS_EXTENSION.into(),
+                    Value::Object(JsonObject::new()),
+                );
+                e
+            }),
             logging: Some(JsonObject::new()),
-            completions: r.completion.as_ref().map(|_| JsonObject::new()),
+            completions: (r.completion.is_some() || !r.completers.is_empty()).then(JsonObject::new),
             tools: (!r.tools.is_empty()).then(|| listed.clone()).flatten(),
             prompts: (!r.prompts.is_empty()).then(|| listed.clone()).flatten(),
             resources: (!r.resources.is_empty() || !r.templates.is_empty()).then_some(
@@ -421,12 +615,13 @@ impl Server {
         let Ok(message) = encode_notification(methods::RESOURCES_UPDATED, Some(&params)) else {
             return;
         };
+        self.inner.listeners.resource_updated(uri);
         let targets: Vec<Arc<Session>> = self
             .live_sessions()
             .into_iter()
             .filter(|s| s.is_subscribed(uri))
             .collect();
-        Self::fan_out(targets, message);
+        self.fan_out(targets, message);
     }
 
     pub(crate) fn tool(&self, name: &str) -> Option<Arc<ToolEntry>> {
@@ -457,9 +652,12 @@ impl Server {
             .collect()
     }
 
-    fn fan_out(targets: Vec<Arc<Session>>, message: Bytes) {
+    fn fan_out(&self, targets: Vec<Arc<Session>>, message: Bytes) {
         if targets.is_empty() {
             return;
+        }
+        for _ in &targets {
+            self.observe(&MessageEvent::Sending(&message));
         }
         let Ok(rt) = tokio::runtime::Handle::try_current() else {
             return;
@@ -474,8 +672,9 @@ impl Server {
 
     /// A list changed: invalidate its cache and announce it (debounced).
     fn changed(&self, kind: ListKind) {
-        if kind == ListKind::Tools {
-            *lock(&self.inner.cache.tools) = [None, None];
+        if self.live_sessions().is_empty() && self.inner.listeners.is_empty() {
+            // Nobody to tell (registration before serving): clients list afresh anyway.
+            return;
         }
         let flag = &self.inner.change_scheduled[kind.index()];
         if flag.swap(true, Ordering::AcqRel) {
@@ -495,7 +694,8 @@ impl Server {
             else {
                 return;
             };
-            Self::fan_out(server.live_sessions(), message);
+            server.fan_out(server.live_sessions(), message);
+            server.inner.listeners.list_changed(kind);
         });
     }
 }

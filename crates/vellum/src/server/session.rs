@@ -150,6 +150,11 @@ impl Session {
         s
     }
 
+    /// The key of this session in its server's session table (stable for its lifetime).
+    pub(crate) fn registry_key(&self) -> u64 {
+        self.registry_key
+    }
+
     /// The transport's session id.
     pub(crate) fn id(&self) -> Option<&str> {
         self.id.as_deref()

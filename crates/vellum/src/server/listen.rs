@@ -1,0 +1,161 @@
+//! `subscriptions/listen` (2026-07-28): the modern replacement of the legacy GET stream and
+//! `resources/subscribe`. A listen request is served like any other, except that its handler
+//! never finishes: it sends `notifications/subscriptions/acknowledged` (tagged with the
+//! subscription id, which is the listen request's id), registers itself here, and from then
+//! on the server pushes the notifications it asked for into the request's outbox, each tagged
+//! with the same id. The stream ends when the client closes it (HTTP) or cancels the request
+//! (stdio), which drops the handler and unregisters it.
+//!
+//! Not here: legacy sessions' unsolicited messages (those go to the session's standalone
+//! stream, see `Server::fan_out`).
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use super::context::RequestShared;
+use super::server::ListKind;
+use crate::protocol::jsonrpc::encode_notification;
+use crate::protocol::{
+    Meta, NotificationParams, RequestId, ResourceUpdatedParams, SubscriptionFilter, meta_keys,
+    methods,
+};
+use bytes::Bytes;
+
+/// One open listen stream.
+struct Listener {
+    key: u64,
+    request: Weak<RequestShared>,
+    subscription_id: RequestId,
+    filter: SubscriptionFilter,
+    uris: BTreeSet<String>,
+}
+
+impl Listener {
+    fn wants(&self, kind: ListKind) -> bool {
+        let f = &self.filter;
+        match kind {
+            ListKind::Tools => f.tools_list_changed == Some(true),
+            ListKind::Resources => f.resources_list_changed == Some(true),
+            ListKind::Prompts => f.prompts_list_changed == Some(true),
+        }
+    }
+
+    /// Queues a message without waiting: a listener too slow to drain 64 waiting messages
+    /// misses the newest ones (each of these notifications only says "look again").
+    fn push(&self, message: Bytes) {
+        if let Some(r) = self.request.upgrade() {
+            r.outbox.try_send(message);
+        }
+    }
+}
+
+/// The `_meta` that ties a notification to its listen stream.
+pub(crate) fn subscription_meta(id: &RequestId) -> Meta {
+    let mut m = Meta::new();
+    m.insert(meta_keys::SUBSCRIPTION_ID, id);
+    m
+}
+
+/// The open listen streams of a server.
+#[derive(Default)]
+pub(crate) struct Listeners {
+    next_key: AtomicU64,
+    list: Mutex<Vec<Listener>>,
+}
+
+impl Listeners {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Listener>> {
+        self.list.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Registers a listen request with the filter the server granted; the guard unregisters
+    /// it when the request's handler is dropped.
+    pub(crate) fn register(
+        self: &Arc<Self>,
+        request: &Arc<RequestShared>,
+        filter: SubscriptionFilter,
+    ) -> ListenerGuard {
+        let key = self.next_key.fetch_add(1, Ordering::Relaxed);
+        let uris = filter
+            .resource_subscriptions
+            .iter()
+            .flatten()
+            .cloned()
+            .collect();
+        self.lock().push(Listener {
+            key,
+            request: Arc::downgrade(request),
+            subscription_id: request.id.clone(),
+            filter,
+            uris,
+        });
+        ListenerGuard {
+            listeners: Arc::downgrade(self),
+            key,
+        }
+    }
+
+    /// True when no stream is open.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
+    /// Tells the streams that asked for it that a list changed.
+    pub(crate) fn list_changed(&self, kind: ListKind) {
+        self.each(
+            |l| l.wants(kind),
+            |id| {
+                encode_notification(
+                    kind.method(),
+                    Some(&NotificationParams {
+                        meta: Some(subscription_meta(id)),
+                    }),
+                )
+            },
+        );
+    }
+
+    /// Tells the streams subscribed to `uri` that it changed.
+    pub(crate) fn resource_updated(&self, uri: &str) {
+        self.each(
+            |l| l.uris.contains(uri),
+            |id| {
+                encode_notification(
+                    methods::RESOURCES_UPDATED,
+                    Some(&ResourceUpdatedParams {
+                        uri: uri.to_owned(),
+                        meta: Some(subscription_meta(id)),
+                    }),
+                )
+            },
+        );
+    }
+
+    /// Sends a message built per listener (each carries its own subscription id).
+    fn each<E>(
+        &self,
+        wants: impl Fn(&Listener) -> bool,
+        encode: impl Fn(&RequestId) -> Result<Bytes, E>,
+    ) {
+        for l in self.lock().iter().filter(|l| wants(l)) {
+            if let Ok(m) = encode(&l.subscription_id) {
+                l.push(m);
+            }
+        }
+    }
+}
+
+/// Unregisters a listen stream when its handler ends.
+pub(crate) struct ListenerGuard {
+    listeners: Weak<Listeners>,
+    key: u64,
+}
+
+impl Drop for ListenerGuard {
+    fn drop(&mut self) {
+        if let Some(l) = self.listeners.upgrade() {
+            l.lock().retain(|x| x.key != self.key);
+        }
+    }
+}

@@ -1,0 +1,457 @@
+//! Multi round-trip requests (2026-07-28, SEP-2322): how a handler's questions to the client
+//! (`ctx.elicit`, `ctx.create_message`, `ctx.list_roots`) become an `InputRequiredResult`, and
+//! how the client's retry finds the answers again, so one handler serves both eras.
+//!
+//! A handler runs from the start on every retry. Its n-th question of an attempt is keyed
+//! `"n"`. The first question without an answer ends the attempt with an
+//! `InputRequiredResult` asking it, and a `requestState` that carries the answers of the
+//! earlier questions. The retry brings the new answer in `inputResponses` and the earlier ones
+//! back in `requestState`, so a handler that asks twice finishes on its second retry.
+//!
+//! `requestState` is attacker-controlled input (the client echoes it): it is signed with
+//! HMAC-SHA256 under the server's [`RequestStateKey`] and bound to the method, a digest of the
+//! request's parameters (without `_meta`, `inputResponses` and `requestState`), the caller
+//! (when an auth layer identified one) and an expiry. A state that fails any check is
+//! rejected with -32602. Servers that share a key (several instances behind a load balancer)
+//! accept each other's states.
+//!
+//! Not here: legacy sessions, where the same questions are JSON-RPC requests to the client
+//! (see `Session::request_client`).
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use hmac::{Hmac, KeyInit, Mac};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::protocol::{ErrorObject, InputResponses, RawJson};
+
+/// The secret that signs `requestState` (HMAC-SHA256).
+///
+/// By default every [`Server`](super::Server) makes a random one; give the same key to every
+/// instance that may receive a retry (`ServerOptions::with_request_state_key`).
+#[derive(Clone)]
+pub struct RequestStateKey([u8; 32]);
+
+impl std::fmt::Debug for RequestStateKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RequestStateKey(..)")
+    }
+}
+
+impl RequestStateKey {
+    /// A fresh key from the operating system's random source.
+    pub fn random() -> Self {
+        let mut k = [0u8; 32];
+        if getrandom::fill(&mut k).is_err() {
+            // No OS randomness: derive something unpredictable enough from time and address
+            // rather than fail server construction. The key never leaves the process.
+            let seed = format!("{:?}{:p}", SystemTime::now(), &k);
+            k = Sha256::digest(seed.as_bytes()).into();
+        }
+        RequestStateKey(k)
+    }
+
+    /// A key derived from a shared secret (any length; use at least 32 random bytes).
+    pub fn from_secret(secret: impl AsRef<[u8]>) -> Self {
+        RequestStateKey(Sha256::digest(secret.as_ref()).into())
+    }
+
+    fn mac(&self) -> Hmac<Sha256> {
+        // HMAC takes keys of any length; 32 bytes never fails.
+        match <Hmac<Sha256> as KeyInit>::new_from_slice(&self.0) {
+            Ok(m) => m,
+            Err(_) => unreachable_mac(),
+        }
+    }
+}
+
+#[cold]
+fn unreachable_mac() -> Hmac<Sha256> {
+    // `new_from_slice` only fails for fixed-size keys of another length; HMAC has none.
+    <Hmac<Sha256> as KeyInit>::new(&Default::default())
+}
+
+/// One answer carried from an earlier round.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Answer {
+    /// The method of the question it answers (a handler that asks something else under the
+    /// same key gets asked again rather than handed the wrong answer).
+    m: String,
+    /// The client's answer.
+    r: Value,
+}
+
+/// The signed contents of a `requestState`.
+#[derive(Serialize, Deserialize)]
+struct StatePayload {
+    /// Format version.
+    v: u8,
+    /// The request's method.
+    m: String,
+    /// Digest of the request's parameters.
+    d: String,
+    /// Expiry, seconds since the Unix epoch.
+    e: u64,
+    /// Digest of the caller's identity, when one is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    p: Option<String>,
+    /// Answers by key.
+    a: BTreeMap<String, Answer>,
+}
+
+/// What a request's state must match: the same method, parameters and caller.
+pub(crate) struct Binding {
+    pub(crate) method: String,
+    pub(crate) params: Option<RawJson>,
+    pub(crate) principal: Option<String>,
+}
+
+impl Binding {
+    fn digest(&self) -> String {
+        params_digest(self.params.as_ref())
+    }
+}
+
+/// The MRTR bookkeeping of one attempt of a modern request.
+#[derive(Default)]
+pub(crate) struct Attempt {
+    /// What the state is bound to; `None` until the dispatcher started an MRTR-capable method.
+    binding: Option<Binding>,
+    /// The client's answers sent with this attempt.
+    responses: InputResponses,
+    /// Verified answers of earlier rounds.
+    earlier: BTreeMap<String, Answer>,
+    /// Answers handed to the handler in this attempt, carried into the next state.
+    used: BTreeMap<String, Answer>,
+    /// Questions asked so far in this attempt.
+    asked: u32,
+}
+
+/// What the handler's next question gets.
+pub(crate) enum NextAnswer {
+    /// The client already answered it.
+    Answered(Value),
+    /// It must be asked: under this key, with this state.
+    Ask { key: String, state: Option<String> },
+}
+
+impl Attempt {
+    /// Starts an attempt: verifies the echoed state (if any) and keeps the new answers.
+    pub(crate) fn begin(
+        &mut self,
+        key: &RequestStateKey,
+        binding: Binding,
+        responses: Option<InputResponses>,
+        state: Option<&str>,
+    ) -> Result<(), ErrorObject> {
+        if let Some(token) = state {
+            self.earlier = verify(key, token, &binding, now()).map_err(|why| {
+                ErrorObject::invalid_params(format!("Invalid requestState: {why}"))
+            })?;
+        }
+        self.responses = responses.unwrap_or_default();
+        self.binding = Some(binding);
+        Ok(())
+    }
+
+    /// Answers collected outside the retry protocol (a task's `tasks/update`).
+    pub(crate) fn set_answers(&mut self, answers: InputResponses) {
+        self.responses = answers;
+    }
+
+    /// The answer to the handler's next question (of `method`), or how to ask it.
+    pub(crate) fn next(
+        &mut self,
+        method: &str,
+        key: &RequestStateKey,
+        ttl: Duration,
+    ) -> NextAnswer {
+        self.asked += 1;
+        let k = self.asked.to_string();
+        let answer = match self.responses.remove(&k) {
+            Some(r) => Some(r),
+            None => self
+                .earlier
+                .remove(&k)
+                .filter(|a| a.m == method)
+                .map(|a| a.r),
+        };
+        if let Some(r) = answer {
+            self.used.insert(
+                k,
+                Answer {
+                    m: method.to_owned(),
+                    r: r.clone(),
+                },
+            );
+            return NextAnswer::Answered(r);
+        }
+        let state = match &self.binding {
+            Some(b) if !self.used.is_empty() => Some(sign(
+                key,
+                &StatePayload {
+                    v: 1,
+                    m: b.method.clone(),
+                    d: b.digest(),
+                    e: now().saturating_add(ttl.as_secs()),
+                    p: b.principal.clone(),
+                    a: self.used.clone(),
+                },
+            )),
+            _ => None,
+        };
+        NextAnswer::Ask { key: k, state }
+    }
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn sign(key: &RequestStateKey, payload: &StatePayload) -> String {
+    let body = serde_json::to_vec(payload).unwrap_or_default();
+    let mut mac = key.mac();
+    mac.update(&body);
+    let tag = mac.finalize().into_bytes();
+    format!(
+        "{}.{}",
+        URL_SAFE_NO_PAD.encode(&body),
+        URL_SAFE_NO_PAD.encode(tag)
+    )
+}
+
+fn verify(
+    key: &RequestStateKey,
+    token: &str,
+    binding: &Binding,
+    now: u64,
+) -> Result<BTreeMap<String, Answer>, &'static str> {
+    let (body, tag) = token.split_once('.').ok_or("malformed")?;
+    let body = URL_SAFE_NO_PAD.decode(body).map_err(|_| "malformed")?;
+    let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| "malformed")?;
+    let mut mac = key.mac();
+    mac.update(&body);
+    // Constant-time comparison.
+    mac.verify_slice(&tag).map_err(|_| "bad signature")?;
+    let payload: StatePayload = serde_json::from_slice(&body).map_err(|_| "malformed")?;
+    if payload.v != 1 {
+        return Err("unknown format");
+    }
+    if payload.e < now {
+        return Err("expired");
+    }
+    if payload.m != binding.method || payload.d != binding.digest() {
+        return Err("issued for another request");
+    }
+    if payload.p != binding.principal {
+        return Err("issued to another caller");
+    }
+    Ok(payload.a)
+}
+
+/// The parameters' digest: SHA-256 of their canonical JSON (keys sorted), leaving out what
+/// legitimately changes between retries (`_meta`, `inputResponses`, `requestState`).
+fn params_digest(params: Option<&RawJson>) -> String {
+    let mut value = params
+        .and_then(|p| p.parse::<Value>().ok())
+        .unwrap_or(Value::Null);
+    if let Value::Object(m) = &mut value {
+        m.remove("_meta");
+        m.remove("inputResponses");
+        m.remove("requestState");
+    }
+    let mut canonical = Vec::new();
+    write_canonical(&value, &mut canonical);
+    URL_SAFE_NO_PAD.encode(Sha256::digest(&canonical))
+}
+
+fn write_canonical(v: &Value, out: &mut Vec<u8>) {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            out.push(b'{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(Value::String(k.clone()).to_string().as_bytes());
+                out.push(b':');
+                if let Some(x) = m.get(k) {
+                    write_canonical(x, out);
+                }
+            }
+            out.push(b'}');
+        }
+        Value::Array(a) => {
+            out.push(b'[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_canonical(x, out);
+            }
+            out.push(b']');
+        }
+        other => out.extend_from_slice(other.to_string().as_bytes()),
+    }
+}
+
+/// A caller identity as bound into states: a digest, so states reveal nothing about it.
+pub(crate) fn principal_digest(issuer: &str, subject: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(issuer.as_bytes());
+    h.update([0]);
+    h.update(subject.as_bytes());
+    URL_SAFE_NO_PAD.encode(h.finalize())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn binding(params: Value) -> Binding {
+        Binding {
+            method: "tools/call".into(),
+            params: Some(RawJson::from_value(&params).unwrap()),
+            principal: None,
+        }
+    }
+
+    fn answers() -> BTreeMap<String, Answer> {
+        let mut a = BTreeMap::new();
+        a.insert(
+            "1".into(),
+            Answer {
+                m: "elicitation/create".into(),
+                r: json!({"action": "accept"}),
+            },
+        );
+        a
+    }
+
+    fn token(key: &RequestStateKey, b: &Binding, e: u64) -> String {
+        sign(
+            key,
+            &StatePayload {
+                v: 1,
+                m: b.method.clone(),
+                d: b.digest(),
+                e,
+                p: b.principal.clone(),
+                a: answers(),
+            },
+        )
+    }
+
+    #[test]
+    fn state_round_trips_and_binds() {
+        let key = RequestStateKey::random();
+        let b = binding(json!({"name": "t", "arguments": {"x": 1, "y": [1, 2]}}));
+        let t = token(&key, &b, now() + 60);
+        assert_eq!(verify(&key, &t, &b, now()).unwrap().len(), 1);
+        // Same params in another key order, with _meta and responses: same request.
+        let b2 = binding(json!({"arguments": {"y": [1, 2], "x": 1}, "name": "t",
+            "_meta": {"progressToken": 3}, "inputResponses": {}}));
+        assert!(verify(&key, &t, &b2, now()).is_ok());
+        // Other arguments, another method, another caller, another key, expired, tampered.
+        assert!(
+            verify(
+                &key,
+                &t,
+                &binding(json!({"name": "t", "arguments": {"x": 2, "y": [1, 2]}})),
+                now()
+            )
+            .is_err()
+        );
+        let mut other_method = binding(json!({"name": "t", "arguments": {"x": 1, "y": [1, 2]}}));
+        other_method.method = "prompts/get".into();
+        assert!(verify(&key, &t, &other_method, now()).is_err());
+        let mut other_caller = binding(json!({"name": "t", "arguments": {"x": 1, "y": [1, 2]}}));
+        other_caller.principal = Some(principal_digest("iss", "mallory"));
+        assert!(verify(&key, &t, &other_caller, now()).is_err());
+        assert!(verify(&RequestStateKey::random(), &t, &b, now()).is_err());
+        assert_eq!(
+            verify(&key, &token(&key, &b, now() - 1), &b, now()).unwrap_err(),
+            "expired"
+        );
+        let (body, tag) = t.split_once('.').unwrap();
+        let mut raw = URL_SAFE_NO_PAD.decode(body).unwrap();
+        let last = raw.len() - 2;
+        raw[last] ^= 1;
+        let forged = format!("{}.{tag}", URL_SAFE_NO_PAD.encode(&raw));
+        assert_eq!(
+            verify(&key, &forged, &b, now()).unwrap_err(),
+            "bad signature"
+        );
+        assert!(verify(&key, "garbage", &b, now()).is_err());
+        // A shared secret gives every instance the same key.
+        let k1 = RequestStateKey::from_secret("s3cret");
+        let k2 = RequestStateKey::from_secret("s3cret");
+        assert!(verify(&k2, &token(&k1, &b, now() + 60), &b, now()).is_ok());
+    }
+
+    #[test]
+    fn attempts_collect_answers_round_by_round() {
+        let key = RequestStateKey::random();
+        let ttl = Duration::from_secs(60);
+        let params = json!({"name": "t"});
+        // Round 1: the first question is asked, with no state (nothing answered yet).
+        let mut a = Attempt::default();
+        a.begin(&key, binding(params.clone()), None, None).unwrap();
+        let NextAnswer::Ask {
+            key: k1,
+            state: None,
+        } = a.next("elicitation/create", &key, ttl)
+        else {
+            panic!("expected a question without state");
+        };
+        assert_eq!(k1, "1");
+        // Round 2: answer 1 arrives; question 2 is asked with a state carrying answer 1.
+        let mut a = Attempt::default();
+        let mut r = InputResponses::new();
+        r.insert("1".into(), json!({"action": "accept", "content": {"n": 1}}));
+        a.begin(&key, binding(params.clone()), Some(r), None)
+            .unwrap();
+        assert!(matches!(
+            a.next("elicitation/create", &key, ttl),
+            NextAnswer::Answered(_)
+        ));
+        let NextAnswer::Ask {
+            key: k2,
+            state: Some(state),
+        } = a.next("sampling/createMessage", &key, ttl)
+        else {
+            panic!("expected a second question with state");
+        };
+        assert_eq!(k2, "2");
+        // Round 3: answer 2 arrives with the state; both questions are answered.
+        let mut a = Attempt::default();
+        let mut r = InputResponses::new();
+        r.insert("2".into(), json!({"model": "m"}));
+        a.begin(&key, binding(params.clone()), Some(r), Some(&state))
+            .unwrap();
+        let NextAnswer::Answered(first) = a.next("elicitation/create", &key, ttl) else {
+            panic!("answer 1 lost");
+        };
+        assert_eq!(first["content"]["n"], 1);
+        assert!(matches!(
+            a.next("sampling/createMessage", &key, ttl),
+            NextAnswer::Answered(_)
+        ));
+        // The state of round 3 does not fit another request.
+        let mut a = Attempt::default();
+        assert!(
+            a.begin(&key, binding(json!({"name": "u"})), None, Some(&state))
+                .is_err()
+        );
+    }
+}
