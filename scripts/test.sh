@@ -71,11 +71,7 @@ step "benchmark harness smoke (bench/: builds it, one short window per scenario)
 bash bench/smoke.sh
 
 step "official MCP conformance suite (every server scenario, three handler modes, strict)"
-# server-sse-polling needs SSE priming, a server-side close and resumption by GET; without
-# an event store (default and --json-response modes) the HTTP handler cannot do that yet.
-bash scripts/conformance.sh \
-  --expect-fail default/server-sse-polling \
-  --expect-fail json/server-sse-polling
+bash scripts/conformance.sh
 
 echo
 echo "all tests passed"

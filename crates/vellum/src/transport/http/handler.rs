@@ -567,41 +567,11 @@ impl Inner {
             exchanges.push((Exchange::new(shared, r.params, guard), trace));
         }
 
-        // A resumable stream when there is a store and a legacy session.
-        let mut prefix = VecDeque::new();
-        // (`initialize` is answered at once and its session does not exist yet: nothing to
-        // resume there.)
-        let stored = match (self.store(), &http) {
-            (Some(store), Some(h)) if !new && (!self.options.json_response || accepts.sse) => {
-                let ids: Vec<_> = exchanges
-                    .iter()
-                    .map(|(e, _)| e.shared().id.clone())
-                    .collect();
-                match store.open_stream(&h.id, &ids).await {
-                    Ok(stream) => {
-                        h.live.open(stream);
-                        if h.core.protocol_version() >= ProtocolVersion::V2025_11_25 {
-                            prefix.push_back(sse::priming(
-                                EventId::start_of(stream),
-                                self.options.sse_retry,
-                            ));
-                        }
-                        Some(StoredStream {
-                            store: store.clone(),
-                            session: h.id.clone(),
-                            stream,
-                            live: h.live.clone(),
-                        })
-                    }
-                    Err(_) => None,
-                }
-            }
-            _ => None,
-        };
-        let mut events = PostEvents::new(exchanges, stored, activity);
+        let mut events = PostEvents::new(exchanges, activity);
 
         // Poll once: most requests finish at once, and then the whole answer is written in
-        // one go. In JSON mode, wait for the result unless a notification comes first.
+        // one go (nothing to resume: no event ids, nothing stored). In JSON mode, wait for
+        // the result unless a notification (or a handler closing its stream) comes first.
         // JSON when the client takes nothing else, or when asked for and the request is not a
         // stream by nature.
         let json_mode = !accepts.sse || (self.options.json_response && accepts.json && !listen);
@@ -622,6 +592,11 @@ impl Inner {
                         }
                     }
                     Poll::Ready(None) => return Poll::Ready(true),
+                    // A handler that ends its stream early (SSE polling) needs a stream.
+                    Poll::Pending if json_mode && accepts.sse && events.close_requested_any() => {
+                        upgraded = true;
+                        return Poll::Ready(false);
+                    }
                     // JSON bodies, and `initialize` (whose session exists only once it
                     // succeeded), wait for the result.
                     Poll::Pending if json_mode || new => return Poll::Pending,
@@ -630,6 +605,41 @@ impl Inner {
             }
         })
         .await;
+
+        // An answer that keeps streaming in a legacy session is resumable: its events get
+        // ids (from the event store when there is one, else from this process, good for a
+        // resume on this instance after the server itself closed the stream), and 2025-11-25
+        // streams open with a priming event.
+        let mut prefix = VecDeque::new();
+        if !complete && let Some(h) = &http {
+            let ids: Vec<_> = events.request_ids();
+            let stream = match self.store() {
+                Some(store) => store
+                    .open_stream(&h.id, &ids)
+                    .await
+                    .ok()
+                    .map(|s| (s, Some(store.clone()))),
+                None => Some((h.live.next_local_stream(), None)),
+            };
+            if let Some((stream, store)) = stream {
+                h.live.open(stream);
+                if h.core.protocol_version() >= ProtocolVersion::V2025_11_25 {
+                    prefix.push_back(sse::priming(
+                        EventId::start_of(stream),
+                        self.options.sse_retry,
+                    ));
+                }
+                events.make_resumable(
+                    StoredStream {
+                        store,
+                        session: h.id.clone(),
+                        stream,
+                        live: h.live.clone(),
+                    },
+                    std::mem::take(&mut buffered),
+                );
+            }
+        }
 
         // A new session exists once `initialize` succeeded.
         let mut session_header = None;
@@ -728,20 +738,19 @@ impl Inner {
                 })?),
             };
         let (stream, after) = match last {
-            Some(id) => {
-                if self.store().is_none() {
-                    return Err(Rejection::BadLastEventId(
-                        "Bad Request: this server keeps no events to resume from",
-                    ));
-                }
-                (id.stream, Some(id))
-            }
+            Some(id) => (id.stream, Some(id)),
             None => (StreamId::STANDALONE, None),
         };
         let local = http
             .live
             .attach(stream)
             .map_err(|()| Rejection::StreamConflict)?;
+        if after.is_some() && local.is_none() && self.store().is_none() {
+            // Without an event store only a stream still held here can be resumed.
+            return Err(Rejection::BadLastEventId(
+                "Bad Request: this stream cannot be resumed (the server keeps no events)",
+            ));
+        }
         let attachment = local.as_ref().map(|_| Attachment {
             live: http.live.clone(),
             stream,

@@ -5,7 +5,7 @@
 //! store the table is a cache: the store is the truth, the sweeper renews the store's TTL of
 //! sessions in use here and drops local copies of sessions that ended elsewhere.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
@@ -40,16 +40,30 @@ pub(crate) fn new_session_id() -> Result<Arc<str>, getrandom::Error> {
 pub(crate) struct LiveSlot {
     /// A connection is reading this stream now.
     pub(crate) attached: bool,
-    /// Where a resumed GET receives live events.
+    /// The events for the GET reading (or about to resume) this stream.
     pub(crate) sink: Option<LiveQueue>,
+    /// All its requests are answered (kept only until a GET reads what is held).
+    pub(crate) finished: bool,
 }
+
+#[derive(Default)]
+struct Slots {
+    map: HashMap<StreamId, LiveSlot>,
+    /// Finished streams holding unread events, oldest first.
+    unread: VecDeque<StreamId>,
+}
+
+/// How many finished streams with unread events a session keeps for a late GET.
+const MAX_UNREAD_STREAMS: usize = 16;
 
 /// The attachable streams of one session.
 #[derive(Default)]
 pub(crate) struct LiveStreams {
-    slots: Mutex<HashMap<StreamId, LiveSlot>>,
+    slots: Mutex<Slots>,
     /// The newest event id of the standalone stream (for a new GET's priming event).
     standalone_head: AtomicU64,
+    /// The last stream number given out here (streams without an event store).
+    local_streams: AtomicU64,
 }
 
 /// The live events of a stream, read by the GET attached to it. (An empty queue allocates
@@ -57,56 +71,85 @@ pub(crate) struct LiveStreams {
 pub(crate) type LiveQueue = Arc<Outbox<SseEvent>>;
 
 impl LiveStreams {
+    /// A new stream number, for streams whose ids are given out here.
+    pub(crate) fn next_local_stream(&self) -> StreamId {
+        StreamId(self.local_streams.fetch_add(1, Ordering::AcqRel) + 1)
+    }
+
     /// Registers a POST stream as attached to its response.
     pub(crate) fn open(&self, stream: StreamId) {
-        lock(&self.slots).insert(
+        lock(&self.slots).map.insert(
             stream,
             LiveSlot {
                 attached: true,
                 sink: None,
+                finished: false,
             },
         );
     }
 
-    /// Forgets a finished POST stream (ending a GET that was reading it, once it has read
-    /// what is queued).
+    /// All requests of a POST stream are answered. A GET reading it ends once it has read
+    /// what is queued; events nobody read yet are kept for a late GET (a few streams per
+    /// session), else the stream is forgotten.
     pub(crate) fn finish(&self, stream: StreamId) {
-        if let Some(q) = lock(&self.slots).remove(&stream).and_then(|s| s.sink) {
+        let mut slots = lock(&self.slots);
+        let Some(slot) = slots.map.get_mut(&stream) else {
+            return;
+        };
+        if let Some(q) = &slot.sink {
             q.close();
         }
-    }
-
-    /// The POST response went away: the stream may now be resumed by a GET.
-    pub(crate) fn release(&self, stream: StreamId) {
-        if let Some(s) = lock(&self.slots).get_mut(&stream) {
-            s.attached = false;
-            if let Some(q) = s.sink.take() {
-                q.close();
+        if slot.attached || slot.sink.is_none() {
+            slots.map.remove(&stream);
+            return;
+        }
+        slot.finished = true;
+        slots.unread.push_back(stream);
+        while slots.unread.len() > MAX_UNREAD_STREAMS {
+            if let Some(old) = slots.unread.pop_front() {
+                slots.map.remove(&old);
             }
         }
     }
 
-    /// Attaches a GET. `Ok(None)` when the stream is not live (finished or unknown: replay
-    /// only); `Err` when another connection already reads it.
+    /// The POST response went away while its requests run: the stream may now be resumed
+    /// by a GET, and until then its events are held here.
+    pub(crate) fn release(&self, stream: StreamId) {
+        if let Some(s) = lock(&self.slots).map.get_mut(&stream) {
+            s.attached = false;
+            s.sink.get_or_insert_with(LiveQueue::default);
+        }
+    }
+
+    /// Attaches a GET. `Ok(None)` when the stream is not live here (finished or unknown:
+    /// replay only); `Err` when another connection already reads it.
     pub(crate) fn attach(&self, stream: StreamId) -> Result<Option<LiveQueue>, ()> {
         let mut slots = lock(&self.slots);
-        let slot = match slots.get_mut(&stream) {
+        let slot = match slots.map.get_mut(&stream) {
             Some(s) => s,
-            None if stream == StreamId::STANDALONE => slots.entry(stream).or_default(),
+            None if stream == StreamId::STANDALONE => slots.map.entry(stream).or_insert(LiveSlot {
+                attached: false,
+                sink: None,
+                finished: false,
+            }),
             None => return Ok(None),
         };
         if slot.attached {
             return Err(());
         }
-        let queue = LiveQueue::default();
         slot.attached = true;
-        slot.sink = Some(queue.clone());
-        Ok(Some(queue))
+        Ok(Some(
+            slot.sink.get_or_insert_with(LiveQueue::default).clone(),
+        ))
     }
 
-    /// The queue of the GET reading `stream`, if one is attached.
+    /// The queue for `stream`'s reader: the attached GET's, or (for a released POST stream)
+    /// the one holding events for the next GET. `None` for a standalone stream nobody reads.
     pub(crate) fn sink(&self, stream: StreamId) -> Option<LiveQueue> {
-        lock(&self.slots).get(&stream).and_then(|s| s.sink.clone())
+        lock(&self.slots)
+            .map
+            .get(&stream)
+            .and_then(|s| s.sink.clone())
     }
 
     pub(crate) fn standalone_head(&self) -> u64 {
@@ -128,11 +171,17 @@ pub(crate) struct Attachment {
 impl Drop for Attachment {
     fn drop(&mut self) {
         let mut slots = lock(&self.live.slots);
-        if let Some(s) = slots.get_mut(&self.stream) {
-            s.attached = false;
+        let Some(s) = slots.map.get_mut(&self.stream) else {
+            return;
+        };
+        s.attached = false;
+        if self.stream == StreamId::STANDALONE {
+            // Nobody reads the standalone stream now (it may be read on another instance).
             s.sink = None;
+        } else if s.finished {
+            slots.map.remove(&self.stream);
+            slots.unread.retain(|x| *x != self.stream);
         }
-        drop(slots);
     }
 }
 

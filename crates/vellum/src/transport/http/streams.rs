@@ -21,9 +21,11 @@ use super::sessions::{ActivityGuard, Attachment, LiveQueue, LiveStreams};
 use super::sse::{EventSource, SseEvent};
 use super::trace::RequestTrace;
 
-/// Where a POST stream's events are stored.
+/// A resumable POST stream: its id, and where its events are stored (`None`: ids are
+/// numbered here, and a resume works on this instance for events after a close the server
+/// asked for).
 pub(crate) struct StoredStream {
-    pub(crate) store: Arc<dyn EventStore>,
+    pub(crate) store: Option<Arc<dyn EventStore>>,
     pub(crate) session: Arc<str>,
     pub(crate) stream: StreamId,
     pub(crate) live: Arc<LiveStreams>,
@@ -49,6 +51,10 @@ pub(crate) struct PostEvents {
     /// The requests, each with its span when the handler logs.
     exchanges: Vec<(Exchange, Option<RequestTrace>)>,
     stored: Option<StoredStream>,
+    /// The last event number given out, when events are numbered here.
+    local_seq: u64,
+    /// Events produced before the stream became resumable, to emit (with ids) first.
+    requeued: VecDeque<(Bytes, Option<Option<i64>>)>,
     appending: Option<Appending>,
     /// Present for legacy sessions: keeps the session active while requests run, and lets
     /// the requests go on after the response is gone.
@@ -61,12 +67,13 @@ pub(crate) struct PostEvents {
 impl PostEvents {
     pub(crate) fn new(
         exchanges: Vec<(Exchange, Option<RequestTrace>)>,
-        stored: Option<StoredStream>,
         session: Option<ActivityGuard>,
     ) -> Self {
         PostEvents {
             exchanges,
-            stored,
+            stored: None,
+            local_seq: 0,
+            requeued: VecDeque::new(),
             appending: None,
             session,
             done: false,
@@ -74,12 +81,56 @@ impl PostEvents {
         }
     }
 
+    /// The ids of the requests on this stream.
+    pub(crate) fn request_ids(&self) -> Vec<crate::protocol::RequestId> {
+        self.exchanges
+            .iter()
+            .map(|(e, _)| e.shared().id.clone())
+            .collect()
+    }
+
+    /// True when a running handler asked to end its stream early (SSE polling).
+    pub(crate) fn close_requested_any(&self) -> bool {
+        self.exchanges
+            .iter()
+            .any(|(e, _)| !e.is_finished() && e.shared().close_requested().is_some())
+    }
+
+    /// Makes the stream resumable from here on; `earlier` (the events already produced)
+    /// are emitted again first, now with ids.
+    pub(crate) fn make_resumable(&mut self, stored: StoredStream, earlier: Vec<PostEvent>) {
+        self.stored = Some(stored);
+        self.requeued = earlier
+            .into_iter()
+            .map(|e| (e.event.message, e.fin))
+            .collect();
+    }
+
     fn emit(&mut self, message: Bytes, fin: Option<Option<i64>>) -> Option<PostEvent> {
         match &self.stored {
-            Some(s) => {
-                let f = s.store.append(&s.session, s.stream, message.clone());
+            Some(StoredStream {
+                store: Some(store),
+                session,
+                stream,
+                ..
+            }) => {
+                let f = store.append(session, *stream, message.clone());
                 self.appending = Some((f, message, fin));
                 None
+            }
+            Some(s) => {
+                self.local_seq += 1;
+                let id = EventId {
+                    stream: s.stream,
+                    seq: self.local_seq,
+                };
+                Some(PostEvent {
+                    event: SseEvent {
+                        id: Some(id),
+                        message,
+                    },
+                    fin,
+                })
             }
             None => Some(PostEvent {
                 event: SseEvent { id: None, message },
@@ -105,6 +156,12 @@ impl PostEvents {
                     event: SseEvent { id, message },
                     fin,
                 }));
+            }
+            if let Some((m, fin)) = self.requeued.pop_front() {
+                match self.emit(m, fin) {
+                    Some(ev) => return Poll::Ready(Some(ev)),
+                    None => continue,
+                }
             }
             if self.done {
                 return Poll::Ready(None);
@@ -159,9 +216,11 @@ impl PostEvents {
             self.done = true;
             if let Some(s) = &self.stored {
                 s.live.finish(s.stream);
-                let f = s.store.close_stream(&s.session, s.stream);
-                if let Ok(rt) = tokio::runtime::Handle::try_current() {
-                    rt.spawn(f);
+                if let Some(store) = &s.store {
+                    let f = store.close_stream(&s.session, s.stream);
+                    if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                        rt.spawn(f);
+                    }
                 }
             }
         }
@@ -195,6 +254,8 @@ impl PostEvents {
         let mut rest = PostEvents {
             exchanges: std::mem::take(&mut self.exchanges),
             stored: self.stored.take(),
+            local_seq: self.local_seq,
+            requeued: std::mem::take(&mut self.requeued),
             appending: self.appending.take(),
             session: Some(guard),
             done: false,
@@ -203,9 +264,11 @@ impl PostEvents {
         rt.spawn(async move {
             let drive = async {
                 while let Some(ev) = std::future::poll_fn(|cx| rest.poll_post_event(cx)).await {
+                    // Held for (or handed to) the GET that resumes the stream; a full buffer
+                    // drops it (with an event store, the resume replays it from there).
                     let sink = rest.stored.as_ref().and_then(|s| s.live.sink(s.stream));
-                    if let Some(tx) = sink {
-                        let _ = tx.send(ev.event).await;
+                    if let Some(q) = sink {
+                        q.try_send(ev.event);
                     }
                 }
             };
