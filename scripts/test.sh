@@ -33,7 +33,10 @@ npm_ci() {
   if [[ -f $stamp && $(cat "$stamp") == "$want" ]]; then
     echo "$dir: node_modules is up to date"
   else
-    (cd "$dir" && npm ci --no-audit --no-fund)
+    # `npm ci` installs exactly the lock file; npm 11 refuses some valid locks (platform-only
+    # optional packages it did not record), and `npm install` then installs the same pinned
+    # versions from the lock without rewriting it.
+    (cd "$dir" && { npm ci --no-audit --no-fund || npm install --no-audit --no-fund; })
     echo "$want" >"$stamp"
   fi
 }

@@ -28,6 +28,10 @@ pub enum Error {
     /// The peer did not declare the capability this call needs.
     #[error("the client did not declare the {0} capability")]
     MissingCapability(&'static str),
+    /// The request must be answered with this JSON-RPC error (propagate it with `?` from a
+    /// handler).
+    #[error("{0}")]
+    Rpc(ErrorObject),
     /// The call is impossible in this context (e.g. a server→client request on a stateless
     /// server, or progress without a progress token).
     #[error("{0}")]

@@ -387,16 +387,38 @@ impl RequestContext {
         self.shared.outbox.wake_reader();
     }
 
+    /// The error for a capability the client did not declare: in the 2026-07-28 era the
+    /// request fails with -32021 (naming the capability); in a legacy session the handler
+    /// gets [`Error::MissingCapability`] (a tool reports it as a tool error).
+    fn missing(&self, capability: &'static str) -> Error {
+        if !matches!(self.shared.scope, Scope::Modern(_)) {
+            return Error::MissingCapability(capability);
+        }
+        let required = match capability {
+            "sampling.tools" => serde_json::json!({ "sampling": { "tools": {} } }),
+            "elicitation.form" => serde_json::json!({ "elicitation": { "form": {} } }),
+            "elicitation.url" => serde_json::json!({ "elicitation": { "url": {} } }),
+            other => serde_json::json!({ other: {} }),
+        };
+        Error::Rpc(
+            crate::protocol::ErrorObject::new(
+                crate::protocol::code::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                format!("Missing required client capability: {capability}"),
+            )
+            .with_data(serde_json::json!({ "requiredCapabilities": required })),
+        )
+    }
+
     /// Asks the client's model for a completion (`sampling/createMessage`).
     pub async fn create_message(
         &self,
         params: CreateMessageParams,
     ) -> Result<CreateMessageResult, Error> {
         if !self.client_capabilities().supports_sampling() {
-            return Err(Error::MissingCapability("sampling"));
+            return Err(self.missing("sampling"));
         }
         if params.tools.is_some() && !self.client_capabilities().supports_sampling_tools() {
-            return Err(Error::MissingCapability("sampling.tools"));
+            return Err(self.missing("sampling.tools"));
         }
         self.ask(
             methods::SAMPLING_CREATE_MESSAGE,
@@ -415,10 +437,10 @@ impl RequestContext {
         let caps = self.client_capabilities();
         match &params {
             ElicitParams::Form(_) if !caps.supports_form_elicitation() => {
-                return Err(Error::MissingCapability("elicitation.form"));
+                return Err(self.missing("elicitation.form"));
             }
             ElicitParams::Url(_) if !caps.supports_url_elicitation() => {
-                return Err(Error::MissingCapability("elicitation.url"));
+                return Err(self.missing("elicitation.url"));
             }
             _ => {}
         }
@@ -438,7 +460,7 @@ impl RequestContext {
     /// Asks the client for its roots (`roots/list`).
     pub async fn list_roots(&self) -> Result<ListRootsResult, Error> {
         if !self.client_capabilities().supports_roots() {
-            return Err(Error::MissingCapability("roots"));
+            return Err(self.missing("roots"));
         }
         self.ask(methods::ROOTS_LIST, InputRequest::ListRoots).await
     }

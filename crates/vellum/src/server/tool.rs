@@ -73,7 +73,7 @@ impl<E: std::error::Error + Send + Sync + 'static> From<E> for HandlerError {
         match boxed.downcast::<Error>() {
             Ok(err) => match *err {
                 Error::InputRequired(r) => HandlerError::InputRequired(r),
-                Error::Remote(obj) => HandlerError::Protocol(obj),
+                Error::Remote(obj) | Error::Rpc(obj) => HandlerError::Protocol(obj),
                 other => HandlerError::Failed(other.to_string()),
             },
             Err(boxed) => match boxed.downcast::<ErrorObject>() {
