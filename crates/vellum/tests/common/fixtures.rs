@@ -18,6 +18,7 @@
 //! | tool | does |
 //! |---|---|
 //! | `ping_client` | sends `ping` to the client (60 s timeout), answers `pong` or fails with the error |
+//! | `paced` | sends `steps` progress notifications, each once the test allows it ([`HttpFixture::pace`]), then `paced done` |
 //! | `close_stream` | progress 1, ends its SSE response (`close_sse_stream(retry_ms)`), waits for the [`HttpFixture::resume`] gate, progress 2, then `resumed` |
 
 use std::sync::Arc;
@@ -298,6 +299,25 @@ pub struct HttpFixture {
     pub slow: SlowGate,
     /// Holds `close_stream` calls after they ended their SSE response.
     pub resume: SlowGate,
+    /// Paces `paced` calls.
+    pub pace: Pacer,
+}
+
+/// Lets a test decide when the `paced` tool sends each progress notification.
+#[derive(Clone)]
+pub struct Pacer(Arc<Semaphore>);
+
+impl Pacer {
+    /// Lets `n` more progress notifications go (across all `paced` calls).
+    pub fn allow(&self, n: usize) {
+        self.0.add_permits(n);
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct PacedInput {
+    /// How many progress notifications to send.
+    steps: u32,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -316,6 +336,31 @@ pub fn http_test_server() -> HttpFixture {
 fn build_http() -> HttpFixture {
     let Fixture { server, slow } = build();
     let resume = SlowGate::new();
+    let pace = Pacer(Arc::new(Semaphore::new(0)));
+
+    let permits = pace.0.clone();
+    server
+        .add_tool(
+            Tool::new("paced", "Reports progress when the test allows it"),
+            move |ctx: RequestContext, _req: CallToolRequest, input: PacedInput| {
+                let permits = permits.clone();
+                async move {
+                    let total = f64::from(input.steps);
+                    for step in 1..=input.steps {
+                        permits
+                            .acquire()
+                            .await
+                            .map_err(|e| HandlerError::failed(e.to_string()))?
+                            .forget();
+                        ctx.notify_progress(f64::from(step), Some(total), None)
+                            .await
+                            .map_err(HandlerError::from)?;
+                    }
+                    Ok::<_, HandlerError>(CallToolResult::text("paced done"))
+                }
+            },
+        )
+        .expect("paced registers");
 
     server
         .add_tool(
@@ -359,5 +404,6 @@ fn build_http() -> HttpFixture {
         server,
         slow,
         resume,
+        pace,
     }
 }
