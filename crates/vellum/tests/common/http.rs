@@ -64,6 +64,63 @@ impl TestHttpServer {
         }
     }
 
+    /// Serves `handler` as [`TestHttpServer::start_handler`] does, and also gives every
+    /// request the authenticated [`Principal`](vellum::auth::Principal) named by its
+    /// `x-test-principal` header (`issuer subject`), as an auth layer would.
+    pub async fn start_with_principals(handler: StreamableHttpHandler) -> Self {
+        use hyper_util::rt::{TokioExecutor, TokioIo};
+        use vellum::transport::http::ConnectionInfo;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1:0");
+        let addr = listener.local_addr().expect("a bound address");
+        let (stop, mut stopped) = oneshot::channel::<()>();
+        let served = handler.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                let (stream, remote) = tokio::select! {
+                    r = listener.accept() => r?,
+                    _ = &mut stopped => break,
+                };
+                let info = ConnectionInfo {
+                    local: stream.local_addr().ok(),
+                    remote: Some(remote),
+                };
+                let h = served.clone();
+                let svc = hyper::service::service_fn(
+                    move |mut req: http::Request<hyper::body::Incoming>| {
+                        req.extensions_mut().insert(info);
+                        let principal = req
+                            .headers()
+                            .get("x-test-principal")
+                            .and_then(|v| v.to_str().ok())
+                            .and_then(|v| v.split_once(' '))
+                            .map(|(i, s)| vellum::auth::Principal::new(i, s));
+                        if let Some(p) = principal {
+                            req.extensions_mut().insert(p);
+                        }
+                        let h = h.clone();
+                        async move { Ok::<_, std::convert::Infallible>(h.handle(req).await) }
+                    },
+                );
+                tokio::spawn(async move {
+                    let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                        .serve_connection(TokioIo::new(stream), svc)
+                        .await;
+                });
+            }
+            served.shutdown();
+            Ok(())
+        });
+        TestHttpServer {
+            addr,
+            url: format!("http://{addr}/mcp"),
+            handler,
+            stop: Some(stop),
+            task: Some(task),
+        }
+    }
+
     /// A client of this server.
     pub fn client(&self) -> McpHttp {
         McpHttp::new(&self.url)
