@@ -18,23 +18,14 @@ use vellum::transport::http::StreamableHttpOptions;
 use common::fixtures::http_test_server;
 use common::http::{
     ACCEPT_BOTH, Answer, MODERN, McpHttp, PROTOCOL_VERSION, SESSION_ID, Streamed, TestHttpServer,
-    modern_body,
+    assert_rejected, modern_body, text_of,
 };
 
 const ALL_VERSIONS: [&str; 4] = ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"];
 
-fn text_of(response: &Value) -> &str {
-    response["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no text content in {response}"))
-}
-
-/// The body of a refusal: status, JSON body, the code, and the request's id echoed.
+/// A refusal (see `assert_rejected`) that echoes the request's id when given.
 fn assert_error(a: &Answer, status: StatusCode, code: i64, id: Option<&Value>) -> Value {
-    assert_eq!(a.status, status, "{}", a.text());
-    assert_eq!(a.content_type(), "application/json", "{}", a.text());
-    let body: Value = serde_json::from_slice(&a.body).expect("a JSON-RPC error body");
-    assert_eq!(body["error"]["code"], code, "{body}");
+    let body = assert_rejected(a, status, code);
     if let Some(id) = id {
         assert_eq!(&body["id"], id, "the id is echoed: {body}");
     }

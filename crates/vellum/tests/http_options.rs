@@ -16,17 +16,13 @@ use serde_json::{Value, json};
 use vellum::transport::http::{StreamableHttpHandler, StreamableHttpOptions};
 
 use common::fixtures::http_test_server;
-use common::http::{Answer, McpHttp, SESSION_ID, SseBlock, TestHttpServer};
+use common::http::{
+    Answer, McpHttp, SESSION_ID, SseBlock, TestHttpServer, assert_rejected, text_of,
+};
 use common::within;
 
 fn options() -> StreamableHttpOptions {
     StreamableHttpOptions::default()
-}
-
-fn text_of(response: &Value) -> &str {
-    response["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no text content in {response}"))
 }
 
 /// The progress notifications among `messages` that carry `token`, as (progress, message).
@@ -44,18 +40,6 @@ fn progress_of(messages: &[Value], token: &str) -> Vec<f64> {
                 .expect("progress is a number")
         })
         .collect()
-}
-
-fn assert_rejected(a: &Answer, status: StatusCode, code: i64) {
-    assert_eq!(a.status, status, "{}", a.text());
-    assert_eq!(a.content_type(), "application/json", "{}", a.text());
-    let body: Value = serde_json::from_slice(&a.body).expect("a JSON-RPC error body");
-    assert_eq!(body["jsonrpc"], "2.0", "{body}");
-    assert_eq!(body["error"]["code"], code, "{body}");
-    assert!(
-        body.get("id") != Some(&Value::Null),
-        "\"id\": null in {body}"
-    );
 }
 
 // ---- stateless ------------------------------------------------------------------------
@@ -199,6 +183,23 @@ async fn stateless_notifications_reach_the_requests_response() {
     );
     assert_eq!(progress_of(&a.messages, "tok"), vec![1.0, 2.0, 3.0, 4.0]);
     assert_eq!(text_of(a.messages.last().expect("a response")), "done");
+}
+
+#[tokio::test]
+#[ignore = "BUG: a stateless request's throwaway session has no log level (logging/setLevel \
+            cannot persist without a session), so ctx.log never emits in stateless mode; the \
+            Go SDK gives stateless requests the level `info`"]
+async fn stateless_log_messages_reach_the_requests_response() {
+    let f = http_test_server();
+    let srv = TestHttpServer::start(f.server, options().stateless(true)).await;
+    let c = srv.client();
+    let a = c
+        .post(&c.call_tool("log", json!({"message": "from a stateless tool"}), None))
+        .await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.text());
+    assert_eq!(a.messages.len(), 2, "{:?}", a.messages);
+    assert_eq!(a.messages[0]["method"], "notifications/message");
+    assert_eq!(a.messages[0]["params"]["data"], "from a stateless tool");
 }
 
 // ---- json_response --------------------------------------------------------------------

@@ -748,25 +748,18 @@ async fn row_no_session() {
 
 #[tokio::test]
 async fn row_unknown_session() {
-    let mut o = StreamableHttpOptions::default();
-    o.session_timeout = Some(std::time::Duration::from_millis(150));
-    let (_f, srv) = server(o).await;
+    let (_f, srv) = server(StreamableHttpOptions::default()).await;
     let body = call(1, "hello_world", json!({"user_name": "x"}));
     // Unknown.
     let mut c = srv.client();
     c.protocol_version = Some("2025-06-18".into());
     c.session = Some("no-such-session".into());
     for method in [Method::POST, Method::GET, Method::DELETE] {
-        let a = send(
-            &c,
-            method,
-            &[
-                ("content-type", "application/json"),
-                ("accept", ACCEPT_BOTH),
-            ],
-            Some(body.to_string()),
-        )
-        .await;
+        let h = [
+            ("content-type", "application/json"),
+            ("accept", ACCEPT_BOTH),
+        ];
+        let a = send(&c, method, &h, Some(body.to_string())).await;
         check(LEGACY, UNKNOWN_SESSION, &a, None);
     }
     // Deleted.
@@ -774,7 +767,11 @@ async fn row_unknown_session() {
     assert_eq!(c.delete().await, StatusCode::NO_CONTENT);
     check(LEGACY, UNKNOWN_SESSION, &c.post(&body).await, None);
     // Expired.
-    let c = session(&srv, "2025-06-18").await;
+    let mut o = StreamableHttpOptions::default();
+    o.session_timeout = Some(std::time::Duration::from_millis(150));
+    let (_f, srv) = server(o).await;
+    let mut c = srv.client();
+    assert_eq!(c.initialize("2025-06-18").await.status, StatusCode::OK);
     common::eventually("the session to expire", || srv.handler.session_count() == 0).await;
     check(LEGACY, UNKNOWN_SESSION, &c.post(&body).await, None);
 }

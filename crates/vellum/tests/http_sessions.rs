@@ -3,7 +3,9 @@
 //! and isolation between concurrent sessions.
 //!
 //! Timeouts are short configured durations (200 ms); "the timeout has passed" is proven by
-//! a control session on the same handler being reaped, never by sleeping.
+//! a control session on the same handler being reaped, never by sleeping. A session a
+//! loaded machine lets idle past the timeout while it is being set up is set up again
+//! ([`fresh_session`]): what is asserted starts once its activity is established.
 
 // Test code: a panic is how a test fails (clippy.toml allows it only inside #[test] fns).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -15,27 +17,14 @@ use std::time::Duration;
 
 use futures_util::future::join_all;
 use reqwest::StatusCode;
-use serde_json::{Value, json};
+use serde_json::json;
 use vellum::transport::http::StreamableHttpOptions;
 
 use common::eventually;
 use common::fixtures::http_test_server;
-use common::http::{Answer, McpHttp, TestHttpServer};
+use common::http::{McpHttp, Streamed, TestHttpServer, assert_rejected, text_of};
 
 const TIMEOUT: Duration = Duration::from_millis(200);
-
-fn text_of(response: &Value) -> &str {
-    response["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no text content in {response}"))
-}
-
-fn assert_rejected(a: &Answer, status: StatusCode, code: i64) {
-    assert_eq!(a.status, status, "{}", a.text());
-    assert_eq!(a.content_type(), "application/json", "{}", a.text());
-    let body: Value = serde_json::from_slice(&a.body).expect("a JSON-RPC error body");
-    assert_eq!(body["error"]["code"], code, "{body}");
-}
 
 /// True while the session answers (false once it is gone: 404).
 async fn alive(c: &McpHttp) -> bool {
@@ -49,6 +38,18 @@ async fn alive(c: &McpHttp) -> bool {
     }
 }
 
+/// A connected session of `srv`, connecting again if a short timeout closed it before the
+/// handshake finished.
+async fn fresh_session(srv: &TestHttpServer) -> McpHttp {
+    for _ in 0..20 {
+        let mut c = srv.client();
+        if c.try_connect("2025-06-18").await {
+            return c;
+        }
+    }
+    panic!("every session was closed before its handshake finished")
+}
+
 fn with_timeout() -> StreamableHttpOptions {
     StreamableHttpOptions::default().session_timeout(TIMEOUT)
 }
@@ -59,9 +60,7 @@ fn with_timeout() -> StreamableHttpOptions {
 async fn idle_sessions_are_reaped_and_then_unknown() {
     let f = http_test_server();
     let srv = TestHttpServer::start(f.server, with_timeout()).await;
-    let mut c = srv.client();
-    c.connect("2025-06-18").await;
-    assert!(alive(&c).await);
+    let c = fresh_session(&srv).await;
     eventually("the idle session to be reaped", || {
         srv.handler.session_count() == 0
     })
@@ -80,8 +79,7 @@ async fn without_a_timeout_idle_sessions_live_on() {
     let reaping = TestHttpServer::start(f.server, with_timeout()).await;
     let mut kept = forever.client();
     kept.connect("2025-06-18").await;
-    let mut control = reaping.client();
-    control.connect("2025-06-18").await;
+    let _control = fresh_session(&reaping).await;
     // The control session was created after ours and has been reaped: ours was idle longer
     // than the timeout.
     eventually("the control session to be reaped", || {
@@ -95,28 +93,31 @@ async fn without_a_timeout_idle_sessions_live_on() {
 async fn a_request_in_flight_keeps_its_session_alive() {
     let f = http_test_server();
     let srv = TestHttpServer::start(f.server, with_timeout()).await;
-    let mut busy = srv.client();
-    busy.connect("2025-06-18").await;
-    let mut slow = busy
-        .post_stream(&busy.call_tool("slow", json!({}), None))
-        .await
-        .expect_stream("slow");
+    let (busy, mut slow) = loop {
+        let busy = fresh_session(&srv).await;
+        match busy
+            .post_stream(&busy.call_tool("slow", json!({}), None))
+            .await
+        {
+            Streamed::Stream(s) => break (busy, s),
+            Streamed::Whole(a) => assert_eq!(a.status, StatusCode::NOT_FOUND, "{}", a.text()),
+        }
+    };
     f.slow.entered().await;
-    let mut control = srv.client();
-    control.connect("2025-06-18").await;
+    let control = fresh_session(&srv).await;
     eventually("the control session to be reaped", || {
         srv.handler.session_count() == 1
     })
     .await;
-
-    f.slow.release();
-    let r = slow.next_message().await.expect("the slow result").json();
-    assert_eq!(text_of(&r), "slow done");
+    assert!(!alive(&control).await);
     assert!(
         alive(&busy).await,
         "the session was reaped while a request ran"
     );
-    assert!(!alive(&control).await);
+
+    f.slow.release();
+    let r = slow.next_message().await.expect("the slow result").json();
+    assert_eq!(text_of(&r), "slow done");
     // Once idle, it goes too.
     eventually("the now idle session to be reaped", || {
         srv.handler.session_count() == 0
@@ -128,12 +129,15 @@ async fn a_request_in_flight_keeps_its_session_alive() {
 async fn an_open_get_stream_keeps_its_session_alive() {
     let f = http_test_server();
     let srv = TestHttpServer::start(f.server, with_timeout()).await;
-    let mut listening = srv.client();
-    listening.connect("2025-06-18").await;
-    let mut stream = listening.listen().await;
+    let (listening, mut stream) = loop {
+        let c = fresh_session(&srv).await;
+        match c.get_stream(None).await {
+            Streamed::Stream(s) => break (c, s),
+            Streamed::Whole(a) => assert_eq!(a.status, StatusCode::NOT_FOUND, "{}", a.text()),
+        }
+    };
     stream.next_block().await.expect("the opening comment");
-    let mut control = srv.client();
-    control.connect("2025-06-18").await;
+    let _control = fresh_session(&srv).await;
     eventually("the control session to be reaped", || {
         srv.handler.session_count() == 1
     })
@@ -170,8 +174,7 @@ async fn a_session_that_never_sends_initialized_is_closed() {
     let mut abandoned = srv.client();
     let init = abandoned.initialize("2025-06-18").await;
     assert_eq!(init.status, StatusCode::OK);
-    let mut done = srv.client();
-    done.connect("2025-06-18").await;
+    let done = fresh_session(&srv).await;
     eventually("the abandoned handshake to be closed", || {
         srv.handler.session_count() == 1
     })

@@ -402,6 +402,24 @@ impl McpHttp {
         answer
     }
 
+    /// `initialize` then `notifications/initialized`; `false` when the session was gone by
+    /// the second (closed by a short timeout on a loaded machine), so the caller can retry.
+    pub async fn try_connect(&mut self, version: &str) -> bool {
+        let init = self.initialize(version).await;
+        assert_eq!(init.status, StatusCode::OK, "initialize: {}", init.text());
+        let ack = self.notify("notifications/initialized", None).await;
+        if ack.status == StatusCode::NOT_FOUND {
+            return false;
+        }
+        assert_eq!(
+            ack.status,
+            StatusCode::ACCEPTED,
+            "initialized: {}",
+            ack.text()
+        );
+        true
+    }
+
     /// `initialize` then `notifications/initialized`, asserting both succeed.
     pub async fn connect(&mut self, version: &str) {
         let init = self.initialize(version).await;
@@ -482,6 +500,29 @@ impl McpHttp {
         let body = modern_body(json!(self.next_id()), method, params);
         self.send(self.modern_builder(&body)).await
     }
+}
+
+/// The text of a tool result's first content block.
+pub fn text_of(response: &Value) -> &str {
+    response["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text content in {response}"))
+}
+
+/// Asserts a refusal: `status`, an `application/json` JSON-RPC error body with `code`, and
+/// never `"id": null`. Returns the body.
+pub fn assert_rejected(a: &Answer, status: StatusCode, code: i64) -> Value {
+    assert_eq!(a.status, status, "{}", a.text());
+    assert_eq!(a.content_type(), "application/json", "{}", a.text());
+    let body: Value = serde_json::from_slice(&a.body)
+        .unwrap_or_else(|e| panic!("not a JSON-RPC error body ({e}): {}", a.text()));
+    assert_eq!(body["jsonrpc"], "2.0", "{body}");
+    assert_eq!(body["error"]["code"], code, "{body}");
+    assert!(
+        body.get("id") != Some(&Value::Null),
+        "\"id\": null in {body}"
+    );
+    body
 }
 
 /// The modern protocol version.
