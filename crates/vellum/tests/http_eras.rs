@@ -348,7 +348,7 @@ async fn modern_version_header_rules() {
     // `_meta` names the version but the header is missing, or differs.
     let a = modern_with(&c, &call, &[(PROTOCOL_VERSION, None)]).await;
     assert_error(&a, StatusCode::BAD_REQUEST, -32020, Some(&id));
-    let a = modern_with(&c, &call, &[(PROTOCOL_VERSION, Some("2025-11-25"))]).await;
+    let a = modern_with(&c, &call, &[(PROTOCOL_VERSION, Some("2026-07-29"))]).await;
     assert_error(&a, StatusCode::BAD_REQUEST, -32020, Some(&id));
     // A modern version this server does not speak.
     let mut future = call.clone();
@@ -375,6 +375,37 @@ async fn modern_version_header_rules() {
             .contains("clientCapabilities"),
         "{e}"
     );
+}
+
+#[tokio::test]
+async fn a_legacy_header_or_a_session_makes_a_request_legacy_whatever_its_meta() {
+    let (_f, srv) = start().await;
+    let mut c = srv.client();
+    c.connect("2025-11-25").await;
+    let body = modern_body(
+        json!(3),
+        "tools/call",
+        json!({"name": "hello_world", "arguments": {"user_name": "Old"}}),
+    );
+    // In the session, with its version header or without one: served as legacy.
+    for version in [Some("2025-11-25"), None] {
+        let mut b = c.clone();
+        b.protocol_version = version.map(str::to_owned);
+        let a = b.post(&body).await;
+        assert_eq!(a.status, StatusCode::OK, "{version:?}: {}", a.text());
+        let r = a.messages.last().expect("a response");
+        assert_eq!(text_of(r), "Hello World, Old");
+        assert!(r["result"].get("resultType").is_none(), "{version:?}: {r}");
+    }
+    // A legacy header without a session: a legacy request that needs one.
+    let mut stranger = srv.client();
+    stranger.protocol_version = Some("2025-11-25".into());
+    let a = stranger.post(&body).await;
+    assert_rejected(&a, StatusCode::BAD_REQUEST, -32600);
+    // Neither: `_meta` decides, and the version header is then required.
+    stranger.protocol_version = None;
+    let a = stranger.post(&body).await;
+    assert_error(&a, StatusCode::BAD_REQUEST, -32020, Some(&json!(3)));
 }
 
 #[tokio::test]

@@ -509,31 +509,27 @@ async fn a_long_post_stream_gets_keep_alives_too() {
 }
 
 #[tokio::test]
-async fn sse_answers_carry_the_headers_that_stop_proxy_buffering() {
+async fn live_sse_answers_carry_the_headers_that_stop_proxy_buffering() {
     let f = http_test_server();
     let srv = TestHttpServer::start(f.server, options()).await;
     let mut c = srv.client();
     c.connect("2025-11-25").await;
+    // A POST answer still streaming, and the standalone GET stream.
     let post = c
-        .post(&c.call_tool("progress", json!({"steps": 1}), Some("t")))
-        .await;
+        .post_stream(&c.call_tool("slow", json!({}), None))
+        .await
+        .expect_stream("slow");
+    f.slow.entered().await;
     let get = c.listen().await;
-    let pairs = [
-        (
-            post.header("cache-control"),
-            post.header("x-accel-buffering"),
-            "POST",
-        ),
-        (
-            get.header("cache-control"),
-            get.header("x-accel-buffering"),
-            "GET",
-        ),
-    ];
-    for (cache, accel, what) in pairs {
-        assert_eq!(cache, Some("no-cache, no-transform"), "{what}");
-        assert_eq!(accel, Some("no"), "{what}");
+    for (what, s) in [("POST", &post), ("GET", &get)] {
+        assert_eq!(
+            s.header("cache-control"),
+            Some("no-cache, no-transform"),
+            "{what}"
+        );
+        assert_eq!(s.header("x-accel-buffering"), Some("no"), "{what}");
     }
+    f.slow.release();
 }
 
 // ---- graceful shutdown ------------------------------------------------------------------

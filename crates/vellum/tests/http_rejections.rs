@@ -1188,7 +1188,7 @@ async fn row_modern_header_differs() {
     let (_f, srv) = server(StreamableHttpOptions::default()).await;
     let c = srv.client();
     let body = modern_body(json!(1), "tools/list", json!({}));
-    for v in ["2025-11-25", "2099-01-01"] {
+    for v in ["2026-07-29", "2099-01-01"] {
         let a = modern_post(&c, &body, &[(PROTOCOL_VERSION, Some(v))]).await;
         check(MODERN_ERA, MODERN_HEADER_DIFFERS, &a, None);
     }
