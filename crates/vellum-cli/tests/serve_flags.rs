@@ -198,6 +198,17 @@ impl Client {
         r.unwrap_or_else(|_| panic!("no answer within {DEADLINE:?}"))
     }
 
+    /// A GET of the session's stream, resuming after `last_event_id` when given.
+    fn get(&self, last_event_id: Option<&str>) -> RequestBuilder {
+        let b = self
+            .builder(Method::GET)
+            .header("accept", "text/event-stream");
+        match last_event_id {
+            Some(id) => b.header("last-event-id", id),
+            None => b,
+        }
+    }
+
     async fn post(&self, body: &Value) -> Answer {
         self.send(self.builder(Method::POST).body(body.to_string()))
             .await
@@ -254,13 +265,7 @@ async fn stateless() {
     assert_eq!(a.header("mcp-session-id"), None);
     let fresh = s.client();
     assert_eq!(text_of(&fresh.hello("Sl").await), "Hello World, Sl");
-    let g = fresh
-        .send(
-            fresh
-                .builder(Method::GET)
-                .header("accept", "text/event-stream"),
-        )
-        .await;
+    let g = fresh.send(fresh.get(None)).await;
     assert_eq!(g.status, StatusCode::METHOD_NOT_ALLOWED);
     assert_eq!(g.header("allow"), Some("POST"));
     // By default: sessions.
@@ -303,13 +308,7 @@ async fn event_store() {
         .collect();
     assert_eq!(ids.len(), 2, "priming and result: {:?}", a.body);
     // Resuming after the priming event replays the result.
-    let g = c
-        .send(
-            c.builder(Method::GET)
-                .header("accept", "text/event-stream")
-                .header("last-event-id", ids[0]),
-        )
-        .await;
+    let g = c.send(c.get(Some(ids[0]))).await;
     assert_eq!(g.status, StatusCode::OK, "{}", g.body);
     assert_eq!(text_of(&g), "Hello World, E");
 
@@ -327,13 +326,7 @@ async fn event_store() {
     for i in 0..5 {
         c.hello(&format!("more {i}")).await;
     }
-    let g = c
-        .send(
-            c.builder(Method::GET)
-                .header("accept", "text/event-stream")
-                .header("last-event-id", &first_id),
-        )
-        .await;
+    let g = c.send(c.get(Some(&first_id))).await;
     assert_eq!(g.status, StatusCode::BAD_REQUEST, "{}", g.body);
     assert!(g.body.contains("evicted"), "{}", g.body);
 
@@ -343,13 +336,7 @@ async fn event_store() {
     c.connect("2025-11-25").await;
     let a = c.hello("N").await;
     assert!(!a.body.contains("id: "), "{:?}", a.body);
-    let g = c
-        .send(
-            c.builder(Method::GET)
-                .header("accept", "text/event-stream")
-                .header("last-event-id", "1-0"),
-        )
-        .await;
+    let g = c.send(c.get(Some("1-0"))).await;
     assert_eq!(g.status, StatusCode::BAD_REQUEST);
 }
 
@@ -541,12 +528,7 @@ async fn sse_keep_alive() {
     let s = Serve::start(&["--sse-keep-alive", "100ms"]);
     let mut c = s.client();
     c.connect("2025-06-18").await;
-    let r = c
-        .builder(Method::GET)
-        .header("accept", "text/event-stream")
-        .send()
-        .await
-        .expect("a GET stream");
+    let r = c.get(None).send().await.expect("a GET stream");
     assert_eq!(r.status(), StatusCode::OK);
     let mut body = r.bytes_stream();
     let mut text = String::new();
@@ -609,12 +591,7 @@ async fn sigterm_ends_streams_with_retry_and_exits_cleanly() {
     let s = Serve::start(&[]);
     let mut c = s.client();
     c.connect("2025-11-25").await;
-    let r = c
-        .builder(Method::GET)
-        .header("accept", "text/event-stream")
-        .send()
-        .await
-        .expect("a GET stream");
+    let r = c.get(None).send().await.expect("a GET stream");
     assert_eq!(r.status(), StatusCode::OK);
     let reading = tokio::spawn(async move { r.text().await.unwrap_or_default() });
     let (status, _) = s.finish("-TERM");

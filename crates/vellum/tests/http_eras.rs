@@ -17,8 +17,8 @@ use vellum::transport::http::StreamableHttpOptions;
 
 use common::fixtures::http_test_server;
 use common::http::{
-    ACCEPT_BOTH, Answer, MODERN, McpHttp, PROTOCOL_VERSION, SESSION_ID, Streamed, TestHttpServer,
-    assert_rejected, modern_body, text_of,
+    Answer, MODERN, PROTOCOL_VERSION, SESSION_ID, Streamed, TestHttpServer, assert_rejected,
+    modern_body, text_of,
 };
 
 const ALL_VERSIONS: [&str; 4] = ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"];
@@ -235,37 +235,6 @@ async fn modern_missing_client_capability_is_32021() {
 
 // ---- modern checks ---------------------------------------------------------------------------
 
-/// Sends `body` with the modern headers, then applies `edit` to the headers.
-async fn modern_with(c: &McpHttp, body: &Value, headers: &[(&str, Option<&str>)]) -> Answer {
-    let mut b = c
-        .http
-        .post(&c.url)
-        .header("content-type", "application/json")
-        .header("accept", ACCEPT_BOTH);
-    let defaults = [
-        (PROTOCOL_VERSION, Some(MODERN.to_owned())),
-        ("mcp-method", body["method"].as_str().map(str::to_owned)),
-        (
-            "mcp-name",
-            body["params"]["name"]
-                .as_str()
-                .or(body["params"]["uri"].as_str())
-                .map(str::to_owned),
-        ),
-    ];
-    for (name, value) in defaults {
-        let over = headers.iter().find(|(n, _)| *n == name);
-        let value = match over {
-            Some((_, v)) => v.map(str::to_owned),
-            None => value,
-        };
-        if let Some(v) = value {
-            b = b.header(name, v);
-        }
-    }
-    c.send(b.body(body.to_string())).await
-}
-
 #[tokio::test]
 async fn mcp_method_and_mcp_name_must_mirror_the_body() {
     let (_f, srv) = start().await;
@@ -284,7 +253,7 @@ async fn mcp_method_and_mcp_name_must_mirror_the_body() {
         &[("mcp-name", Some("\thello_world "))],
     ];
     for h in ok {
-        let a = modern_with(&c, &call, h).await;
+        let a = c.modern_with(&call, h).await;
         assert_eq!(text_of(modern_result(&a)), "Hello World, H", "{h:?}");
     }
     let bad: [&[(&str, Option<&str>)]; 7] = [
@@ -297,7 +266,7 @@ async fn mcp_method_and_mcp_name_must_mirror_the_body() {
         &[("mcp-name", Some("Hello_World"))],
     ];
     for h in bad {
-        let a = modern_with(&c, &call, h).await;
+        let a = c.modern_with(&call, h).await;
         assert_error(&a, StatusCode::BAD_REQUEST, -32020, Some(&id));
     }
     // A non-ASCII name travels base64-encoded.
@@ -306,9 +275,9 @@ async fn mcp_method_and_mcp_name_must_mirror_the_body() {
         "prompts/get",
         json!({"name": "greet", "arguments": {"name": "Zoë"}}),
     );
-    let a = modern_with(&c, &prompt, &[]).await;
+    let a = c.modern_with(&prompt, &[]).await;
     modern_result(&a);
-    let a = modern_with(&c, &prompt, &[("mcp-name", Some("grete"))]).await;
+    let a = c.modern_with(&prompt, &[("mcp-name", Some("grete"))]).await;
     assert_error(&a, StatusCode::BAD_REQUEST, -32020, Some(&id));
     // resources/read mirrors the uri.
     let read = modern_body(
@@ -316,26 +285,28 @@ async fn mcp_method_and_mcp_name_must_mirror_the_body() {
         "resources/read",
         json!({"uri": "test://greeting"}),
     );
-    let a = modern_with(&c, &read, &[]).await;
+    let a = c.modern_with(&read, &[]).await;
     modern_result(&a);
-    let a = modern_with(&c, &read, &[("mcp-name", Some("test://other"))]).await;
+    let a = c
+        .modern_with(&read, &[("mcp-name", Some("test://other"))])
+        .await;
     assert_error(&a, StatusCode::BAD_REQUEST, -32020, Some(&id));
-    let a = modern_with(
-        &c,
-        &read,
-        &[("mcp-name", Some("=?base64?dGVzdDovL2dyZWV0aW5n?="))],
-    )
-    .await;
+    let a = c
+        .modern_with(
+            &read,
+            &[("mcp-name", Some("=?base64?dGVzdDovL2dyZWV0aW5n?="))],
+        )
+        .await;
     modern_result(&a);
     // Methods without a name need no Mcp-Name; notifications need Mcp-Method too.
     let list = modern_body(id.clone(), "tools/list", json!({}));
-    modern_result(&modern_with(&c, &list, &[("mcp-name", None)]).await);
+    modern_result(&c.modern_with(&list, &[("mcp-name", None)]).await);
     let note =
         json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}});
-    let a = modern_with(&c, &note, &[]).await;
+    let a = c.modern_with(&note, &[]).await;
     assert_eq!(a.status, StatusCode::ACCEPTED, "{}", a.text());
     assert!(a.body.is_empty());
-    let a = modern_with(&c, &note, &[("mcp-method", None)]).await;
+    let a = c.modern_with(&note, &[("mcp-method", None)]).await;
     assert_error(&a, StatusCode::BAD_REQUEST, -32020, None);
 }
 
@@ -346,27 +317,31 @@ async fn modern_version_header_rules() {
     let id = json!(9);
     let call = modern_body(id.clone(), "tools/list", json!({}));
     // `_meta` names the version but the header is missing, or differs.
-    let a = modern_with(&c, &call, &[(PROTOCOL_VERSION, None)]).await;
+    let a = c.modern_with(&call, &[(PROTOCOL_VERSION, None)]).await;
     assert_error(&a, StatusCode::BAD_REQUEST, -32020, Some(&id));
-    let a = modern_with(&c, &call, &[(PROTOCOL_VERSION, Some("2026-07-29"))]).await;
+    let a = c
+        .modern_with(&call, &[(PROTOCOL_VERSION, Some("2026-07-29"))])
+        .await;
     assert_error(&a, StatusCode::BAD_REQUEST, -32020, Some(&id));
     // A modern version this server does not speak.
     let mut future = call.clone();
     future["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2099-01-01");
-    let a = modern_with(&c, &future, &[(PROTOCOL_VERSION, Some("2099-01-01"))]).await;
+    let a = c
+        .modern_with(&future, &[(PROTOCOL_VERSION, Some("2099-01-01"))])
+        .await;
     let e = assert_error(&a, StatusCode::BAD_REQUEST, -32022, Some(&id));
     assert_eq!(e["error"]["data"]["supported"], json!(ALL_VERSIONS), "{e}");
     assert_eq!(e["error"]["data"]["requested"], "2099-01-01", "{e}");
     // The header alone, with a legacy-shaped body: still modern, so `_meta` is missing.
     let bare = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"});
-    let a = modern_with(&c, &bare, &[]).await;
+    let a = c.modern_with(&bare, &[]).await;
     assert_error(&a, StatusCode::BAD_REQUEST, -32602, Some(&id));
     let mut no_caps = call.clone();
     no_caps["params"]["_meta"]
         .as_object_mut()
         .unwrap()
         .remove("io.modelcontextprotocol/clientCapabilities");
-    let a = modern_with(&c, &no_caps, &[]).await;
+    let a = c.modern_with(&no_caps, &[]).await;
     let e = assert_error(&a, StatusCode::BAD_REQUEST, -32602, Some(&id));
     assert!(
         e["error"]["message"]

@@ -15,7 +15,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use vellum::transport::http::{StreamableHttpHandler, StreamableHttpOptions};
 
-use common::fixtures::http_test_server;
+use common::fixtures::{HttpFixture, http_test_server};
 use common::http::{
     Answer, McpHttp, SESSION_ID, SseBlock, TestHttpServer, assert_rejected, text_of,
 };
@@ -325,12 +325,11 @@ fn assert_json_answer_to(a: &Answer, id: &Value) {
     }
 }
 
-#[tokio::test]
-#[ignore = "BUG: a JSON-mode request whose session is deleted while it runs is answered \
-            200 application/json with an empty body"]
-async fn a_json_request_whose_session_ends_gets_a_json_rpc_answer() {
-    let f = http_test_server();
-    let srv = TestHttpServer::start(f.server, options().json_response(true)).await;
+/// A JSON-mode session with a `slow` call in flight: the client, the call, its answer.
+async fn json_call_in_flight(
+    f: &HttpFixture,
+    srv: &TestHttpServer,
+) -> (McpHttp, Value, tokio::task::JoinHandle<Answer>) {
     let mut c = srv.client();
     c.connect("2025-06-18").await;
     let call = c.call_tool("slow", json!({}), None);
@@ -339,6 +338,16 @@ async fn a_json_request_whose_session_ends_gets_a_json_rpc_answer() {
         async move { c.post(&call).await }
     });
     f.slow.entered().await;
+    (c, call, in_flight)
+}
+
+#[tokio::test]
+#[ignore = "BUG: a JSON-mode request whose session is deleted while it runs is answered \
+            200 application/json with an empty body"]
+async fn a_json_request_whose_session_ends_gets_a_json_rpc_answer() {
+    let f = http_test_server();
+    let srv = TestHttpServer::start(f.server.clone(), options().json_response(true)).await;
+    let (c, call, in_flight) = json_call_in_flight(&f, &srv).await;
     assert_eq!(c.delete().await, StatusCode::NO_CONTENT);
     let a = within("the in-flight request", in_flight)
         .await
@@ -351,21 +360,10 @@ async fn a_json_request_whose_session_ends_gets_a_json_rpc_answer() {
             with an empty body"]
 async fn a_cancelled_json_request_gets_no_empty_json_body() {
     let f = http_test_server();
-    let srv = TestHttpServer::start(f.server, options().json_response(true)).await;
-    let mut c = srv.client();
-    c.connect("2025-06-18").await;
-    let call = c.call_tool("slow", json!({}), None);
-    let in_flight = tokio::spawn({
-        let (c, call) = (c.clone(), call.clone());
-        async move { c.post(&call).await }
-    });
-    f.slow.entered().await;
-    let n = c
-        .notify(
-            "notifications/cancelled",
-            Some(json!({"requestId": call["id"]})),
-        )
-        .await;
+    let srv = TestHttpServer::start(f.server.clone(), options().json_response(true)).await;
+    let (c, call, in_flight) = json_call_in_flight(&f, &srv).await;
+    let cancel = json!({"requestId": call["id"]});
+    let n = c.notify("notifications/cancelled", Some(cancel)).await;
     assert_eq!(n.status, StatusCode::ACCEPTED);
     let a = within("the cancelled request", in_flight)
         .await
@@ -577,14 +575,8 @@ async fn graceful_shutdown_ends_streams_with_retry_and_stops_accepting() {
             cancelled and answered 200 with an empty application/json body"]
 async fn graceful_shutdown_lets_in_flight_requests_finish() {
     let f = http_test_server();
-    let mut srv = TestHttpServer::start(f.server, options().json_response(true)).await;
-    let mut c = srv.client();
-    c.connect("2025-11-25").await;
-    let in_flight = tokio::spawn({
-        let c = c.clone();
-        async move { c.post(&c.call_tool("slow", json!({}), None)).await }
-    });
-    f.slow.entered().await;
+    let mut srv = TestHttpServer::start(f.server.clone(), options().json_response(true)).await;
+    let (_c, _call, in_flight) = json_call_in_flight(&f, &srv).await;
     srv.begin_stop();
     f.slow.release();
     let a = within("the in-flight request", in_flight)

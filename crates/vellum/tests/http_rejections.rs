@@ -303,61 +303,49 @@ const NOT_JSON_RPC: &str = "body is JSON but not JSON-RPC 2.0 (wrong `jsonrpc`, 
 const NO_SERVER: &str = "the server factory returned `None`";
 const ONLY_NOTIFICATIONS: &str = "only notifications and/or responses were posted";
 
-#[tokio::test]
-async fn row_host() {
+/// Sends an `initialize` with header `name` set to each of `values`, by each of `methods`,
+/// and checks every answer against the row.
+async fn header_row(condition: &str, name: &str, values: &[&str], methods: &[Method]) {
     let (_f, srv) = server(StreamableHttpOptions::default()).await;
     let c = srv.client();
-    for host in ["evil.com", "localhost.evil.com:80", "127.0.0.1.nip.io"] {
-        for method in [Method::POST, Method::GET, Method::DELETE] {
-            let a = send(
-                &c,
-                method,
-                &[("host", host), ("content-type", "application/json")],
-                Some(initialize().to_string()),
-            )
-            .await;
-            check(EVERY, HOST, &a, None);
+    for value in values {
+        for method in methods {
+            let h = [(name, *value), ("content-type", "application/json")];
+            let a = send(&c, method.clone(), &h, Some(initialize().to_string())).await;
+            check(EVERY, condition, &a, None);
         }
     }
+    assert_eq!(
+        srv.handler.session_count(),
+        0,
+        "a refused request made a session"
+    );
+}
+
+#[tokio::test]
+async fn row_host() {
+    let hosts = ["evil.com", "localhost.evil.com:80", "127.0.0.1.nip.io"];
+    header_row(
+        HOST,
+        "host",
+        &hosts,
+        &[Method::POST, Method::GET, Method::DELETE],
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn row_origin() {
-    let (_f, srv) = server(StreamableHttpOptions::default()).await;
-    let c = srv.client();
-    for origin in ["http://evil.com", "null", "http://localhost"] {
-        for method in [Method::POST, Method::GET, Method::DELETE, Method::OPTIONS] {
-            let a = send(
-                &c,
-                method,
-                &[("origin", origin), ("content-type", "application/json")],
-                Some(initialize().to_string()),
-            )
-            .await;
-            check(EVERY, ORIGIN, &a, None);
-        }
-    }
+    let origins = ["http://evil.com", "null", "http://localhost"];
+    let methods = [Method::POST, Method::GET, Method::DELETE, Method::OPTIONS];
+    header_row(ORIGIN, "origin", &origins, &methods).await;
 }
 
 #[tokio::test]
 async fn row_sec_fetch_site() {
-    let (_f, srv) = server(StreamableHttpOptions::default()).await;
-    let c = srv.client();
-    for site in ["cross-site", "same-site"] {
-        for method in [Method::POST, Method::DELETE, Method::PUT] {
-            let a = send(
-                &c,
-                method,
-                &[
-                    ("sec-fetch-site", site),
-                    ("content-type", "application/json"),
-                ],
-                Some(initialize().to_string()),
-            )
-            .await;
-            check(EVERY, SEC_FETCH_SITE, &a, None);
-        }
-    }
+    let sites = ["cross-site", "same-site"];
+    let methods = [Method::POST, Method::DELETE, Method::PUT];
+    header_row(SEC_FETCH_SITE, "sec-fetch-site", &sites, &methods).await;
 }
 
 #[tokio::test]
@@ -1133,43 +1121,21 @@ const MODERN_REQUEST_ERROR: &str =
 const MODERN_GET_DELETE: &str = "GET or DELETE with `MCP-Protocol-Version` 2026-07-28";
 const MODERN_NOTIFICATION: &str = "accepted notification";
 
-/// A modern POST of `body` with the given header overrides (`None` leaves a header out).
-async fn modern_post(c: &McpHttp, body: &Value, over: &[(&str, Option<&str>)]) -> Answer {
-    let mut b = c
-        .http
-        .post(&c.url)
-        .header("content-type", "application/json")
-        .header("accept", ACCEPT_BOTH);
-    let name = body["params"]["name"]
-        .as_str()
-        .or(body["params"]["uri"].as_str());
-    let defaults = [
-        (PROTOCOL_VERSION, Some(MODERN)),
-        ("mcp-method", body["method"].as_str()),
-        ("mcp-name", name),
-    ];
-    for (k, v) in defaults {
-        let v = over.iter().find(|(n, _)| *n == k).map_or(v, |(_, v)| *v);
-        if let Some(v) = v {
-            b = b.header(k, v);
-        }
-    }
-    c.send(b.body(body.to_string())).await
-}
-
 #[tokio::test]
 async fn row_modern_batch() {
     let (_f, srv) = server(StreamableHttpOptions::default()).await;
     let c = srv.client();
     let one = modern_body(json!(1), "tools/list", json!({}));
-    let a = modern_post(
-        &c,
-        &json!([one.clone(), one]),
-        &[("mcp-method", Some("tools/list"))],
-    )
-    .await;
+    let a = c
+        .modern_with(
+            &json!([one.clone(), one]),
+            &[("mcp-method", Some("tools/list"))],
+        )
+        .await;
     check(MODERN_ERA, MODERN_BATCH, &a, None);
-    let a = modern_post(&c, &json!({"jsonrpc": "2.0", "id": 1, "result": {}}), &[]).await;
+    let a = c
+        .modern_with(&json!({"jsonrpc": "2.0", "id": 1, "result": {}}), &[])
+        .await;
     check(MODERN_ERA, MODERN_BATCH, &a, None);
 }
 
@@ -1178,7 +1144,7 @@ async fn row_modern_no_header() {
     let (_f, srv) = server(StreamableHttpOptions::default()).await;
     let c = srv.client();
     let body = modern_body(json!(1), "tools/list", json!({}));
-    let a = modern_post(&c, &body, &[(PROTOCOL_VERSION, None)]).await;
+    let a = c.modern_with(&body, &[(PROTOCOL_VERSION, None)]).await;
     let e = check(MODERN_ERA, MODERN_NO_HEADER, &a, None);
     assert_eq!(e["id"], 1);
 }
@@ -1189,7 +1155,7 @@ async fn row_modern_header_differs() {
     let c = srv.client();
     let body = modern_body(json!(1), "tools/list", json!({}));
     for v in ["2026-07-29", "2099-01-01"] {
-        let a = modern_post(&c, &body, &[(PROTOCOL_VERSION, Some(v))]).await;
+        let a = c.modern_with(&body, &[(PROTOCOL_VERSION, Some(v))]).await;
         check(MODERN_ERA, MODERN_HEADER_DIFFERS, &a, None);
     }
 }
@@ -1204,12 +1170,12 @@ async fn row_modern_unsupported() {
             "tools/list",
             json!({"_meta": {"io.modelcontextprotocol/protocolVersion": v}}),
         );
-        let a = modern_post(&c, &body, &[(PROTOCOL_VERSION, Some(v))]).await;
+        let a = c.modern_with(&body, &[(PROTOCOL_VERSION, Some(v))]).await;
         let e = check(MODERN_ERA, MODERN_UNSUPPORTED, &a, None);
         assert_eq!(e["error"]["data"]["requested"], v);
         // The header alone (no `_meta` version).
         let bare = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}});
-        let a = modern_post(&c, &bare, &[(PROTOCOL_VERSION, Some(v))]).await;
+        let a = c.modern_with(&bare, &[(PROTOCOL_VERSION, Some(v))]).await;
         check(MODERN_ERA, MODERN_UNSUPPORTED, &a, None);
     }
 }
@@ -1232,7 +1198,7 @@ async fn row_modern_meta() {
         json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"_meta": {v: MODERN, caps: 5}}}),
     ];
     for body in bodies {
-        let a = modern_post(&c, &body, &[]).await;
+        let a = c.modern_with(&body, &[]).await;
         let e = check(MODERN_ERA, MODERN_META, &a, None);
         assert_eq!(e["id"], body["id"]);
     }
@@ -1250,11 +1216,11 @@ async fn row_modern_method_header() {
         Some("=?base64?dG9vbHMvY2FsbA==?="),
         Some("=?base64?%%%?="),
     ] {
-        let a = modern_post(&c, &body, &[("mcp-method", m)]).await;
+        let a = c.modern_with(&body, &[("mcp-method", m)]).await;
         check(MODERN_ERA, MODERN_METHOD_HEADER, &a, None);
     }
     for m in ["=?base64?dG9vbHMvbGlzdA==?=", " tools/list\t"] {
-        let a = modern_post(&c, &body, &[("mcp-method", Some(m))]).await;
+        let a = c.modern_with(&body, &[("mcp-method", Some(m))]).await;
         assert_eq!(a.status, StatusCode::OK, "{m:?}: {}", a.text());
     }
 }
@@ -1282,10 +1248,10 @@ async fn row_modern_name_header() {
     ];
     for body in &bodies {
         for n in [None, Some("other"), Some("=?base64?b3RoZXI=?=")] {
-            let a = modern_post(&c, body, &[("mcp-name", n)]).await;
+            let a = c.modern_with(body, &[("mcp-name", n)]).await;
             check(MODERN_ERA, MODERN_NAME_HEADER, &a, None);
         }
-        let a = modern_post(&c, body, &[]).await;
+        let a = c.modern_with(body, &[]).await;
         assert_eq!(a.status, StatusCode::OK, "{}", a.text());
     }
 }
@@ -1305,7 +1271,7 @@ async fn row_modern_not_found() {
         ("resources/subscribe", json!({"uri": "test://greeting"})),
     ] {
         let body = modern_body(json!(method), method, params);
-        let a = modern_post(&c, &body, &[]).await;
+        let a = c.modern_with(&body, &[]).await;
         let e = check(MODERN_ERA, MODERN_NOT_FOUND, &a, None);
         assert_eq!(e["id"], method);
     }
@@ -1327,7 +1293,7 @@ async fn row_modern_request_error() {
         modern_body(json!(5), "prompts/get", json!({"name": "greet"})),
     ];
     for body in cases {
-        let a = modern_post(&c, &body, &[]).await;
+        let a = c.modern_with(&body, &[]).await;
         let e = check(MODERN_ERA, MODERN_REQUEST_ERROR, &a, Some(-32602));
         assert_eq!(e["id"], body["id"]);
     }
@@ -1360,7 +1326,7 @@ async fn row_modern_notification() {
         "notifications/roots/list_changed",
     ] {
         let body = json!({"jsonrpc": "2.0", "method": method, "params": {"requestId": 1}});
-        let a = modern_post(&c, &body, &[]).await;
+        let a = c.modern_with(&body, &[]).await;
         check(MODERN_ERA, MODERN_NOTIFICATION, &a, None);
     }
     assert_eq!(srv.handler.session_count(), 0);

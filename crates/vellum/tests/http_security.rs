@@ -57,6 +57,20 @@ fn trusting(mut p: CrossOriginProtection) -> CrossOriginProtection {
     p
 }
 
+type Headers<'a> = &'a [(&'a str, &'a str)];
+
+/// POSTs with each header set of `pass` (expecting 200) and of `refuse` (expecting 403).
+async fn origin_matrix(c: &McpHttp, pass: &[Headers<'_>], refuse: &[Headers<'_>]) {
+    for h in pass {
+        let a = send(c, Method::POST, h).await;
+        assert_eq!(a.status, StatusCode::OK, "{h:?}: {}", a.text());
+    }
+    for h in refuse {
+        let a = send(c, Method::POST, h).await;
+        assert_forbidden(&a, &format!("{h:?}"));
+    }
+}
+
 // ---- localhost protection ------------------------------------------------------------------
 
 #[tokio::test]
@@ -119,18 +133,14 @@ async fn cross_origin_protection_by_default() {
     let srv = TestHttpServer::start(f.server, StreamableHttpOptions::default()).await;
     let same = format!("http://{}", srv.addr);
     let c = srv.client();
-    let pass: [&[(&str, &str)]; 5] = [
+    let pass: [Headers<'_>; 5] = [
         &[],
         &[("origin", &same)],
         &[("sec-fetch-site", "same-origin")],
         &[("sec-fetch-site", "none")],
         &[("origin", &same), ("sec-fetch-site", "same-origin")],
     ];
-    for h in pass {
-        let a = send(&c, Method::POST, h).await;
-        assert_eq!(a.status, StatusCode::OK, "{h:?}: {}", a.text());
-    }
-    let refuse: [&[(&str, &str)]; 7] = [
+    let refuse: [Headers<'_>; 7] = [
         &[("origin", "http://evil.com")],
         &[("origin", "null")],
         &[("origin", TRUSTED)],
@@ -140,10 +150,7 @@ async fn cross_origin_protection_by_default() {
         // Same host, other scheme or port: another origin.
         &[("origin", "http://127.0.0.1:1")],
     ];
-    for h in refuse {
-        let a = send(&c, Method::POST, h).await;
-        assert_forbidden(&a, &format!("{h:?}"));
-    }
+    origin_matrix(&c, &pass, &refuse).await;
     // Safe methods skip Sec-Fetch-Site, but a foreign Origin is refused on any method.
     let a = send(&c, Method::GET, &[("sec-fetch-site", "cross-site")]).await;
     assert_eq!(
@@ -166,25 +173,19 @@ async fn trusted_origins_pass_cross_origin_protection() {
         with_origin_policy(trusting(CrossOriginProtection::default())),
     )
     .await;
-    let c = srv.client();
-    for h in [
-        &[("origin", TRUSTED)][..],
+    let pass: [Headers<'_>; 2] = [
+        &[("origin", TRUSTED)],
         &[("origin", TRUSTED), ("sec-fetch-site", "cross-site")],
-    ] {
-        let a = send(&c, Method::POST, h).await;
-        assert_eq!(a.status, StatusCode::OK, "{h:?}: {}", a.text());
-    }
-    for h in [
-        &[("origin", "http://app.test:3001")][..],
+    ];
+    let refuse: [Headers<'_>; 3] = [
+        &[("origin", "http://app.test:3001")],
         &[("origin", "https://app.test:3000")],
         &[
             ("origin", "http://evil.com"),
             ("sec-fetch-site", "cross-site"),
         ],
-    ] {
-        let a = send(&c, Method::POST, h).await;
-        assert_forbidden(&a, &format!("{h:?}"));
-    }
+    ];
+    origin_matrix(&srv.client(), &pass, &refuse).await;
 }
 
 #[tokio::test]
@@ -216,27 +217,21 @@ async fn disabled_cross_origin_protection_still_refuses_a_foreign_origin() {
     )
     .await;
     let same = format!("http://{}", srv.addr);
-    let c = srv.client();
-    for h in [
-        &[][..],
+    let pass: [Headers<'_>; 4] = [
+        &[],
         &[("sec-fetch-site", "cross-site")],
         &[("origin", &same)],
         &[("origin", TRUSTED), ("sec-fetch-site", "cross-site")],
-    ] {
-        let a = send(&c, Method::POST, h).await;
-        assert_eq!(a.status, StatusCode::OK, "{h:?}: {}", a.text());
-    }
-    for h in [
-        &[("origin", "http://evil.com")][..],
+    ];
+    let refuse: [Headers<'_>; 3] = [
+        &[("origin", "http://evil.com")],
         &[("origin", "null")],
         &[
             ("origin", "http://evil.com"),
             ("sec-fetch-site", "same-origin"),
         ],
-    ] {
-        let a = send(&c, Method::POST, h).await;
-        assert_forbidden(&a, &format!("{h:?}"));
-    }
+    ];
+    origin_matrix(&srv.client(), &pass, &refuse).await;
 }
 
 // ---- CORS --------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ use vellum::transport::http::StreamableHttpOptions;
 
 use common::eventually;
 use common::fixtures::http_test_server;
-use common::http::{McpHttp, Streamed, TestHttpServer, assert_rejected, text_of};
+use common::http::{McpHttp, SseReader, Streamed, TestHttpServer, assert_rejected, text_of};
 
 const TIMEOUT: Duration = Duration::from_millis(200);
 
@@ -48,6 +48,23 @@ async fn fresh_session(srv: &TestHttpServer) -> McpHttp {
         }
     }
     panic!("every session was closed before its handshake finished")
+}
+
+/// A session of `srv` holding a stream open: the answer to a `tools/call` of `tool`, or
+/// (`None`) the standalone GET stream. Set up again if the timeout closed it first.
+async fn session_holding(srv: &TestHttpServer, tool: Option<&str>) -> (McpHttp, SseReader) {
+    for _ in 0..20 {
+        let c = fresh_session(srv).await;
+        let opened = match tool {
+            Some(t) => c.post_stream(&c.call_tool(t, json!({}), None)).await,
+            None => c.get_stream(None).await,
+        };
+        match opened {
+            Streamed::Stream(s) => return (c, s),
+            Streamed::Whole(a) => assert_eq!(a.status, StatusCode::NOT_FOUND, "{}", a.text()),
+        }
+    }
+    panic!("every session was closed before its stream opened")
 }
 
 fn with_timeout() -> StreamableHttpOptions {
@@ -93,16 +110,7 @@ async fn without_a_timeout_idle_sessions_live_on() {
 async fn a_request_in_flight_keeps_its_session_alive() {
     let f = http_test_server();
     let srv = TestHttpServer::start(f.server, with_timeout()).await;
-    let (busy, mut slow) = loop {
-        let busy = fresh_session(&srv).await;
-        match busy
-            .post_stream(&busy.call_tool("slow", json!({}), None))
-            .await
-        {
-            Streamed::Stream(s) => break (busy, s),
-            Streamed::Whole(a) => assert_eq!(a.status, StatusCode::NOT_FOUND, "{}", a.text()),
-        }
-    };
+    let (busy, mut slow) = session_holding(&srv, Some("slow")).await;
     f.slow.entered().await;
     let control = fresh_session(&srv).await;
     eventually("the control session to be reaped", || {
@@ -129,13 +137,7 @@ async fn a_request_in_flight_keeps_its_session_alive() {
 async fn an_open_get_stream_keeps_its_session_alive() {
     let f = http_test_server();
     let srv = TestHttpServer::start(f.server, with_timeout()).await;
-    let (listening, mut stream) = loop {
-        let c = fresh_session(&srv).await;
-        match c.get_stream(None).await {
-            Streamed::Stream(s) => break (c, s),
-            Streamed::Whole(a) => assert_eq!(a.status, StatusCode::NOT_FOUND, "{}", a.text()),
-        }
-    };
+    let (listening, mut stream) = session_holding(&srv, None).await;
     stream.next_block().await.expect("the opening comment");
     let _control = fresh_session(&srv).await;
     eventually("the control session to be reaped", || {

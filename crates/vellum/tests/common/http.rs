@@ -41,12 +41,18 @@ impl TestHttpServer {
         Self::start_handler(StreamableHttpHandler::for_server(server, options)).await
     }
 
-    /// Serves `handler`.
-    pub async fn start_handler(handler: StreamableHttpHandler) -> Self {
+    /// A listener on an ephemeral loopback port, and its address.
+    async fn bind() -> (tokio::net::TcpListener, SocketAddr) {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("a bound address");
+        (listener, addr)
+    }
+
+    /// Serves `handler`.
+    pub async fn start_handler(handler: StreamableHttpHandler) -> Self {
+        let (listener, addr) = Self::bind().await;
         let (stop, stopped) = oneshot::channel::<()>();
         let served = handler.clone();
         let task = tokio::spawn(async move {
@@ -70,10 +76,7 @@ impl TestHttpServer {
     pub async fn start_with_principals(handler: StreamableHttpHandler) -> Self {
         use hyper_util::rt::{TokioExecutor, TokioIo};
         use vellum::transport::http::ConnectionInfo;
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind 127.0.0.1:0");
-        let addr = listener.local_addr().expect("a bound address");
+        let (listener, addr) = Self::bind().await;
         let (stop, mut stopped) = oneshot::channel::<()>();
         let served = handler.clone();
         let task = tokio::spawn(async move {
@@ -476,23 +479,46 @@ impl McpHttp {
     /// `Mcp-Method`, and `Mcp-Name` for `tools/call`, `prompts/get` and `resources/read`
     /// (no session headers, whatever this client holds).
     pub fn modern_builder(&self, body: &Value) -> RequestBuilder {
-        let method = body["method"].as_str().unwrap_or_default();
-        let mut b = self
-            .http
-            .post(&self.url)
-            .header(CONTENT_TYPE, "application/json")
-            .header("accept", ACCEPT_BOTH)
-            .header(PROTOCOL_VERSION, MODERN)
-            .header("mcp-method", method);
-        let name = match method {
+        self.modern_builder_with(body, &[])
+    }
+
+    /// [`McpHttp::modern_builder`] with some of those headers changed: `(name, Some(v))`
+    /// sends `v` instead, `(name, None)` leaves the header out.
+    pub fn modern_builder_with(
+        &self,
+        body: &Value,
+        over: &[(&str, Option<&str>)],
+    ) -> RequestBuilder {
+        let method = body["method"].as_str();
+        let name = match method.unwrap_or_default() {
             "tools/call" | "prompts/get" => body["params"]["name"].as_str(),
             "resources/read" => body["params"]["uri"].as_str(),
             _ => None,
         };
-        if let Some(n) = name {
-            b = b.header("mcp-name", n);
+        let mut b = self
+            .http
+            .post(&self.url)
+            .header(CONTENT_TYPE, "application/json")
+            .header("accept", ACCEPT_BOTH);
+        for (header, value) in [
+            (PROTOCOL_VERSION, Some(MODERN)),
+            ("mcp-method", method),
+            ("mcp-name", name),
+        ] {
+            let value = over
+                .iter()
+                .find(|(h, _)| *h == header)
+                .map_or(value, |(_, v)| *v);
+            if let Some(v) = value {
+                b = b.header(header, v);
+            }
         }
         b.body(body.to_string())
+    }
+
+    /// Sends `body` as [`McpHttp::modern_builder_with`] builds it.
+    pub async fn modern_with(&self, body: &Value, over: &[(&str, Option<&str>)]) -> Answer {
+        self.send(self.modern_builder_with(body, over)).await
     }
 
     /// Sends a 2026-07-28 request (see [`modern_body`]) with the right headers.
