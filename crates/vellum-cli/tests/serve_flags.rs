@@ -289,55 +289,61 @@ async fn json_response() {
     }
 }
 
-#[tokio::test]
-async fn event_store() {
-    let s = Serve::start(&["--event-store", "memory"]);
-    let mut c = s.client();
-    c.connect("2025-11-25").await;
-    let a = c.hello("E").await;
-    assert!(
-        a.body.starts_with("id: "),
-        "a priming event with an id: {:?}",
-        a.body
-    );
-    assert!(a.body.contains("retry: "), "{:?}", a.body);
-    let ids: Vec<&str> = a
+/// `test_tool_with_progress` of `--server everything`: it keeps streaming for ~100 ms, so
+/// its answer is resumable (event ids; a priming event on 2025-11-25). Returns the answer
+/// and its event ids.
+async fn progress_call(c: &Client) -> (Answer, Vec<String>) {
+    let a = c
+        .post(
+            &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+            "name": "test_tool_with_progress", "arguments": {},
+            "_meta": {"progressToken": "p"}}}),
+        )
+        .await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    let ids = a
         .body
         .lines()
         .filter_map(|l| l.strip_prefix("id: "))
+        .map(str::to_owned)
         .collect();
-    assert_eq!(ids.len(), 2, "priming and result: {:?}", a.body);
-    // Resuming after the priming event replays the result.
-    let g = c.send(c.get(Some(ids[0]))).await;
-    assert_eq!(g.status, StatusCode::OK, "{}", g.body);
-    assert_eq!(text_of(&g), "Hello World, E");
+    (a, ids)
+}
 
-    // A bounded store evicts: resuming an old stream is a clear 400.
-    let s = Serve::start(&["--event-store", "memory:200"]);
+#[tokio::test]
+async fn event_store() {
+    let s = Serve::start(&["--server", "everything", "--event-store", "memory"]);
     let mut c = s.client();
     c.connect("2025-11-25").await;
-    let first = c.hello("first").await;
-    let first_id = first
-        .body
-        .lines()
-        .find_map(|l| l.strip_prefix("id: "))
-        .unwrap()
-        .to_owned();
-    for i in 0..5 {
-        c.hello(&format!("more {i}")).await;
+    let (a, ids) = progress_call(&c).await;
+    assert!(a.body.starts_with("id: "), "a priming event: {:?}", a.body);
+    assert!(a.body.contains("retry: "), "{:?}", a.body);
+    assert_eq!(ids.len(), 5, "priming, 3 progress, result: {:?}", a.body);
+    // Resuming after the priming event replays the whole stream from the store.
+    let g = c.send(c.get(Some(&ids[0]))).await;
+    assert_eq!(g.status, StatusCode::OK, "{}", g.body);
+    assert_eq!(g.messages().len(), 4, "{}", g.body);
+    assert_eq!(text_of(&g), "Progress test completed");
+
+    // A bounded store evicts: resuming an old stream is a clear 400.
+    let s = Serve::start(&["--server", "everything", "--event-store", "memory:300"]);
+    let mut c = s.client();
+    c.connect("2025-11-25").await;
+    let (_, first) = progress_call(&c).await;
+    for _ in 0..3 {
+        progress_call(&c).await;
     }
-    let g = c.send(c.get(Some(&first_id))).await;
+    let g = c.send(c.get(Some(&first[0]))).await;
     assert_eq!(g.status, StatusCode::BAD_REQUEST, "{}", g.body);
     assert!(g.body.contains("evicted"), "{}", g.body);
 
-    // Without the flag: no ids, and no resumption.
-    let s = Serve::start(&[]);
+    // Without the flag the finished stream is gone: nothing to replay.
+    let s = Serve::start(&["--server", "everything"]);
     let mut c = s.client();
     c.connect("2025-11-25").await;
-    let a = c.hello("N").await;
-    assert!(!a.body.contains("id: "), "{:?}", a.body);
-    let g = c.send(c.get(Some("1-0"))).await;
-    assert_eq!(g.status, StatusCode::BAD_REQUEST);
+    let (_, ids) = progress_call(&c).await;
+    let g = c.send(c.get(Some(&ids[0]))).await;
+    assert_eq!(g.status, StatusCode::BAD_REQUEST, "{}", g.body);
 }
 
 #[tokio::test]

@@ -25,7 +25,8 @@ use vellum::transport::http::{StreamableHttpHandler, StreamableHttpOptions};
 
 use common::fixtures::http_test_server;
 use common::http::{
-    ACCEPT_BOTH, Answer, MODERN, McpHttp, PROTOCOL_VERSION, SESSION_ID, TestHttpServer, modern_body,
+    ACCEPT_BOTH, Answer, MODERN, McpHttp, PROTOCOL_VERSION, SESSION_ID, TestHttpServer,
+    message_ids, modern_body, paced_answer,
 };
 
 // ---- the doc ------------------------------------------------------------------------------------
@@ -660,8 +661,7 @@ const STATELESS_GET_DELETE: &str = "GET or DELETE in stateless mode";
 const GET_ACCEPT: &str = "GET whose `Accept` lacks `text/event-stream`";
 const GET_DELETE_NO_SESSION: &str = "GET or DELETE without `Mcp-Session-Id`";
 const GET_CONFLICT: &str = "GET of a stream another connection is reading (second standalone GET, or a resume of a stream still attached)";
-const BAD_LAST_EVENT_ID: &str =
-    "GET with a malformed `Last-Event-ID`, or any `Last-Event-ID` without an event store";
+const BAD_LAST_EVENT_ID: &str = "GET with a malformed `Last-Event-ID`, or, without an event store, one of a stream this instance no longer holds";
 const FOREIGN_STREAM: &str = "GET with a `Last-Event-ID` of a stream this session does not have";
 const EVICTED: &str =
     "GET with a `Last-Event-ID` whose following events were evicted from the store";
@@ -965,9 +965,11 @@ async fn row_bad_last_event_id() {
         let a = c.get_stream(Some(id)).await.expect_whole(id);
         check(LEGACY, BAD_LAST_EVENT_ID, &a, None);
     }
-    let (_f, srv) = server(StreamableHttpOptions::default()).await;
+    // Without a store: streams never held here, or finished and read.
+    let (f, srv) = server(StreamableHttpOptions::default()).await;
     let c = session(&srv, "2025-11-25").await;
-    for id in ["0-0", "1-1", "garbage"] {
+    let finished = message_ids(&paced_answer(&c, &f.pace, 1).await).remove(0);
+    for id in [finished.as_str(), "9-1", "garbage"] {
         let a = c.get_stream(Some(id)).await.expect_whole(id);
         check(LEGACY, BAD_LAST_EVENT_ID, &a, None);
     }
@@ -976,12 +978,9 @@ async fn row_bad_last_event_id() {
 #[tokio::test]
 async fn row_foreign_stream() {
     let o = StreamableHttpOptions::default().event_store(Arc::new(MemoryEventStore::default()));
-    let (_f, srv) = server(o).await;
+    let (f, srv) = server(o).await;
     let c = session(&srv, "2025-11-25").await;
-    let a = c
-        .post(&call(1, "hello_world", json!({"user_name": "x"})))
-        .await;
-    let id = a.events[0].id.clone().expect("an id");
+    let id = message_ids(&paced_answer(&c, &f.pace, 1).await).remove(0);
     let other = session(&srv, "2025-11-25").await;
     for (who, last) in [
         (&c, "77-1".to_owned()),
@@ -996,13 +995,9 @@ async fn row_foreign_stream() {
 #[tokio::test]
 async fn row_evicted() {
     let o = StreamableHttpOptions::default().event_store(Arc::new(MemoryEventStore::new(300)));
-    let (_f, srv) = server(o).await;
+    let (f, srv) = server(o).await;
     let c = session(&srv, "2025-11-25").await;
-    let a = c
-        .post(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {"name": "progress", "arguments": {"steps": 20}, "_meta": {"progressToken": 1}}}))
-        .await;
-    let first = a.events[0].id.clone().expect("an id");
+    let first = message_ids(&paced_answer(&c, &f.pace, 20).await).remove(0);
     let a = c.get_stream(Some(&first)).await.expect_whole(&first);
     check(LEGACY, EVICTED, &a, None);
 }
@@ -1049,12 +1044,9 @@ impl EventStore for DownOnReplay {
 async fn row_store_down() {
     let o = StreamableHttpOptions::default()
         .event_store(Arc::new(DownOnReplay(MemoryEventStore::default())));
-    let (_f, srv) = server(o).await;
+    let (f, srv) = server(o).await;
     let c = session(&srv, "2025-11-25").await;
-    let a = c
-        .post(&call(1, "hello_world", json!({"user_name": "x"})))
-        .await;
-    let id = a.events[0].id.clone().expect("an id");
+    let id = message_ids(&paced_answer(&c, &f.pace, 1).await).remove(0);
     let a = c.get_stream(Some(&id)).await.expect_whole(&id);
     let e = check(LEGACY, STORE_DOWN, &a, None);
     assert!(

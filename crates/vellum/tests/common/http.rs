@@ -551,6 +551,28 @@ pub fn assert_rejected(a: &Answer, status: StatusCode, code: i64) -> Value {
     body
 }
 
+/// The blocks of a `paced` call of `steps` (see the fixtures): an answer that is still
+/// streaming when its headers go out (so it is resumable: ids, and a priming event for
+/// 2025-11-25), read to its end.
+pub async fn paced_answer(c: &McpHttp, pace: &super::fixtures::Pacer, steps: u32) -> Vec<SseBlock> {
+    let call = c.call_tool("paced", json!({"steps": steps}), Some("paced"));
+    let mut s = c.post_stream(&call).await.expect_stream("a paced call");
+    pace.allow(steps as usize);
+    s.rest().await
+}
+
+/// The event ids of `blocks` that carry a message.
+pub fn message_ids(blocks: &[SseBlock]) -> Vec<String> {
+    blocks
+        .iter()
+        .filter(|b| b.is_message())
+        .map(|b| {
+            b.id.clone()
+                .unwrap_or_else(|| panic!("a message without an id: {b:?}"))
+        })
+        .collect()
+}
+
 /// The modern protocol version.
 pub const MODERN: &str = "2026-07-28";
 
