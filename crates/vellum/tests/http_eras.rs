@@ -214,8 +214,6 @@ async fn modern_client_capabilities_are_per_request() {
 }
 
 #[tokio::test]
-#[ignore = "BUG: a tool needing an undeclared client capability (elicitation) in 2026-07-28 \
-            ends as a tool error (isError) instead of 400 with -32021 and requiredCapabilities"]
 async fn modern_missing_client_capability_is_32021() {
     let (_f, srv) = start().await;
     let c = srv.client();
