@@ -243,8 +243,11 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         #[cfg(unix)]
         {
             let _ = std::fs::remove_file(path);
+            // Bind before announcing: a client may connect as soon as it reads the line.
+            let listener = tokio::net::UnixListener::bind(path)
+                .with_context(|| format!("cannot listen on {}", path.display()))?;
             eprintln!("streamable HTTP MCP: unix:{}", path.display());
-            vellum::transport::http::serve_unix(path, handler, shutdown_signal())
+            vellum::transport::http::serve_unix_listener(listener, handler, shutdown_signal())
                 .await
                 .with_context(|| format!("cannot serve on {}", path.display()))?;
             return Ok(());

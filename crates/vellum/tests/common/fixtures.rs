@@ -11,8 +11,18 @@
 //! | `log` | logs `message` at `info` (when the client's level allows), then `logged` |
 //! | `slow` | waits until the test releases its [`SlowGate`] |
 //! | `ask` | asks the user for a name (elicitation), answers `Hello, <name>` |
+//!
+//! [`http_test_server`] adds the tools the Streamable HTTP tests need (kept out of
+//! [`test_server`] so the protocol cases' `tools/list` stays as written):
+//!
+//! | tool | does |
+//! |---|---|
+//! | `ping_client` | sends `ping` to the client (60 s timeout), answers `pong` or fails with the error |
+//! | `paced` | sends `steps` progress notifications, each once the test allows it ([`HttpFixture::pace`]), then `paced done` |
+//! | `close_stream` | progress 1, ends its SSE response (`close_sse_stream(retry_ms)`), waits for the [`HttpFixture::resume`] gate, progress 2, then `resumed` |
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -279,4 +289,121 @@ fn build() -> Fixture {
     );
 
     Fixture { server, slow }
+}
+
+/// The test server with the HTTP tools, and the gates of `slow` and `close_stream`.
+pub struct HttpFixture {
+    /// The server.
+    pub server: Server,
+    /// Holds `slow` calls.
+    pub slow: SlowGate,
+    /// Holds `close_stream` calls after they ended their SSE response.
+    pub resume: SlowGate,
+    /// Paces `paced` calls.
+    pub pace: Pacer,
+}
+
+/// Lets a test decide when the `paced` tool sends each progress notification.
+#[derive(Clone)]
+pub struct Pacer(Arc<Semaphore>);
+
+impl Pacer {
+    /// Lets `n` more progress notifications go (across all `paced` calls).
+    pub fn allow(&self, n: usize) {
+        self.0.add_permits(n);
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct PacedInput {
+    /// How many progress notifications to send.
+    steps: u32,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct CloseStreamInput {
+    /// The reconnect delay to announce, in milliseconds.
+    retry_ms: u64,
+}
+
+/// Builds [`test_server`] plus the HTTP tools (see the module docs).
+pub fn http_test_server() -> HttpFixture {
+    std::thread::spawn(build_http)
+        .join()
+        .expect("building the HTTP test server panicked")
+}
+
+fn build_http() -> HttpFixture {
+    let Fixture { server, slow } = build();
+    let resume = SlowGate::new();
+    let pace = Pacer(Arc::new(Semaphore::new(0)));
+
+    let permits = pace.0.clone();
+    server
+        .add_tool(
+            Tool::new("paced", "Reports progress when the test allows it"),
+            move |ctx: RequestContext, _req: CallToolRequest, input: PacedInput| {
+                let permits = permits.clone();
+                async move {
+                    let total = f64::from(input.steps);
+                    for step in 1..=input.steps {
+                        permits
+                            .acquire()
+                            .await
+                            .map_err(|e| HandlerError::failed(e.to_string()))?
+                            .forget();
+                        ctx.notify_progress(f64::from(step), Some(total), None)
+                            .await
+                            .map_err(HandlerError::from)?;
+                    }
+                    Ok::<_, HandlerError>(CallToolResult::text("paced done"))
+                }
+            },
+        )
+        .expect("paced registers");
+
+    server
+        .add_tool(
+            Tool::new("ping_client", "Pings the client"),
+            |ctx: RequestContext, _req: CallToolRequest, _in: NoArgs| async move {
+                ctx.send_request::<_, serde_json::Value>(
+                    "ping",
+                    &json!({}),
+                    Duration::from_secs(60),
+                )
+                .await
+                .map_err(|e| HandlerError::failed(format!("ping failed: {e}")))?;
+                Ok::<_, HandlerError>(CallToolResult::text("pong"))
+            },
+        )
+        .expect("ping_client registers");
+
+    let gate = resume.clone();
+    server
+        .add_tool(
+            Tool::new("close_stream", "Ends its SSE response, then finishes later"),
+            move |ctx: RequestContext, _req: CallToolRequest, input: CloseStreamInput| {
+                let gate = gate.clone();
+                async move {
+                    ctx.notify_progress(1.0, Some(2.0), Some("before close".into()))
+                        .await
+                        .map_err(HandlerError::from)?;
+                    ctx.close_sse_stream(Duration::from_millis(input.retry_ms));
+                    gate.entered.add_permits(1);
+                    gate.release.cancelled().await;
+                    ctx.notify_progress(2.0, Some(2.0), Some("after close".into()))
+                        .await
+                        .map_err(HandlerError::from)?;
+                    Ok::<_, HandlerError>(CallToolResult::text("resumed"))
+                }
+            },
+        )
+        .expect("close_stream registers");
+
+    HttpFixture {
+        server,
+        slow,
+        resume,
+        pace,
+    }
 }

@@ -31,3 +31,16 @@ pub async fn within<T>(what: &str, fut: impl Future<Output = T>) -> T {
         Err(_) => panic!("timed out after {DEADLINE:?} waiting for {what}"),
     }
 }
+
+/// Waits until `cond` holds, checking every 5 ms, failing the test with `what` after
+/// [`DEADLINE`]. For state no event announces (a session reaped by the sweeper).
+pub async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while !cond() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out after {DEADLINE:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}

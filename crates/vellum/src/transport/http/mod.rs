@@ -33,6 +33,6 @@ pub use body::ResponseBody;
 pub use handler::StreamableHttpHandler;
 pub use options::StreamableHttpOptions;
 pub use security::{ConnectionInfo, CrossOriginProtection, InvalidOrigin, is_loopback_host};
-#[cfg(unix)]
-pub use serve::serve_unix;
 pub use serve::{DEFAULT_SHUTDOWN_GRACE, local_addr, serve, serve_listener};
+#[cfg(unix)]
+pub use serve::{serve_unix, serve_unix_listener};

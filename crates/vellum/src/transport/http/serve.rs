@@ -92,6 +92,17 @@ pub async fn serve_unix(
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
     let listener = tokio::net::UnixListener::bind(path)?;
+    serve_unix_listener(listener, handler, shutdown).await
+}
+
+/// Serves `handler` on an already bound Unix socket until `shutdown` completes (bind first
+/// to announce the socket only once clients can connect).
+#[cfg(unix)]
+pub async fn serve_unix_listener(
+    listener: tokio::net::UnixListener,
+    handler: StreamableHttpHandler,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
     let graceful = GracefulShutdown::new();
     let builder = builder();
     tokio::pin!(shutdown);
