@@ -576,9 +576,6 @@ async fn row_not_json_rpc() {
 }
 
 #[tokio::test]
-#[ignore = "BUG: array params (JSON-RPC by-position) are decoded into the method's params \
-            struct field by field and served (200), instead of 400 -32600 as MCP params are \
-            objects (protocol/jsonrpc.rs accepts arrays; the doc says non-object params)"]
 async fn row_not_json_rpc_array_params() {
     let (_f, srv) = server(StreamableHttpOptions::default()).await;
     let c = session(&srv, "2025-06-18").await;

@@ -414,9 +414,6 @@ async fn a_bad_last_event_id_is_refused_at_once() {
 }
 
 #[tokio::test]
-#[ignore = "BUG: without an event store, a Last-Event-ID naming the standalone stream \
-            (`0-N`) opens the live standalone stream (200) instead of 400: whatever was sent \
-            while the client was away is silently lost"]
 async fn without_a_store_the_standalone_stream_cannot_be_resumed() {
     let f = http_test_server();
     let srv = TestHttpServer::start(f.server, StreamableHttpOptions::default()).await;

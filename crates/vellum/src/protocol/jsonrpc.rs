@@ -380,13 +380,12 @@ fn decode_envelope(source: &Bytes, env: Envelope<'_>) -> Result<Message, DecodeE
     if env.jsonrpc.as_deref() != Some("2.0") {
         return Err(invalid(id, "\"jsonrpc\" must be \"2.0\""));
     }
-    // `params`, when present, must be an object or array (JSON-RPC 2.0 §4.2); MCP also
-    // tolerates an explicit null, which reads as absent.
+    // `params`, when present, must be an object: MCP has no by-position params (JSON-RPC's
+    // arrays). An explicit null reads as absent.
     let params = match env.params {
         Some(raw) if raw.get() == "null" => None,
         Some(raw) => {
-            let first = raw.get().as_bytes().first().copied();
-            if !matches!(first, Some(b'{') | Some(b'[')) {
+            if raw.get().as_bytes().first() != Some(&b'{') {
                 return Err(invalid(id, "\"params\" must be an object"));
             }
             Some(slice_of(source, raw))

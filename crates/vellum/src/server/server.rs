@@ -672,7 +672,10 @@ impl Server {
 
     /// A list changed: invalidate its cache and announce it (debounced).
     fn changed(&self, kind: ListKind) {
-        if self.live_sessions().is_empty() && self.inner.listeners.is_empty() {
+        // Only sessions that exist now can have seen the old list; one that connects during
+        // the debounce lists afresh anyway.
+        let targets = self.live_sessions();
+        if targets.is_empty() && self.inner.listeners.is_empty() {
             // Nobody to tell (registration before serving): clients list afresh anyway.
             return;
         }
@@ -694,7 +697,8 @@ impl Server {
             else {
                 return;
             };
-            server.fan_out(server.live_sessions(), message);
+            let targets = targets.into_iter().filter(|s| !s.is_closed()).collect();
+            server.fan_out(targets, message);
             server.inner.listeners.list_changed(kind);
         });
     }

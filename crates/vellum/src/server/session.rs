@@ -111,7 +111,11 @@ impl Session {
             capabilities: ClientCapabilities::default(),
             info: None,
         };
-        Self::build(server, None, true, Some(init))
+        let s = Self::build(server, None, true, Some(init));
+        // No `logging/setLevel` can reach a throwaway session: log from `info` up, as the Go
+        // SDK does, so a stateless handler's logs reach its response.
+        s.store_log_level(LoggingLevel::Info);
+        s
     }
 
     /// A throwaway session for a stateless `initialize` (it negotiates, then is dropped).

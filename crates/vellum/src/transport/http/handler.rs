@@ -134,10 +134,17 @@ impl StreamableHttpHandler {
         self.inner.sessions.len()
     }
 
-    /// Begins a graceful shutdown: open streams end (with a `retry` hint), sessions close.
-    /// In-flight requests already being answered finish normally.
+    /// Begins a graceful shutdown: streams that answer no running request (GET streams,
+    /// `subscriptions/listen`) end with a `retry` hint; requests in flight run to their end.
+    /// Call [`close_sessions`](Self::close_sessions) when the grace period is over (the
+    /// serve loops do).
     pub fn shutdown(&self) {
         self.inner.shutdown.cancel();
+    }
+
+    /// Ends every session here (with a session store they live on in the store; without
+    /// one they end): whatever still runs is cancelled.
+    pub fn close_sessions(&self) {
         self.inner.sessions.close_all();
     }
 
@@ -687,7 +694,7 @@ impl Inner {
                     },
                 );
             }
-            for ev in buffered {
+            for ev in buffered.into_iter().filter(|e| !e.silent) {
                 push_event(&mut prefix, ev.event);
             }
             let body = if complete {
@@ -741,6 +748,13 @@ impl Inner {
             Some(id) => (id.stream, Some(id)),
             None => (StreamId::STANDALONE, None),
         };
+        if after.is_some() && self.store().is_none() && stream == StreamId::STANDALONE {
+            // Without an event store nothing sent while the client was away is kept: a
+            // "resumed" standalone stream would silently miss it.
+            return Err(Rejection::BadLastEventId(
+                "Bad Request: this stream cannot be resumed (the server keeps no events)",
+            ));
+        }
         let local = http
             .live
             .attach(stream)

@@ -81,6 +81,8 @@ pub async fn serve_listener(
     drop(listener);
     handler.shutdown();
     let _ = tokio::time::timeout(DEFAULT_SHUTDOWN_GRACE, graceful.shutdown()).await;
+    // The grace is over: end what is left.
+    handler.close_sessions();
     Ok(())
 }
 
@@ -130,6 +132,8 @@ pub async fn serve_unix_listener(
     }
     handler.shutdown();
     let _ = tokio::time::timeout(DEFAULT_SHUTDOWN_GRACE, graceful.shutdown()).await;
+    // The grace is over: end what is left.
+    handler.close_sessions();
     Ok(())
 }
 

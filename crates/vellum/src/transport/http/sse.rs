@@ -66,6 +66,12 @@ pub(crate) trait EventSource: Send + 'static {
     fn close_requested(&self) -> Option<Duration> {
         None
     }
+
+    /// Whether the stream ends (with a `retry` hint) when the server shuts down; streams
+    /// still answering requests run to the end instead (within the shutdown grace).
+    fn ends_on_shutdown(&self) -> bool {
+        true
+    }
 }
 
 /// Why a stream ends before its source does.
@@ -132,7 +138,9 @@ impl SseStream {
             if this.done {
                 return Poll::Ready(None);
             }
-            if this.shutdown.as_mut().poll(cx).is_ready() {
+            if this.shutdown.as_mut().poll(cx).is_ready()
+                && this.source.as_ref().is_none_or(|s| s.ends_on_shutdown())
+            {
                 this.stop(this.retry);
                 continue;
             }

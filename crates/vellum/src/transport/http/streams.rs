@@ -44,6 +44,16 @@ pub(crate) struct PostEvent {
     pub(crate) event: SseEvent,
     /// `Some` for a request's final response: its JSON-RPC error code, if it failed.
     pub(crate) fin: Option<Option<i64>>,
+    /// The request was cancelled (by the client, or by its session's end): a stream sends
+    /// nothing for it; only a JSON body, which must answer something, carries this error.
+    pub(crate) silent: bool,
+}
+
+/// The answer a JSON body gives for a request that was cancelled before it finished.
+fn cancelled_error() -> ErrorObject {
+    ErrorObject::internal(
+        "Request cancelled: the client cancelled it or its session ended before it finished",
+    )
 }
 
 /// The requests of one POST being served, as a stream of events.
@@ -102,6 +112,7 @@ impl PostEvents {
         self.stored = Some(stored);
         self.requeued = earlier
             .into_iter()
+            .filter(|e| !e.silent)
             .map(|e| (e.event.message, e.fin))
             .collect();
     }
@@ -130,11 +141,13 @@ impl PostEvents {
                         message,
                     },
                     fin,
+                    silent: false,
                 })
             }
             None => Some(PostEvent {
                 event: SseEvent { id: None, message },
                 fin,
+                silent: false,
             }),
         }
     }
@@ -155,6 +168,7 @@ impl PostEvents {
                 return Poll::Ready(Some(PostEvent {
                     event: SseEvent { id, message },
                     fin,
+                    silent: false,
                 }));
             }
             if let Some((m, fin)) = self.requeued.pop_front() {
@@ -197,7 +211,18 @@ impl PostEvents {
                                 produced = Some((encode_error(Some(&id), &e), Some(Some(e.code))));
                                 break;
                             }
-                            Outcome::Silent => {}
+                            Outcome::Silent => {
+                                // Never stored, never streamed: see `PostEvent::silent`.
+                                let e = cancelled_error();
+                                return Poll::Ready(Some(PostEvent {
+                                    event: SseEvent {
+                                        id: None,
+                                        message: encode_error(Some(&id), &e),
+                                    },
+                                    fin: Some(Some(e.code)),
+                                    silent: true,
+                                }));
+                            }
                         }
                     }
                     Poll::Ready(None) => {}
@@ -282,11 +307,23 @@ impl PostEvents {
 
 impl EventSource for PostEvents {
     fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<SseEvent>> {
-        self.poll_post_event(cx).map(|o| o.map(|e| e.event))
+        loop {
+            match self.poll_post_event(cx) {
+                Poll::Ready(Some(e)) if e.silent => continue,
+                other => return other.map(|o| o.map(|e| e.event)),
+            }
+        }
     }
 
     fn close_requested(&self) -> Option<Duration> {
         self.close_request()
+    }
+
+    fn ends_on_shutdown(&self) -> bool {
+        // Requests still running finish; a `subscriptions/listen` never does, so it ends.
+        self.exchanges.iter().all(|(e, _)| {
+            e.is_finished() || e.shared().method == crate::protocol::methods::SUBSCRIPTIONS_LISTEN
+        })
     }
 }
 
