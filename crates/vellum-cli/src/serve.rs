@@ -103,7 +103,7 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "15s")]
     sse_keep_alive: Duration,
     #[command(flatten)]
-    auth: crate::auth_flags::AuthArgs,
+    auth: Box<crate::auth_flags::AuthArgs>,
 }
 
 fn build_server(which: DemoServer) -> anyhow::Result<Server> {
