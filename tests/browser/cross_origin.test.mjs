@@ -60,7 +60,8 @@ function serve(args) {
     }, 30_000);
     child.stderr.on('data', (d) => {
       err += d;
-      const m = /streamable HTTP MCP: http:\/\/(\S+)/.exec(err);
+      // A whole start line only: stderr may arrive in pieces.
+      const m = /streamable HTTP MCP: http:\/\/(\S+)[ \r\n]/.exec(err);
       if (m) {
         clearTimeout(timer);
         const port = Number(m[1].split(':').pop());
@@ -138,6 +139,8 @@ async function attack(page, endpoint) {
 async function withPage(origin, fn) {
   const context = await browser.newContext();
   const page = await context.newPage();
+  // Network-level reasons of failed requests, for the assertion messages.
+  page.on('requestfailed', (r) => console.error(`request failed: ${r.method()} ${r.url()}: ${r.failure()?.errorText}`));
   try {
     await page.goto(origin);
     return await fn(page);

@@ -457,12 +457,28 @@ fn bearer_token<B>(req: &Request<B>) -> Result<Option<String>, &'static str> {
     Ok(Some(token.to_owned()))
 }
 
+/// Reads and drops what a refused request's body has (up to 64 KiB, for at most 2 s) before
+/// the refusal goes out. Unread bytes left in the socket when the connection closes make
+/// the kernel reset it, and the client may then lose the refusal itself (seen in Chromium:
+/// `Failed to fetch` instead of the 401).
+async fn discard_body<B>(body: B)
+where
+    B: http_body::Body,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    use http_body_util::BodyExt as _;
+    let limited = http_body_util::Limited::new(body, 64 * 1024);
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), limited.collect()).await;
+}
+
 impl<S, ReqB, ResB> tower_service::Service<Request<ReqB>> for AuthService<S>
 where
     S: tower_service::Service<Request<ReqB>, Response = Response<ResB>> + Clone + Send + 'static,
     S::Future: Send + 'static,
     S::Error: Send + 'static,
-    ReqB: Send + 'static,
+    ReqB: http_body::Body + Send + 'static,
+    ReqB::Data: Send,
+    ReqB::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     ResB: Send + 'static,
 {
     type Response = Response<AuthBody<ResB>>;
@@ -483,6 +499,7 @@ where
                 Gate::Pass => inner.call(req).await.map(|r| r.map(Either::Left)),
                 Gate::Answer(mut r) => {
                     config.decorate(&req, &mut r);
+                    discard_body(req.into_body()).await;
                     Ok(r.map(Either::Right))
                 }
             }
