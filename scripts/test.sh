@@ -13,6 +13,7 @@ step() { printf '\n=== %s\n' "$*"; }
 step "system packages the tests need"
 need=()
 command -v redis-server >/dev/null || need+=(redis-server)
+command -v chromium >/dev/null || need+=(chromium)  # the browser tests (tests/browser)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=; [ "$(id -u)" -eq 0 ] || SUDO=sudo
   $SUDO apt-get update -qq
@@ -41,6 +42,7 @@ npm_ci() {
   fi
 }
 npm_ci tests/interop/ts
+npm_ci tests/browser
 
 step "node packages of the client interop tests (tests/interop/ts-servers)"
 npm_ci tests/interop/ts-servers
@@ -75,6 +77,13 @@ bash bench/smoke.sh
 
 step "official MCP conformance suite (every server scenario, three handler modes, strict)"
 bash scripts/conformance.sh
+
+step "browser tests (headless Chromium against vellum serve: cross-origin pages, CORS, DNS rebinding)"
+VELLUM_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/debug/vellum" node --test tests/browser/
+
+step "fuzz smoke (every cargo-fuzz target for a few seconds; see docs/fuzzing.md)"
+cargo fuzz --version >/dev/null 2>&1 || cargo install cargo-fuzz --locked --version 0.13.2
+CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}/fuzz" bash fuzz/smoke.sh 10
 
 echo
 echo "all tests passed"

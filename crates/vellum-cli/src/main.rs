@@ -1,6 +1,7 @@
 //! `vellum`: serve the demo MCP servers (Streamable HTTP or stdio), and talk to any MCP
 //! server from the command line.
 
+mod auth_flags;
 mod commands;
 mod output;
 mod serve;

@@ -9,6 +9,7 @@ use vellum::server::Server;
 use vellum::store::MemoryEventStore;
 use vellum::transport::http::{
     CrossOriginProtection, StreamableHttpHandler, StreamableHttpOptions, serve_listener,
+    serve_listener_with,
 };
 
 #[path = "../../vellum/examples/hello_world.rs"]
@@ -101,6 +102,8 @@ pub(crate) struct ServeArgs {
     /// Interval of SSE keep-alive comments (`0s` turns them off).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "15s")]
     sse_keep_alive: Duration,
+    #[command(flatten)]
+    auth: Box<crate::auth_flags::AuthArgs>,
 }
 
 fn build_server(which: DemoServer) -> anyhow::Result<Server> {
@@ -238,8 +241,12 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let options = options(&args).await?;
+    let auth_checks = options.clone();
     let handler = StreamableHttpHandler::for_server(server, options);
     if let Some(path) = &args.unix {
+        if args.auth.enabled() {
+            bail!("--auth-* flags need TCP (--addr), not --unix");
+        }
         #[cfg(unix)]
         {
             let _ = std::fs::remove_file(path);
@@ -259,6 +266,15 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", args.addr))?;
     let addr = listener.local_addr()?;
+    if args.auth.enabled() {
+        let layer = args.auth.layer(addr, &auth_checks)?;
+        eprintln!(
+            "streamable HTTP MCP: http://{addr} (OAuth: {})",
+            layer.metadata_url()
+        );
+        serve_listener_with(listener, handler, layer, shutdown_signal()).await?;
+        return Ok(());
+    }
     eprintln!("streamable HTTP MCP: http://{addr}");
     serve_listener(listener, handler, shutdown_signal()).await?;
     Ok(())

@@ -1,7 +1,60 @@
-//! Authorization: who is calling. An auth layer (an OAuth resource-server layer, or your own
-//! middleware) verifies a request and inserts a [`Principal`] into its extensions; the HTTP
-//! handler binds each session to the principal that created it, and handlers read it from
-//! their context with `ctx.extension::<Principal>()`.
+//! Authorization: who is calling. An auth layer (the OAuth resource-server layer
+//! [`AuthLayer`], or your own middleware) verifies a request and inserts a [`Principal`] into
+//! its extensions; the HTTP handler binds each session to the principal that created it, and
+//! handlers read it from their context with `ctx.extension::<Principal>()`.
+//!
+//! With the `auth` feature, this module makes an MCP server an OAuth 2.1 resource server:
+//!
+//! ```text
+//! request ─► AuthLayer: Protected Resource Metadata (RFC 9728) at the well-known URLs
+//!          ─► Host / Origin checks (same rules as the handler)
+//!          ─► Bearer token ─► TokenVerifier (JWT + JWKS, or RFC 7662 introspection)
+//!          ─► required scopes ─► Principal in the extensions ─► the MCP handler
+//! ```
+//!
+//! - [`AuthLayer`]: a tower `Layer` for any Vellum server (401 with a `WWW-Authenticate`
+//!   challenge naming the metadata, 403 `insufficient_scope` for step-up).
+//! - [`TokenVerifier`]: turns a bearer token into a [`Principal`]; the audience check is part
+//!   of every implementation and cannot be turned off. [`JwtVerifier`] (signed JWTs, keys from
+//!   a [`JwksCache`] or a static key) and [`IntrospectionVerifier`] (RFC 7662).
+//! - [`ProtectedResourceMetadata`] and [`Challenge`]: the documents and headers on the wire.
+//!
+//! Not here: the client side of OAuth (discovery, PKCE, token storage), and per-tool scopes
+//! (a handler checks `principal.has_scope(..)` itself).
+
+#[cfg(feature = "auth")]
+mod challenge;
+#[cfg(feature = "auth")]
+mod endpoint;
+#[cfg(feature = "auth")]
+mod introspection;
+#[cfg(feature = "auth")]
+mod jwks;
+#[cfg(feature = "auth")]
+mod jwt;
+#[cfg(feature = "auth")]
+mod layer;
+#[cfg(feature = "auth")]
+mod metadata;
+#[cfg(feature = "auth")]
+mod verifier;
+
+#[cfg(feature = "auth")]
+pub use challenge::Challenge;
+#[cfg(feature = "auth")]
+pub use endpoint::AuthConfigError;
+#[cfg(feature = "auth")]
+pub use introspection::{ClientAuth, IntrospectionVerifier};
+#[cfg(feature = "auth")]
+pub use jwks::JwksCache;
+#[cfg(feature = "auth")]
+pub use jwt::JwtVerifier;
+#[cfg(feature = "auth")]
+pub use layer::{AuthBody, AuthLayer, AuthLayerBuilder, AuthService};
+#[cfg(feature = "auth")]
+pub use metadata::{PROTECTED_RESOURCE_WELL_KNOWN, ProtectedResourceMetadata};
+#[cfg(feature = "auth")]
+pub use verifier::{InvalidToken, TokenVerifier, VerifyError, VerifyFuture};
 
 /// An authenticated caller.
 ///
@@ -38,6 +91,20 @@ impl Principal {
     #[must_use]
     pub fn with_scopes<I: IntoIterator<Item = S>, S: Into<String>>(mut self, scopes: I) -> Self {
         self.scopes.extend(scopes.into_iter().map(Into::into));
+        self
+    }
+
+    /// Sets the OAuth client id.
+    #[must_use]
+    pub fn with_client_id(mut self, client_id: impl Into<String>) -> Self {
+        self.client_id = Some(client_id.into());
+        self
+    }
+
+    /// Sets the expiry (seconds since the Unix epoch).
+    #[must_use]
+    pub fn with_expires_at(mut self, expires_at: u64) -> Self {
+        self.expires_at = Some(expires_at);
         self
     }
 

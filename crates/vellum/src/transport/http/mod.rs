@@ -16,13 +16,13 @@
 
 mod body;
 mod cluster;
-mod cors;
+pub(crate) mod cors;
 mod handler;
 pub mod headers;
 mod modern;
 mod options;
 mod rejection;
-mod security;
+pub(crate) mod security;
 mod serve;
 mod sessions;
 mod sse;
@@ -33,6 +33,6 @@ pub use body::ResponseBody;
 pub use handler::StreamableHttpHandler;
 pub use options::StreamableHttpOptions;
 pub use security::{ConnectionInfo, CrossOriginProtection, InvalidOrigin, is_loopback_host};
-pub use serve::{DEFAULT_SHUTDOWN_GRACE, local_addr, serve, serve_listener};
+pub use serve::{DEFAULT_SHUTDOWN_GRACE, local_addr, serve, serve_listener, serve_listener_with};
 #[cfg(unix)]
 pub use serve::{serve_unix, serve_unix_listener};

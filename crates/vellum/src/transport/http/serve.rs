@@ -10,6 +10,8 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use http::{Request, Response};
+use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -50,6 +52,61 @@ pub async fn serve_listener(
     handler: StreamableHttpHandler,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
+    let h = handler.clone();
+    let respond = move |req, info| {
+        let h = h.clone();
+        async move { Ok::<_, std::convert::Infallible>(h.handle_on(req, Some(info)).await) }
+    };
+    accept_loop(listener, handler, respond, shutdown).await
+}
+
+/// Like [`serve_listener`], with `layer` (e.g. [`AuthLayer`](crate::auth::AuthLayer))
+/// wrapped around the handler; each request carries its [`ConnectionInfo`] in its
+/// extensions. Shutdown still ends the handler's streams and sessions.
+pub async fn serve_listener_with<L, B>(
+    listener: TcpListener,
+    handler: StreamableHttpHandler,
+    layer: L,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()>
+where
+    L: tower_layer::Layer<StreamableHttpHandler>,
+    L::Service:
+        tower_service::Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+    <L::Service as tower_service::Service<Request<Incoming>>>::Future: Send + 'static,
+    <L::Service as tower_service::Service<Request<Incoming>>>::Error:
+        Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let service = layer.layer(handler.clone());
+    let respond = move |mut req: Request<Incoming>, info: ConnectionInfo| {
+        req.extensions_mut().insert(info);
+        let mut s = service.clone();
+        async move {
+            std::future::poll_fn(|cx| tower_service::Service::poll_ready(&mut s, cx)).await?;
+            tower_service::Service::call(&mut s, req).await
+        }
+    };
+    accept_loop(listener, handler, respond, shutdown).await
+}
+
+/// The accept loop: `respond` answers each request of each connection.
+async fn accept_loop<F, Fut, B, E>(
+    listener: TcpListener,
+    handler: StreamableHttpHandler,
+    respond: F,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()>
+where
+    F: Fn(Request<Incoming>, ConnectionInfo) -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = Result<Response<B>, E>> + Send + 'static,
+    E: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let graceful = GracefulShutdown::new();
     let builder = builder();
     tokio::pin!(shutdown);
@@ -68,11 +125,8 @@ pub async fn serve_listener(
             local: stream.local_addr().ok(),
             remote: Some(remote),
         };
-        let h = handler.clone();
-        let svc = service_fn(move |req| {
-            let h = h.clone();
-            async move { Ok::<_, std::convert::Infallible>(h.handle_on(req, Some(info)).await) }
-        });
+        let respond = respond.clone();
+        let svc = service_fn(move |req| respond(req, info));
         let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), svc));
         tokio::spawn(async move {
             let _ = conn.await;

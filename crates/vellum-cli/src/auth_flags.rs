@@ -1,0 +1,121 @@
+//! The `--auth-*` flags of `vellum serve`: when any is given, the server is an OAuth 2.1
+//! resource server ([`vellum::auth::AuthLayer`] around the handler).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::{Context as _, bail};
+use clap::Args;
+use vellum::auth::{
+    AuthLayer, ClientAuth, IntrospectionVerifier, JwksCache, JwtVerifier, TokenVerifier,
+};
+use vellum::transport::http::StreamableHttpOptions;
+
+/// Authorization flags (flattened into `vellum serve`).
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Authorization (OAuth 2.1 resource server)")]
+pub(crate) struct AuthArgs {
+    /// Require bearer tokens: JWTs signed by a key of this JWKS (https, or http on loopback).
+    #[arg(long, value_name = "URL")]
+    auth_jwks: Option<String>,
+    /// Require bearer tokens: HS256 JWTs signed with this shared secret (32+ bytes; local
+    /// testing only).
+    #[arg(
+        long,
+        value_name = "SECRET",
+        env = "VELLUM_AUTH_HS256_SECRET",
+        hide_env_values = true
+    )]
+    auth_hs256_secret: Option<String>,
+    /// Require bearer tokens, checked by RFC 7662 introspection at this URL.
+    #[arg(long, value_name = "URL")]
+    auth_introspection_url: Option<String>,
+    /// Client id for the introspection endpoint (HTTP Basic).
+    #[arg(long, value_name = "ID", requires = "auth_introspection_url")]
+    auth_client_id: Option<String>,
+    /// Client secret for the introspection endpoint.
+    #[arg(
+        long,
+        value_name = "SECRET",
+        env = "VELLUM_AUTH_CLIENT_SECRET",
+        hide_env_values = true,
+        requires = "auth_client_id"
+    )]
+    auth_client_secret: Option<String>,
+    /// The trusted token issuer (`iss`), listed under `authorization_servers` in the
+    /// protected resource metadata (https, or http on loopback).
+    #[arg(long, value_name = "ISSUER")]
+    auth_issuer: Option<String>,
+    /// The audience tokens must carry (RFC 8707 resource indicator).
+    #[arg(long, value_name = "AUDIENCE")]
+    auth_audience: Option<String>,
+    /// A scope every request needs (403 insufficient_scope without it); repeatable. None by
+    /// default.
+    #[arg(long, value_name = "SCOPE")]
+    auth_scope: Vec<String>,
+    /// The canonical URL of this MCP server in the metadata (default
+    /// `http://<listen address>/mcp`).
+    #[arg(long, value_name = "URL")]
+    auth_resource: Option<String>,
+}
+
+impl AuthArgs {
+    /// True when any flag asks for authorization.
+    pub(crate) fn enabled(&self) -> bool {
+        self.auth_jwks.is_some()
+            || self.auth_hs256_secret.is_some()
+            || self.auth_introspection_url.is_some()
+    }
+
+    /// The layer, for a server listening on `addr`.
+    pub(crate) fn layer(
+        &self,
+        addr: SocketAddr,
+        options: &StreamableHttpOptions,
+    ) -> anyhow::Result<AuthLayer> {
+        let (Some(issuer), Some(audience)) = (&self.auth_issuer, &self.auth_audience) else {
+            bail!("--auth-issuer and --auth-audience are required with --auth-*");
+        };
+        let verifier: Arc<dyn TokenVerifier> = match (
+            &self.auth_jwks,
+            &self.auth_hs256_secret,
+            &self.auth_introspection_url,
+        ) {
+            (Some(url), None, None) => {
+                let jwks = Arc::new(JwksCache::new(url.as_str()).context("--auth-jwks")?);
+                Arc::new(JwtVerifier::new(jwks, issuer, audience)?)
+            }
+            (None, Some(secret), None) => Arc::new(
+                JwtVerifier::hs256(secret.as_bytes(), issuer, audience)
+                    .context("--auth-hs256-secret")?,
+            ),
+            (None, None, Some(url)) => {
+                let auth = match &self.auth_client_id {
+                    Some(id) => ClientAuth::Basic {
+                        client_id: id.clone(),
+                        client_secret: self.auth_client_secret.clone().unwrap_or_default(),
+                    },
+                    None => ClientAuth::None,
+                };
+                Arc::new(
+                    IntrospectionVerifier::new(url.as_str(), auth, issuer, audience)
+                        .context("--auth-introspection-url")?,
+                )
+            }
+            _ => bail!(
+                "give exactly one of --auth-jwks, --auth-hs256-secret, --auth-introspection-url"
+            ),
+        };
+        let resource = self
+            .auth_resource
+            .clone()
+            .unwrap_or_else(|| format!("http://{addr}/mcp"));
+        let mut b = AuthLayer::builder(resource, verifier)
+            .authorization_server(issuer)
+            .request_checks_of(options);
+        for s in &self.auth_scope {
+            b = b.require_scope(s);
+        }
+        b.build().context("authorization")
+    }
+}

@@ -1,0 +1,81 @@
+//! The `WWW-Authenticate: Bearer …` challenge (RFC 6750 §3, RFC 9728 §5.1), with correct
+//! quoting. What goes into it is decided by the layer; this only writes it.
+
+use std::fmt::Write as _;
+
+/// A Bearer challenge.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Challenge {
+    /// The URL of the Protected Resource Metadata (RFC 9728).
+    pub resource_metadata: Option<String>,
+    /// Every scope the operation needs, space-separated.
+    pub scope: Option<String>,
+    /// `invalid_request`, `invalid_token` or `insufficient_scope`; none when the request
+    /// carried no credentials.
+    pub error: Option<&'static str>,
+    /// A human-readable reason (never internal error text).
+    pub error_description: Option<&'static str>,
+}
+
+impl Challenge {
+    /// The header value.
+    pub fn to_header_value(&self) -> String {
+        let mut out = String::from("Bearer");
+        let mut sep = " ";
+        let params = [
+            ("resource_metadata", self.resource_metadata.as_deref()),
+            ("scope", self.scope.as_deref()),
+            ("error", self.error),
+            ("error_description", self.error_description),
+        ];
+        for (name, value) in params {
+            if let Some(v) = value {
+                let _ = write!(out, "{sep}{name}=\"");
+                quote_into(&mut out, v);
+                out.push('"');
+                sep = ", ";
+            }
+        }
+        out
+    }
+}
+
+/// Writes `v` as the inside of a quoted-string: `"` and `\` escaped, other control
+/// characters dropped (they cannot appear in a header).
+fn quote_into(out: &mut String, v: &str) {
+    for c in v.chars() {
+        match c {
+            '"' | '\\' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if c.is_ascii_control() => {}
+            c => out.push(c),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders() {
+        assert_eq!(Challenge::default().to_header_value(), "Bearer");
+        let c = Challenge {
+            resource_metadata: Some(
+                "https://mcp.example.com/.well-known/oauth-protected-resource/mcp".into(),
+            ),
+            scope: Some("files:read files:write".into()),
+            error: Some("insufficient_scope"),
+            error_description: Some("needs \"more\" \\ scopes\r\n"),
+        };
+        assert_eq!(
+            c.to_header_value(),
+            "Bearer resource_metadata=\"https://mcp.example.com/.well-known/oauth-protected-resource/mcp\", \
+             scope=\"files:read files:write\", error=\"insufficient_scope\", \
+             error_description=\"needs \\\"more\\\" \\\\ scopes\""
+        );
+        assert!(http::HeaderValue::from_str(&c.to_header_value()).is_ok());
+    }
+}
