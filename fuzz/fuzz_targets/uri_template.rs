@@ -1,6 +1,6 @@
 //! URI-template parsing and matching (`vellum::server::uri_template::UriTemplate`) on
-//! arbitrary templates and URIs: no panic, and a match binds exactly the template's
-//! variables.
+//! arbitrary templates and URIs: no panic, no super-linear time, and a match binds only the
+//! template's variables (optional ones may stay unbound).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -16,10 +16,9 @@ fuzz_target!(|input: (&str, &str)| {
         let mut names: Vec<&str> = t.variables().collect();
         names.sort_unstable();
         names.dedup();
-        let bound: Vec<&str> = vars.keys().map(String::as_str).collect();
-        assert_eq!(
-            bound, names,
-            "a match binds exactly the template's variables"
+        assert!(
+            vars.keys().all(|k| names.binary_search(&k.as_str()).is_ok()),
+            "a match binds only the template's variables"
         );
     }
 });
