@@ -138,7 +138,8 @@ async fn priming_event_and_retry_open_2025_11_25_streams() {
 // ---- resumption -------------------------------------------------------------------------------
 
 /// Resumes after `last_id`, retrying while the server still sees the dropped connection
-/// attached (409); returns the stream and how many 409s it took.
+/// attached (409: the server waits a second for it first); returns the stream and how many
+/// 409s it took.
 async fn resume(c: &McpHttp, last_id: &str) -> (SseReader, u32) {
     let deadline = tokio::time::Instant::now() + common::DEADLINE;
     let mut conflicts = 0;
@@ -329,6 +330,47 @@ async fn the_standalone_stream_resumes_too() {
         !matches!(&more, Ok(Some(b)) if b.is_message()),
         "a duplicate: {more:?}"
     );
+}
+
+#[tokio::test]
+async fn a_resume_takes_the_stream_over_from_a_get_the_server_still_holds() {
+    // A client whose connection silently died (the server has not noticed) resumes at once:
+    // the new GET gets the stream, the old response ends, and events go to the new one.
+    let f = http_test_server();
+    let srv = TestHttpServer::start(f.server.clone(), with_store()).await;
+    let mut c = srv.client();
+    c.connect("2025-11-25").await;
+    let mut old = c.listen().await;
+    let priming = old.next_block().await.expect("the priming event");
+    let last = priming.id.expect("a priming id");
+    let mut new = match c.get_stream(Some(&last)).await {
+        Streamed::Stream(s) => s,
+        Streamed::Whole(a) => panic!("the resume was refused: {} {}", a.status, a.text()),
+    };
+    assert_eq!(new.status, StatusCode::OK);
+    let rest = old.rest().await;
+    assert!(
+        rest.iter().all(|b| !b.is_message()),
+        "the replaced GET got messages: {rest:?}"
+    );
+    f.server
+        .add_tool(
+            vellum::prelude::Tool::new("late", "added at run time"),
+            |_ctx: vellum::prelude::RequestContext,
+             _req: vellum::prelude::CallToolRequest,
+             _in: vellum::server::NoArgs| async move {
+                Ok::<_, vellum::prelude::HandlerError>(vellum::prelude::CallToolResult::text("new"))
+            },
+        )
+        .expect("the tool registers");
+    let b = new
+        .next_message()
+        .await
+        .expect("list_changed on the new GET");
+    assert_eq!(b.json()["method"], "notifications/tools/list_changed");
+    // A plain second GET (no Last-Event-ID) still may not steal it.
+    let second = c.get_stream(None).await.expect_whole("a second GET");
+    assert_eq!(second.status, StatusCode::CONFLICT);
 }
 
 #[tokio::test]

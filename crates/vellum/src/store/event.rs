@@ -122,7 +122,8 @@ pub trait EventStore: Send + Sync + 'static {
 
     /// The events of `after.stream` that come after `after`, in order. Fails with
     /// [`StoreError::Evicted`] when any of them is gone (never a silently partial replay),
-    /// and with [`StoreError::UnknownStream`] for streams it does not know.
+    /// and with [`StoreError::UnknownStream`] for streams it does not know. The standalone
+    /// stream is known before its first event: replaying after its start is empty.
     fn replay_after(
         &self,
         session: &str,

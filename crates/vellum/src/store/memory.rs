@@ -143,11 +143,18 @@ impl MemoryEventStore {
 
     fn do_replay(&self, session: &str, after: EventId) -> Result<Vec<StoredEvent>, StoreError> {
         let i = self.lock();
-        let log = i.sessions.get(session).ok_or(StoreError::UnknownStream)?;
-        let s = log
-            .streams
-            .get(&after.stream)
-            .ok_or(StoreError::UnknownStream)?;
+        let s = i
+            .sessions
+            .get(session)
+            .and_then(|l| l.streams.get(&after.stream));
+        let Some(s) = s else {
+            // The standalone stream exists before its first event: a client that saw only
+            // its priming event (seq 0) resumes to nothing missed.
+            if after == EventId::start_of(StreamId::STANDALONE) {
+                return Ok(Vec::new());
+            }
+            return Err(StoreError::UnknownStream);
+        };
         let last = s.next_seq() - 1;
         if after.seq > last {
             // An id this stream never issued.
@@ -270,6 +277,8 @@ mod tests {
             st.replay_after("s2", e1).await,
             Err(StoreError::UnknownStream)
         ));
+        let before_any = EventId::start_of(StreamId::STANDALONE);
+        assert!(st.replay_after("s3", before_any).await.unwrap().is_empty());
         assert!(matches!(
             st.replay_after(
                 "s1",

@@ -33,11 +33,15 @@ use super::options::StreamableHttpOptions;
 use super::rejection::{Rejection, modern_error_status};
 use super::security::{ConnectionInfo, CrossOriginProtection, check_localhost};
 use super::sessions::{
-    ActivityGuard, Attachment, Expiry, HttpSession, SessionTable, new_session_id,
+    ActivityGuard, Expiry, HttpSession, SessionTable, StreamBusy, new_session_id,
 };
 
 /// How long a stored session lives without activity when `session_timeout` is unset.
 const DEFAULT_STORED_SESSION_TTL: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// How long a resuming GET waits for the POST response still writing its stream to notice
+/// that its connection is gone, before a 409.
+const RESUME_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
 use super::sse::{self, SseStream, Stops, push_event};
 use super::streams::{Live, PostEvent, PostEvents, ResumeStream, StoredStream};
 use super::trace::{RequestInfo, RequestTrace, log_event};
@@ -755,20 +759,17 @@ impl Inner {
                 "Bad Request: this stream cannot be resumed (the server keeps no events)",
             ));
         }
-        let local = http
+        let attached = http
             .live
-            .attach(stream)
-            .map_err(|()| Rejection::StreamConflict)?;
-        if after.is_some() && local.is_none() && self.store().is_none() {
+            .attach_within(stream, after.is_some(), RESUME_PATIENCE)
+            .await
+            .map_err(|StreamBusy| Rejection::StreamConflict)?;
+        if after.is_some() && attached.is_none() && self.store().is_none() {
             // Without an event store only a stream still held here can be resumed.
             return Err(Rejection::BadLastEventId(
                 "Bad Request: this stream cannot be resumed (the server keeps no events)",
             ));
         }
-        let attachment = local.as_ref().map(|_| Attachment {
-            live: http.live.clone(),
-            stream,
-        });
         // What the client missed first (errors here are still HTTP statuses)...
         let replay = match (after, self.store()) {
             (Some(after), Some(store)) => store
@@ -779,15 +780,16 @@ impl Inner {
         };
         // ...then live events: from this instance, or, for a stream another instance
         // writes, followed through the store.
-        let live = match (local, after, self.store()) {
-            (Some(rx), _, _) => Live::Local(rx),
+        let (live, attachment) = match (attached, after, self.store()) {
+            (Some(a), _, _) => (Live::Local(a.queue), Some((a.attachment, a.superseded))),
             (None, Some(after), Some(store)) => {
                 let from = replay.last().map_or(after, |e| e.id);
-                store
+                let live = store
                     .follow(&http.id, from)
-                    .map_or(Live::None, Live::Follow)
+                    .map_or(Live::None, Live::Follow);
+                (live, None)
             }
-            _ => Live::None,
+            _ => (Live::None, None),
         };
         let mut prefix = VecDeque::new();
         if after.is_none() {

@@ -40,6 +40,8 @@ pub(crate) fn new_session_id() -> Result<Arc<str>, getrandom::Error> {
 pub(crate) struct LiveSlot {
     /// A connection is reading this stream now.
     pub(crate) attached: bool,
+    /// When a GET reads it: that reader's number and how to make it let go.
+    reader: Option<(u64, CancellationToken)>,
     /// The events for the GET reading (or about to resume) this stream.
     pub(crate) sink: Option<LiveQueue>,
     /// All its requests are answered (kept only until a GET reads what is held).
@@ -64,7 +66,25 @@ pub(crate) struct LiveStreams {
     standalone_head: AtomicU64,
     /// The last stream number given out here (streams without an event store).
     local_streams: AtomicU64,
+    /// The last reader number given out (tells a replaced GET from its successor).
+    readers: AtomicU64,
+    /// Woken whenever a stream loses its reader.
+    let_go: tokio::sync::Notify,
 }
+
+/// A GET attached to a live stream.
+pub(crate) struct Attached {
+    /// The stream's live events.
+    pub(crate) queue: LiveQueue,
+    /// Detaches the GET when dropped.
+    pub(crate) attachment: Attachment,
+    /// Cancelled when a newer GET resuming the same stream takes it over.
+    pub(crate) superseded: CancellationToken,
+}
+
+/// Why a GET cannot attach.
+#[derive(Debug)]
+pub(crate) struct StreamBusy;
 
 /// The live events of a stream, read by the GET attached to it. (An empty queue allocates
 /// nothing: thousands of idle GET streams cost almost nothing here.)
@@ -82,6 +102,7 @@ impl LiveStreams {
             stream,
             LiveSlot {
                 attached: true,
+                reader: None,
                 sink: None,
                 finished: false,
             },
@@ -96,6 +117,7 @@ impl LiveStreams {
         let Some(slot) = slots.map.get_mut(&stream) else {
             return;
         };
+        self.let_go.notify_waiters();
         if let Some(q) = &slot.sink {
             q.close();
         }
@@ -119,28 +141,69 @@ impl LiveStreams {
             s.attached = false;
             s.sink.get_or_insert_with(LiveQueue::default);
         }
+        self.let_go.notify_waiters();
     }
 
     /// Attaches a GET. `Ok(None)` when the stream is not live here (finished or unknown:
-    /// replay only); `Err` when another connection already reads it.
-    pub(crate) fn attach(&self, stream: StreamId) -> Result<Option<LiveQueue>, ()> {
+    /// replay only); `Err` when another connection already reads it. With `take_over` (a
+    /// resume: the client lost the connection that reads it, though the server may not know
+    /// yet) a GET reading the stream is replaced; a POST response still writing it is not.
+    pub(crate) fn attach(
+        self: &Arc<Self>,
+        stream: StreamId,
+        take_over: bool,
+    ) -> Result<Option<Attached>, StreamBusy> {
         let mut slots = lock(&self.slots);
         let slot = match slots.map.get_mut(&stream) {
             Some(s) => s,
-            None if stream == StreamId::STANDALONE => slots.map.entry(stream).or_insert(LiveSlot {
-                attached: false,
-                sink: None,
-                finished: false,
-            }),
+            None if stream == StreamId::STANDALONE => slots.map.entry(stream).or_default(),
             None => return Ok(None),
         };
         if slot.attached {
-            return Err(());
+            match (&slot.reader, take_over) {
+                (Some((_, old)), true) => old.cancel(),
+                _ => return Err(StreamBusy),
+            }
         }
+        let number = self.readers.fetch_add(1, Ordering::AcqRel) + 1;
+        let superseded = CancellationToken::new();
         slot.attached = true;
-        Ok(Some(
-            slot.sink.get_or_insert_with(LiveQueue::default).clone(),
-        ))
+        slot.reader = Some((number, superseded.clone()));
+        Ok(Some(Attached {
+            queue: slot.sink.get_or_insert_with(LiveQueue::default).clone(),
+            attachment: Attachment {
+                live: self.clone(),
+                stream,
+                reader: number,
+            },
+            superseded,
+        }))
+    }
+
+    /// [`attach`](Self::attach), waiting up to `patience` for the stream's reader to let go:
+    /// a client resumes the moment its connection drops, usually before the server has seen
+    /// the drop.
+    pub(crate) async fn attach_within(
+        self: &Arc<Self>,
+        stream: StreamId,
+        take_over: bool,
+        patience: Duration,
+    ) -> Result<Option<Attached>, StreamBusy> {
+        let deadline = Instant::now() + patience;
+        loop {
+            let let_go = self.let_go.notified();
+            tokio::pin!(let_go);
+            // Registered before the check, so a release between the two is not missed.
+            let_go.as_mut().enable();
+            match self.attach(stream, take_over) {
+                Err(StreamBusy) if Instant::now() < deadline => {
+                    if tokio::time::timeout_at(deadline, let_go).await.is_err() {
+                        return self.attach(stream, take_over);
+                    }
+                }
+                done => return done,
+            }
+        }
     }
 
     /// The queue for `stream`'s reader: the attached GET's, or (for a released POST stream)
@@ -164,8 +227,9 @@ impl LiveStreams {
 
 /// Detaches a GET from its stream when the GET's response ends.
 pub(crate) struct Attachment {
-    pub(crate) live: Arc<LiveStreams>,
-    pub(crate) stream: StreamId,
+    live: Arc<LiveStreams>,
+    stream: StreamId,
+    reader: u64,
 }
 
 impl Drop for Attachment {
@@ -174,7 +238,12 @@ impl Drop for Attachment {
         let Some(s) = slots.map.get_mut(&self.stream) else {
             return;
         };
+        if s.reader.as_ref().is_none_or(|(n, _)| *n != self.reader) {
+            return; // A newer GET took the stream over.
+        }
+        self.live.let_go.notify_waiters();
         s.attached = false;
+        s.reader = None;
         if self.stream == StreamId::STANDALONE {
             // Nobody reads the standalone stream now (it may be read on another instance).
             s.sink = None;

@@ -3,6 +3,8 @@
 //! or a POST stream resumed with `Last-Event-ID`).
 
 use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -10,6 +12,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
 use futures_util::stream::BoxStream;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use crate::protocol::ErrorObject;
 use crate::protocol::jsonrpc::encode_error;
@@ -360,6 +363,8 @@ pub(crate) struct ResumeStream {
     orphans: VecDeque<Bytes>,
     /// The last seq delivered, so live events that the replay already had are skipped.
     last_seq: Option<u64>,
+    /// Set when this GET reads a live stream here: ends when a newer GET takes it over.
+    superseded: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
     _attachment: Option<Attachment>,
     _activity: ActivityGuard,
 }
@@ -369,14 +374,16 @@ impl ResumeStream {
         replay: Vec<StoredEvent>,
         after: Option<EventId>,
         live: Live,
-        attachment: Option<Attachment>,
+        attachment: Option<(Attachment, CancellationToken)>,
         activity: ActivityGuard,
     ) -> Self {
+        let (attachment, superseded) = attachment.unzip();
         ResumeStream {
             replay: replay.into(),
             live,
             orphans: VecDeque::new(),
             last_seq: after.map(|a| a.seq),
+            superseded: superseded.map(|t| Box::pin(t.cancelled_owned())),
             _attachment: attachment,
             _activity: activity,
         }
@@ -397,6 +404,12 @@ impl ResumeStream {
 
 impl EventSource for ResumeStream {
     fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<SseEvent>> {
+        if let Some(s) = self.superseded.as_mut()
+            && s.as_mut().poll(cx).is_ready()
+        {
+            // A newer GET reads this stream now (its client gave up on this connection).
+            return Poll::Ready(None);
+        }
         if let Some(ev) = self.replay.pop_front() {
             self.last_seq = Some(ev.id.seq);
             return Poll::Ready(Some(SseEvent {
