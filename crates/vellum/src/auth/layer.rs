@@ -28,10 +28,8 @@ use super::endpoint::{AuthConfigError, check_scope, check_url};
 use super::metadata::{PROTECTED_RESOURCE_WELL_KNOWN, ProtectedResourceMetadata};
 use super::verifier::{TokenVerifier, VerifyError};
 use crate::transport::http::cors;
-use crate::transport::http::security::check_localhost;
-use crate::transport::http::{
-    ConnectionInfo, CrossOriginProtection, ResponseBody, StreamableHttpOptions,
-};
+use crate::transport::http::security::RequestChecks;
+use crate::transport::http::{ConnectionInfo, ResponseBody, StreamableHttpOptions};
 
 /// The body of an [`AuthService`] response: the inner service's, or the layer's own
 /// (metadata, challenges).
@@ -48,10 +46,8 @@ struct Config {
     /// The path-aware and root metadata paths.
     metadata_paths: [String; 2],
     required_scopes: Vec<String>,
-    localhost_protection: bool,
-    cross_origin: CrossOriginProtection,
-    /// CORS headers on the layer's own answers to trusted origins (as the handler does).
-    cors: bool,
+    /// The handler's Host/Origin checks and CORS rule, run before any token is looked at.
+    checks: RequestChecks,
 }
 
 /// Adds OAuth 2.1 resource-server authorization to a service (usually a
@@ -90,9 +86,7 @@ pub struct AuthLayerBuilder {
     required_scopes: Vec<String>,
     scopes_supported: Option<Vec<String>>,
     resource_name: Option<String>,
-    localhost_protection: bool,
-    cross_origin: CrossOriginProtection,
-    cors: bool,
+    checks: RequestChecks,
 }
 
 impl std::fmt::Debug for AuthLayerBuilder {
@@ -116,9 +110,7 @@ impl AuthLayer {
             required_scopes: Vec::new(),
             scopes_supported: None,
             resource_name: None,
-            localhost_protection: true,
-            cross_origin: CrossOriginProtection::default(),
-            cors: false,
+            checks: RequestChecks::of(&StreamableHttpOptions::default()),
         }
     }
 
@@ -164,9 +156,7 @@ impl AuthLayerBuilder {
     /// handler's defaults: both checks on, no CORS).
     #[must_use]
     pub fn request_checks_of(mut self, options: &StreamableHttpOptions) -> Self {
-        self.localhost_protection = !options.disable_localhost_protection;
-        self.cross_origin = options.cross_origin_protection.clone().unwrap_or_default();
-        self.cors = options.cors;
+        self.checks = RequestChecks::of(options);
         self
     }
 
@@ -213,9 +203,7 @@ impl AuthLayerBuilder {
                 metadata_url: format!("{origin}{path_aware}"),
                 metadata_paths: [path_aware, PROTECTED_RESOURCE_WELL_KNOWN.to_owned()],
                 required_scopes: self.required_scopes,
-                localhost_protection: self.localhost_protection,
-                cross_origin: self.cross_origin,
-                cors: self.cors,
+                checks: self.checks,
             }),
         })
     }
@@ -258,13 +246,8 @@ enum Gate {
 impl Config {
     /// Adds CORS headers to the layer's own answer when the page's origin is trusted.
     fn decorate<B>(&self, req: &Request<B>, resp: &mut Response<ResponseBody>) {
-        if let Some(origin) = req.headers().get(header::ORIGIN)
-            && self.cors
-            && origin
-                .to_str()
-                .is_ok_and(|o| self.cross_origin.is_trusted(o))
-        {
-            cors::decorate(resp.headers_mut(), origin);
+        if let Some(origin) = self.checks.cors_origin(req.headers()) {
+            cors::decorate(resp.headers_mut(), &origin);
         }
     }
 
@@ -315,17 +298,13 @@ impl Config {
 
     /// The handler's Host and Origin checks: the handler's refusal, if any.
     fn request_checks<B>(&self, req: &Request<B>) -> Option<Response<ResponseBody>> {
-        if self.localhost_protection
-            && let Err(r) = check_localhost(
-                req.headers(),
+        self.checks
+            .check(
+                req.method(),
                 req.uri(),
+                req.headers(),
                 req.extensions().get::<ConnectionInfo>(),
             )
-        {
-            return Some(r.into_response());
-        }
-        self.cross_origin
-            .check(req.method(), req.uri(), req.headers())
             .err()
             .map(|r| r.into_response())
     }

@@ -31,7 +31,7 @@ use super::headers::{Accepts, is_json_content_type, names, text};
 use super::modern;
 use super::options::StreamableHttpOptions;
 use super::rejection::{Rejection, modern_error_status};
-use super::security::{ConnectionInfo, CrossOriginProtection, check_localhost};
+use super::security::{ConnectionInfo, RequestChecks};
 use super::sessions::{
     ActivityGuard, Expiry, HttpSession, SessionTable, StreamBusy, new_session_id,
 };
@@ -66,7 +66,7 @@ pub struct StreamableHttpHandler {
 struct Inner {
     factory: Box<Factory>,
     options: StreamableHttpOptions,
-    origin: CrossOriginProtection,
+    checks: RequestChecks,
     sessions: Arc<SessionTable>,
     shutdown: CancellationToken,
     /// Whether the bus listener runs.
@@ -102,7 +102,7 @@ impl StreamableHttpHandler {
     where
         F: Fn(&http::request::Parts) -> Option<Server> + Send + Sync + 'static,
     {
-        let origin = options.cross_origin_protection.clone().unwrap_or_default();
+        let checks = RequestChecks::of(&options);
         let cluster = Arc::new(Cluster {
             events: options.event_store.clone(),
             sessions: options.session_store.clone(),
@@ -115,7 +115,7 @@ impl StreamableHttpHandler {
             inner: Arc::new(Inner {
                 factory: Box::new(factory),
                 options,
-                origin,
+                checks,
                 sessions: Arc::new(SessionTable::new(cluster)),
                 shutdown: CancellationToken::new(),
                 listening: std::sync::atomic::AtomicBool::new(false),
@@ -207,14 +207,14 @@ impl StreamableHttpHandler {
         let inner = &self.inner;
         let (parts, body) = req.into_parts();
         let method = parts.method.clone();
-        // CORS applies only to trusted origins (a foreign Origin is refused by the checks).
-        let cors_origin = parts
-            .headers
-            .get(header::ORIGIN)
-            .filter(|o| inner.options.cors && o.to_str().is_ok_and(|o| inner.origin.is_trusted(o)))
-            .cloned();
+        let cors_origin = inner.checks.cors_origin(&parts.headers);
         let result = async {
-            inner.check_security(&parts, connection.as_ref())?;
+            inner.checks.check(
+                &parts.method,
+                &parts.uri,
+                &parts.headers,
+                connection.as_ref(),
+            )?;
             match parts.method {
                 Method::POST => inner.post(parts, body).await,
                 Method::GET => inner.get(parts).await,
@@ -249,17 +249,6 @@ impl Inner {
         } else {
             "GET, POST, DELETE"
         }
-    }
-
-    fn check_security(
-        &self,
-        parts: &http::request::Parts,
-        connection: Option<&ConnectionInfo>,
-    ) -> Result<(), Rejection> {
-        if !self.options.disable_localhost_protection {
-            check_localhost(&parts.headers, &parts.uri, connection)?;
-        }
-        self.origin.check(&parts.method, &parts.uri, &parts.headers)
     }
 
     fn store(&self) -> Option<&Arc<dyn crate::store::EventStore>> {
