@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use vellum::prelude::*;
-use vellum::protocol::{Icon, TaskSupport, ToolAnnotations};
+use vellum::protocol::{Icon, ListCapability, ServerCapabilities, TaskSupport, ToolAnnotations};
 use vellum::server::NoArgs;
 
 #[derive(Deserialize, JsonSchema)]
@@ -251,6 +251,41 @@ async fn tools_added_and_removed_at_run_time_are_announced() {
     );
     let r = legacy.request(3, "tools/list", json!({})).await;
     assert_eq!(r.result()["tools"].as_array().unwrap().len(), 5);
+}
+
+#[tokio::test]
+async fn changes_are_not_announced_where_the_capabilities_say_list_changed_false() {
+    let mut options = ServerOptions::default();
+    options.capabilities = Some(ServerCapabilities {
+        tools: Some(ListCapability {
+            list_changed: Some(false),
+        }),
+        prompts: Some(ListCapability {
+            list_changed: Some(true),
+        }),
+        ..Default::default()
+    });
+    let s = Server::new(Implementation::new("quiet-tools", "1"), options);
+    let srv = spawn(s.clone()).await;
+    let legacy = Legacy::connect(&srv.url).await;
+    let mut get = legacy.listen().await;
+    s.add_raw_tool(
+        Tool::new("late", "added late"),
+        |_c: RequestContext, _r| async move { Ok::<_, HandlerError>("late") },
+    )
+    .unwrap();
+    // A prompt change afterwards is announced; the tool change before it must not be.
+    s.add_prompt(
+        Prompt::new("late", "added late"),
+        |_c: RequestContext, _r: GetPromptRequest| async move {
+            Ok::<_, HandlerError>(GetPromptResult::new(vec![PromptMessage::user("hi")]))
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        get.next().await.unwrap()["method"],
+        "notifications/prompts/list_changed"
+    );
 }
 
 #[tokio::test]

@@ -670,10 +670,27 @@ impl Server {
         });
     }
 
+    /// Whether clients were promised `listChanged` notifications for this list: always with
+    /// the inferred capabilities, only where set with capabilities given in the options.
+    fn announces_changes_of(&self, kind: ListKind) -> bool {
+        let Some(caps) = &self.inner.options.capabilities else {
+            return true;
+        };
+        let promised = match kind {
+            ListKind::Tools => caps.tools.as_ref().and_then(|c| c.list_changed),
+            ListKind::Prompts => caps.prompts.as_ref().and_then(|c| c.list_changed),
+            ListKind::Resources => caps.resources.as_ref().and_then(|c| c.list_changed),
+        };
+        promised == Some(true)
+    }
+
     /// A list changed: invalidate its cache and announce it (debounced).
     fn changed(&self, kind: ListKind) {
         // Only sessions that exist now can have seen the old list; one that connects during
         // the debounce lists afresh anyway.
+        if !self.announces_changes_of(kind) {
+            return;
+        }
         let targets = self.live_sessions();
         if targets.is_empty() && self.inner.listeners.is_empty() {
             // Nobody to tell (registration before serving): clients list afresh anyway.
