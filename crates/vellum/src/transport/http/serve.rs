@@ -126,7 +126,9 @@ where
             remote: Some(remote),
         };
         let respond = respond.clone();
-        let svc = service_fn(move |req| respond(req, info));
+        // Boxed: hyper keeps the slot of a request's future for the connection's whole life,
+        // so an unboxed one (~4.5 KiB) would cost every open connection that much.
+        let svc = service_fn(move |req| Box::pin(respond(req, info)));
         let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), svc));
         tokio::spawn(async move {
             let _ = conn.await;
@@ -177,7 +179,10 @@ pub async fn serve_unix_listener(
         let h = handler.clone();
         let svc = service_fn(move |req| {
             let h = h.clone();
-            async move { Ok::<_, std::convert::Infallible>(h.handle_on(req, Some(info)).await) }
+            // Boxed, as in the TCP loop: the connection keeps the future's slot.
+            Box::pin(async move {
+                Ok::<_, std::convert::Infallible>(h.handle_on(req, Some(info)).await)
+            })
         });
         let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), svc));
         tokio::spawn(async move {
