@@ -134,8 +134,23 @@ lock_version() { # Cargo.lock crate
 
 # --- runs -------------------------------------------------------------------------------------
 port=20000
-server_pid=""
-trap '[[ -n $server_pid ]] && kill -KILL "$server_pid" 2>/dev/null; true' EXIT
+server_pid="" redis_pid=""
+trap '[[ -n $server_pid ]] && kill -KILL "$server_pid" 2>/dev/null; [[ -n $redis_pid ]] && kill -KILL "$redis_pid" 2>/dev/null; true' EXIT
+
+# vellum-redis: one redis-server for the whole run, on the server's core (BENCH_REDIS_CPU,
+# default 0) at the same priority, so the server side still has one core in all; emptied
+# before each of its runs.
+if [[ " ${runnable[*]} " == *" vellum-redis "* ]]; then
+    redis_port=19999
+    "$MCPBENCH" wait-port --free --addr "127.0.0.1:$redis_port" || { echo "run.sh: port $redis_port busy" >&2; exit 1; }
+    "${prio[@]}" taskset -c "${BENCH_REDIS_CPU:-0}" redis-server --bind 127.0.0.1 --port "$redis_port" \
+        --save "" --appendonly no >"$out/logs/redis.log" 2>&1 &
+    redis_pid=$!
+    "$MCPBENCH" wait-port --addr "127.0.0.1:$redis_port" --pid "$redis_pid" --timeout 30 ||
+        { echo "run.sh: redis-server did not start, see logs/redis.log" >&2; exit 1; }
+    export BENCH_REDIS_URL=redis://127.0.0.1:$redis_port
+    echo "redis: $(redis-server --version | cut -d' ' -f3) on CPU ${BENCH_REDIS_CPU:-0}" >>"$out/versions.txt"
+fi
 
 stop_server() {
     kill -TERM "$server_pid" 2>/dev/null || true
@@ -160,6 +175,9 @@ run_one() { # server scenario rep
     read -r -a flags <<<"$(server_flags "$s")"
     "$MCPBENCH" wait-port --free --addr "127.0.0.1:$port" || { failed "$s" "$sc" "$rep" "port $port busy"; return; }
     echo "== rep $rep  $s  $sc" >&2
+    if [[ $s == vellum-redis ]]; then
+        redis-cli -p "$redis_port" flushall >/dev/null || { failed "$s" "$sc" "$rep" "redis flushall failed"; return; }
+    fi
     if [[ $sc == cold ]]; then
         local cmd
         cmd="taskset -c 0 prlimit --nofile=$NOFILE:$NOFILE $(printf %q "$BENCH_DIR/servers.sh") exec $(printf %q "$s") $port"

@@ -6,7 +6,7 @@
 # server (so the PID the runner holds is the server's), listening on 127.0.0.1:PORT.
 #
 # VELLUM_BIN (default: <repo>/target/<profile>/vellum) and BENCH_PROFILE (release | debug)
-# select the binaries.
+# select the binaries. vellum-redis needs BENCH_REDIS_URL: run.sh starts a redis-server for it.
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_DIR=$(dirname "$BENCH_DIR")
@@ -22,7 +22,7 @@ set_profile() {
 }
 set_profile "${BENCH_PROFILE:-release}"
 
-ALL_SERVERS="null null-sse rmcp rmcp-stateless-json ts py vellum vellum-json vellum-stateless vellum-store vellum@2026"
+ALL_SERVERS="null null-sse rmcp rmcp-stateless-json ts py vellum vellum-json vellum-stateless vellum-store vellum-redis vellum@2026"
 
 # server_exec NAME PORT: exec the server.
 server_exec() {
@@ -38,6 +38,9 @@ server_exec() {
         vellum-json) exec "$VELLUM_BIN" serve --addr "$addr" --json-response ;;
         vellum-stateless) exec "$VELLUM_BIN" serve --addr "$addr" --stateless ;;
         vellum-store) exec "$VELLUM_BIN" serve --addr "$addr" --event-store memory ;;
+        vellum-redis)
+            exec "$VELLUM_BIN" serve --addr "$addr" --event-store "${BENCH_REDIS_URL:?}" \
+                --session-store "$BENCH_REDIS_URL" ;;
         *) echo "servers.sh: unknown server '$1'" >&2; exit 2 ;;
     esac
 }
@@ -80,6 +83,10 @@ server_missing() {
                 vellum-json) [[ $help == *--json-response* ]] || echo "vellum serve has no --json-response" ;;
                 vellum-stateless) [[ $help == *--stateless* ]] || echo "vellum serve has no --stateless" ;;
                 vellum-store) [[ $help == *--event-store* ]] || echo "vellum serve has no --event-store" ;;
+                vellum-redis)
+                    [[ $help == *--session-store* ]] || { echo "vellum serve has no --session-store"; return; }
+                    command -v redis-server >/dev/null || echo "no redis-server"
+                    ;;
             esac
             ;;
         null*) [[ -x $NULL_BIN ]] || echo "no $NULL_BIN" ;;
