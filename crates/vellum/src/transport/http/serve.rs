@@ -17,6 +17,8 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::{TcpListener, ToSocketAddrs};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 
 use super::handler::StreamableHttpHandler;
 use super::security::ConnectionInfo;
@@ -75,7 +77,7 @@ where
         tower_service::Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
     <L::Service as tower_service::Service<Request<Incoming>>>::Future: Send + 'static,
     <L::Service as tower_service::Service<Request<Incoming>>>::Error:
-        Into<Box<dyn std::error::Error + Send + Sync>>,
+        Into<Box<dyn std::error::Error + Send + Sync>> + 'static,
     B: http_body::Body + Send + 'static,
     B::Data: Send,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
@@ -102,14 +104,50 @@ async fn accept_loop<F, Fut, B, E>(
 where
     F: Fn(Request<Incoming>, ConnectionInfo) -> Fut + Clone + Send + 'static,
     Fut: Future<Output = Result<Response<B>, E>> + Send + 'static,
-    E: Into<Box<dyn std::error::Error + Send + Sync>>,
+    E: Into<Box<dyn std::error::Error + Send + Sync>> + 'static,
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let stop = CancellationToken::new();
+    let serving = accept_tcp(listener, handler, respond, stop.clone());
+    detached(serving, stop, shutdown).await
+}
+
+/// Runs an accept loop as a task of its own until `shutdown` completes, then cancels `stop`
+/// and waits for the loop's graceful end. Awaited from `block_on` (as under
+/// `#[tokio::main]`), the loop would otherwise accept on the main thread and hand every new
+/// connection over to a worker thread: a wake-up and a thread switch per connection.
+/// Dropping the returned future aborts the loop.
+async fn detached(
+    serving: impl Future<Output = ()> + Send + 'static,
+    stop: CancellationToken,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    let mut task = AbortOnDropHandle::new(tokio::spawn(serving));
+    tokio::select! {
+        r = &mut task => return r.map_err(std::io::Error::other),
+        () = shutdown => stop.cancel(),
+    }
+    task.await.map_err(std::io::Error::other)
+}
+
+/// The TCP accept loop, until `stop` is cancelled, then a graceful shutdown.
+async fn accept_tcp<F, Fut, B, E>(
+    listener: TcpListener,
+    handler: StreamableHttpHandler,
+    respond: F,
+    stop: CancellationToken,
+) where
+    F: Fn(Request<Incoming>, ConnectionInfo) -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = Result<Response<B>, E>> + Send + 'static,
+    E: Into<Box<dyn std::error::Error + Send + Sync>> + 'static,
     B: http_body::Body + Send + 'static,
     B::Data: Send,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let graceful = GracefulShutdown::new();
     let builder = builder();
-    tokio::pin!(shutdown);
     loop {
         let (stream, remote) = tokio::select! {
             r = listener.accept() => match r {
@@ -117,7 +155,7 @@ where
                 // Out of file descriptors and the like: wait a little instead of spinning.
                 Err(_) => { tokio::time::sleep(Duration::from_millis(50)).await; continue; }
             },
-            () = &mut shutdown => break,
+            () = stop.cancelled() => break,
         };
         // Small SSE frames must not wait for Nagle and delayed ACKs (~40 ms each).
         let _ = stream.set_nodelay(true);
@@ -135,11 +173,15 @@ where
         });
     }
     drop(listener);
+    finish(handler, graceful).await;
+}
+
+/// The graceful end of an accept loop: end the handler's streams, let in-flight requests
+/// finish for up to [`DEFAULT_SHUTDOWN_GRACE`], then close what is left.
+async fn finish(handler: StreamableHttpHandler, graceful: GracefulShutdown) {
     handler.shutdown();
     let _ = tokio::time::timeout(DEFAULT_SHUTDOWN_GRACE, graceful.shutdown()).await;
-    // The grace is over: end what is left.
     handler.close_sessions();
-    Ok(())
 }
 
 /// Serves `handler` on a Unix socket at `path` until `shutdown` completes.
@@ -161,16 +203,27 @@ pub async fn serve_unix_listener(
     handler: StreamableHttpHandler,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
+    let stop = CancellationToken::new();
+    let serving = accept_unix(listener, handler, stop.clone());
+    detached(serving, stop, shutdown).await
+}
+
+/// The Unix-socket accept loop, until `stop` is cancelled, then a graceful shutdown.
+#[cfg(unix)]
+async fn accept_unix(
+    listener: tokio::net::UnixListener,
+    handler: StreamableHttpHandler,
+    stop: CancellationToken,
+) {
     let graceful = GracefulShutdown::new();
     let builder = builder();
-    tokio::pin!(shutdown);
     loop {
         let (stream, _) = tokio::select! {
             r = listener.accept() => match r {
                 Ok(x) => x,
                 Err(_) => { tokio::time::sleep(Duration::from_millis(50)).await; continue; }
             },
-            () = &mut shutdown => break,
+            () = stop.cancelled() => break,
         };
         let info = ConnectionInfo {
             local: None,
@@ -189,11 +242,8 @@ pub async fn serve_unix_listener(
             let _ = conn.await;
         });
     }
-    handler.shutdown();
-    let _ = tokio::time::timeout(DEFAULT_SHUTDOWN_GRACE, graceful.shutdown()).await;
-    // The grace is over: end what is left.
-    handler.close_sessions();
-    Ok(())
+    drop(listener);
+    finish(handler, graceful).await;
 }
 
 /// The address a listener is bound to (for tests and logs).
