@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use client_support::{Seen, builder, call_with_progress, exercise, fixture_server, serve_http};
 use serde_json::json;
-use vellum::client::{Client, ProtocolChoice};
+use vellum::client::{Client, ProtocolChoice, ServerNotification};
 use vellum::prelude::*;
 use vellum::store::MemoryEventStore;
 use vellum::transport::http::StreamableHttpOptions;
@@ -311,5 +311,71 @@ async fn a_connection_cut_mid_call_is_resumed_without_loss_or_duplicates() {
         .filter(|r| r.method == "GET" && r.last_event_id.is_some())
         .count();
     assert_eq!(resumed, 1, "resumed once with Last-Event-ID");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn listen_delivers_only_the_asked_list_changes() {
+    let (server, _) = fixture_server();
+    let http = serve_http(server.clone(), StreamableHttpOptions::default()).await;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let client = Client::builder()
+        .protocol(ProtocolChoice::Modern)
+        .on_notification(move |n| {
+            let _ = tx.send(n);
+        })
+        .connect(StreamableHttpClientTransport::new(&http.url).unwrap())
+        .await
+        .unwrap();
+    let filter = vellum::protocol::SubscriptionFilter {
+        tools_list_changed: Some(true),
+        ..Default::default()
+    };
+    let listen = client.listen(filter.clone()).await.unwrap();
+    assert_eq!(listen.honoured(), &filter);
+
+    // A prompt change first (not asked for: must not arrive), then a tool change.
+    server
+        .add_prompt(
+            Prompt::new("late", "added while listening"),
+            |_c: RequestContext, _r: GetPromptRequest| async move {
+                Ok::<_, HandlerError>(GetPromptResult::new(vec![PromptMessage::user("hi")]))
+            },
+        )
+        .unwrap();
+    server
+        .add_raw_tool(
+            Tool::new("late", "added while listening"),
+            |_c: RequestContext, _r| async move { Ok::<_, HandlerError>("late") },
+        )
+        .unwrap();
+    let first_change = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match rx.recv().await {
+                Some(
+                    n @ (ServerNotification::ToolsListChanged
+                    | ServerNotification::PromptsListChanged
+                    | ServerNotification::ResourcesListChanged),
+                ) => return Some(n),
+                Some(_) => continue,
+                None => return None,
+            }
+        }
+    })
+    .await
+    .expect("a list change within 10 s");
+    assert!(
+        matches!(first_change, Some(ServerNotification::ToolsListChanged)),
+        "{first_change:?}"
+    );
+    let names: Vec<String> = client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert!(names.iter().any(|n| n == "late"), "{names:?}");
+    listen.close();
     client.close().await;
 }
