@@ -6,6 +6,7 @@
 //! open GET streams: 29.7 against 22.0 KiB per session and stream.) For HTTP/2, mount the
 //! handler, a tower `Service`, in your own hyper or axum server.
 
+use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -57,7 +58,7 @@ pub async fn serve_listener(
     let h = handler.clone();
     let respond = move |req, info| {
         let h = h.clone();
-        async move { Ok::<_, std::convert::Infallible>(h.handle_on(req, Some(info)).await) }
+        async move { Ok::<_, Infallible>(h.handle_on(req, Some(info)).await) }
     };
     accept_loop(listener, handler, respond, shutdown).await
 }
@@ -94,14 +95,56 @@ where
     accept_loop(listener, handler, respond, shutdown).await
 }
 
-/// The accept loop: `respond` answers each request of each connection.
-async fn accept_loop<F, Fut, B, E>(
-    listener: TcpListener,
+/// A listener the accept loop can take connections from.
+trait Acceptor: Send + 'static {
+    type Stream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static;
+
+    /// The next connection and how it looks.
+    fn next(&self) -> impl Future<Output = std::io::Result<(Self::Stream, ConnectionInfo)>> + Send;
+}
+
+impl Acceptor for TcpListener {
+    type Stream = tokio::net::TcpStream;
+
+    async fn next(&self) -> std::io::Result<(Self::Stream, ConnectionInfo)> {
+        let (stream, remote) = self.accept().await?;
+        // Small SSE frames must not wait for Nagle and delayed ACKs (~40 ms each).
+        let _ = stream.set_nodelay(true);
+        let info = ConnectionInfo {
+            local: stream.local_addr().ok(),
+            remote: Some(remote),
+        };
+        Ok((stream, info))
+    }
+}
+
+#[cfg(unix)]
+impl Acceptor for tokio::net::UnixListener {
+    type Stream = tokio::net::UnixStream;
+
+    async fn next(&self) -> std::io::Result<(Self::Stream, ConnectionInfo)> {
+        let (stream, _) = self.accept().await?;
+        let info = ConnectionInfo {
+            local: None,
+            remote: None,
+        };
+        Ok((stream, info))
+    }
+}
+
+/// Serves connections from `listener` as a task of its own until `shutdown` completes, then
+/// shuts down gracefully. Awaited from `block_on` (as under `#[tokio::main]`), the loop would
+/// otherwise accept on the main thread and hand every new connection over to a worker
+/// thread: a wake-up and a thread switch per connection. Dropping the returned future aborts
+/// the loop.
+async fn accept_loop<A, F, Fut, B, E>(
+    listener: A,
     handler: StreamableHttpHandler,
     respond: F,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()>
 where
+    A: Acceptor,
     F: Fn(Request<Incoming>, ConnectionInfo) -> Fut + Clone + Send + 'static,
     Fut: Future<Output = Result<Response<B>, E>> + Send + 'static,
     E: Into<Box<dyn std::error::Error + Send + Sync>> + 'static,
@@ -110,20 +153,7 @@ where
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let stop = CancellationToken::new();
-    let serving = accept_tcp(listener, handler, respond, stop.clone());
-    detached(serving, stop, shutdown).await
-}
-
-/// Runs an accept loop as a task of its own until `shutdown` completes, then cancels `stop`
-/// and waits for the loop's graceful end. Awaited from `block_on` (as under
-/// `#[tokio::main]`), the loop would otherwise accept on the main thread and hand every new
-/// connection over to a worker thread: a wake-up and a thread switch per connection.
-/// Dropping the returned future aborts the loop.
-async fn detached(
-    serving: impl Future<Output = ()> + Send + 'static,
-    stop: CancellationToken,
-    shutdown: impl Future<Output = ()>,
-) -> std::io::Result<()> {
+    let serving = accept_connections(listener, handler, respond, stop.clone());
     let mut task = AbortOnDropHandle::new(tokio::spawn(serving));
     tokio::select! {
         r = &mut task => return r.map_err(std::io::Error::other),
@@ -132,13 +162,15 @@ async fn detached(
     task.await.map_err(std::io::Error::other)
 }
 
-/// The TCP accept loop, until `stop` is cancelled, then a graceful shutdown.
-async fn accept_tcp<F, Fut, B, E>(
-    listener: TcpListener,
+/// Accepts until `stop` is cancelled, then ends gracefully: end the handler's streams, let
+/// in-flight requests finish for up to [`DEFAULT_SHUTDOWN_GRACE`], then close what is left.
+async fn accept_connections<A, F, Fut, B, E>(
+    listener: A,
     handler: StreamableHttpHandler,
     respond: F,
     stop: CancellationToken,
 ) where
+    A: Acceptor,
     F: Fn(Request<Incoming>, ConnectionInfo) -> Fut + Clone + Send + 'static,
     Fut: Future<Output = Result<Response<B>, E>> + Send + 'static,
     E: Into<Box<dyn std::error::Error + Send + Sync>> + 'static,
@@ -149,19 +181,13 @@ async fn accept_tcp<F, Fut, B, E>(
     let graceful = GracefulShutdown::new();
     let builder = builder();
     loop {
-        let (stream, remote) = tokio::select! {
-            r = listener.accept() => match r {
+        let (stream, info) = tokio::select! {
+            r = listener.next() => match r {
                 Ok(x) => x,
                 // Out of file descriptors and the like: wait a little instead of spinning.
                 Err(_) => { tokio::time::sleep(Duration::from_millis(50)).await; continue; }
             },
             () = stop.cancelled() => break,
-        };
-        // Small SSE frames must not wait for Nagle and delayed ACKs (~40 ms each).
-        let _ = stream.set_nodelay(true);
-        let info = ConnectionInfo {
-            local: stream.local_addr().ok(),
-            remote: Some(remote),
         };
         let respond = respond.clone();
         // Boxed: hyper keeps the slot of a request's future for the connection's whole life,
@@ -173,12 +199,6 @@ async fn accept_tcp<F, Fut, B, E>(
         });
     }
     drop(listener);
-    finish(handler, graceful).await;
-}
-
-/// The graceful end of an accept loop: end the handler's streams, let in-flight requests
-/// finish for up to [`DEFAULT_SHUTDOWN_GRACE`], then close what is left.
-async fn finish(handler: StreamableHttpHandler, graceful: GracefulShutdown) {
     handler.shutdown();
     let _ = tokio::time::timeout(DEFAULT_SHUTDOWN_GRACE, graceful.shutdown()).await;
     handler.close_sessions();
@@ -203,47 +223,12 @@ pub async fn serve_unix_listener(
     handler: StreamableHttpHandler,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let stop = CancellationToken::new();
-    let serving = accept_unix(listener, handler, stop.clone());
-    detached(serving, stop, shutdown).await
-}
-
-/// The Unix-socket accept loop, until `stop` is cancelled, then a graceful shutdown.
-#[cfg(unix)]
-async fn accept_unix(
-    listener: tokio::net::UnixListener,
-    handler: StreamableHttpHandler,
-    stop: CancellationToken,
-) {
-    let graceful = GracefulShutdown::new();
-    let builder = builder();
-    loop {
-        let (stream, _) = tokio::select! {
-            r = listener.accept() => match r {
-                Ok(x) => x,
-                Err(_) => { tokio::time::sleep(Duration::from_millis(50)).await; continue; }
-            },
-            () = stop.cancelled() => break,
-        };
-        let info = ConnectionInfo {
-            local: None,
-            remote: None,
-        };
-        let h = handler.clone();
-        let svc = service_fn(move |req| {
-            let h = h.clone();
-            // Boxed, as in the TCP loop: the connection keeps the future's slot.
-            Box::pin(async move {
-                Ok::<_, std::convert::Infallible>(h.handle_on(req, Some(info)).await)
-            })
-        });
-        let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), svc));
-        tokio::spawn(async move {
-            let _ = conn.await;
-        });
-    }
-    drop(listener);
-    finish(handler, graceful).await;
+    let h = handler.clone();
+    let respond = move |req, info| {
+        let h = h.clone();
+        async move { Ok::<_, Infallible>(h.handle_on(req, Some(info)).await) }
+    };
+    accept_loop(listener, handler, respond, shutdown).await
 }
 
 /// The address a listener is bound to (for tests and logs).
