@@ -7,7 +7,7 @@ use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use vellum::protocol::{self as p, Message, Payload, RawJson, jsonrpc};
+use vellum::protocol::{self as p, Message, Payload, RawJson};
 
 /// Parses `raw` as `T`; when it parses, checks that re-serializing is stable.
 fn typed<T: DeserializeOwned + Serialize>(raw: &RawJson) {
@@ -68,13 +68,13 @@ fn message(m: &Message) {
 
 fuzz_target!(|data: &[u8]| {
     let bytes = Bytes::copy_from_slice(data);
-    match jsonrpc::decode(&bytes) {
+    match p::decode(&bytes) {
         Ok(Payload::Single(m)) => message(&m),
         Ok(Payload::Batch(v)) => v.iter().for_each(message),
         Err(e) => {
             // Every refusal maps to a JSON-RPC error object.
-            let _ = jsonrpc::encode_error(e.id(), &e.to_error_object());
+            let _ = p::encode_error(e.id(), &e.to_error_object());
         }
     }
-    let _ = jsonrpc::decode_message(&bytes);
+    let _ = p::decode_message(&bytes);
 });

@@ -45,6 +45,7 @@ pub mod error;
 pub mod protocol;
 pub mod server;
 pub mod store;
+mod sync;
 pub mod transport;
 
 pub use error::{Error, Result};

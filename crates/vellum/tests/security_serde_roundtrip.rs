@@ -16,7 +16,6 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 use vellum::protocol::{
     CallToolResult, ContentBlock, ErrorObject, InitializeParams, Message, Payload, RequestId, Tool,
-    jsonrpc,
 };
 
 fn config() -> ProptestConfig {
@@ -142,7 +141,7 @@ fn lossless<T: DeserializeOwned + Serialize>(doc: &Value) -> Result<(), TestCase
 }
 
 fn decode_one(bytes: &Bytes) -> Message {
-    match jsonrpc::decode(bytes) {
+    match vellum::protocol::decode(bytes) {
         Ok(Payload::Single(m)) => m,
         other => panic!("expected one message, got {other:?}"),
     }
@@ -153,7 +152,7 @@ proptest! {
 
     #[test]
     fn requests_round_trip(id in request_id(), method in method(), params in prop::option::of(object())) {
-        let bytes = jsonrpc::encode_request(&id, &method, params.as_ref()).unwrap();
+        let bytes = vellum::protocol::encode_request(&id, &method, params.as_ref()).unwrap();
         let Message::Request(r) = decode_one(&bytes) else { panic!("not a request") };
         prop_assert_eq!(&r.id, &id);
         prop_assert_eq!(&r.method, &method);
@@ -163,7 +162,7 @@ proptest! {
 
     #[test]
     fn notifications_round_trip(method in method(), params in prop::option::of(object())) {
-        let bytes = jsonrpc::encode_notification(&method, params.as_ref()).unwrap();
+        let bytes = vellum::protocol::encode_notification(&method, params.as_ref()).unwrap();
         let Message::Notification(n) = decode_one(&bytes) else { panic!("not a notification") };
         prop_assert_eq!(&n.method, &method);
         let got: Option<Value> = n.params.map(|p| p.parse().unwrap());
@@ -179,7 +178,7 @@ proptest! {
         // `"data": null` reads back as no data (serde's Option), which JSON-RPC treats alike.
         data in prop::option::of(json_value().prop_filter("not null", |v| !v.is_null())),
     ) {
-        let bytes = jsonrpc::encode_response(&id, &result).unwrap();
+        let bytes = vellum::protocol::encode_response(&id, &result).unwrap();
         let Message::Response(r) = decode_one(&bytes) else { panic!("not a response") };
         prop_assert_eq!(r.id.as_ref(), Some(&id));
         let got: Value = r.outcome.unwrap().parse().unwrap();
@@ -187,7 +186,7 @@ proptest! {
 
         let mut error = ErrorObject::new(code, message);
         error.data = data;
-        let bytes = jsonrpc::encode_error(Some(&id), &error);
+        let bytes = vellum::protocol::encode_error(Some(&id), &error);
         let Message::Response(r) = decode_one(&bytes) else { panic!("not a response") };
         prop_assert_eq!(r.id.as_ref(), Some(&id));
         prop_assert_eq!(r.outcome.unwrap_err(), error);

@@ -696,7 +696,7 @@ fn typed<T: DeserializeOwned + Serialize>(v: &Value, framing: bool) -> Result<()
 
 fn decode(v: &Value) -> Result<Message, String> {
     let bytes = bytes::Bytes::from(v.to_string());
-    match vellum::protocol::jsonrpc::decode(&bytes).map_err(|e| format!("does not decode: {e}"))? {
+    match vellum::protocol::decode(&bytes).map_err(|e| format!("does not decode: {e}"))? {
         Payload::Single(m) => Ok(m),
         Payload::Batch(_) => Err("decodes as a batch".into()),
     }

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -20,9 +20,6 @@ use super::handler::{ProgressHandler, ServerNotification};
 use super::mirror::{ParamHeader, mirror_values, param_headers};
 use super::transport::{Incoming, OutgoingKind, OutgoingMessage, Transport, TransportError};
 use crate::error::Error;
-use crate::protocol::jsonrpc::{
-    encode_error, encode_notification, encode_request, encode_response,
-};
 use crate::protocol::{
     CallToolParams, CallToolResult, CancelledParams, CompleteParams, CompleteResult,
     CompletionArgument, CompletionReference, DiscoverResult, ElicitParams, ErrorObject,
@@ -33,6 +30,8 @@ use crate::protocol::{
     ResourceTemplate, Response, ResultType, ServerCapabilities, SetLevelParams, SubscribeParams,
     SubscriptionFilter, Tool, code, meta_keys, methods,
 };
+use crate::protocol::{encode_error, encode_notification, encode_request, encode_response};
+use crate::sync::{lock, read, write};
 
 /// Options of one call.
 #[derive(Clone, Default)]
@@ -167,10 +166,6 @@ impl Drop for Inner {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// A connection to an MCP server. Cheap to clone; clones share the connection.
 #[derive(Clone)]
 pub struct Client {
@@ -236,11 +231,7 @@ impl Client {
     // ---- what the handshake established ----------------------------------------------------
 
     fn state(&self) -> Option<SessionState> {
-        self.inner
-            .state
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        read(&self.inner.state).clone()
     }
 
     /// The protocol version in use (`"2026-07-28"` for the modern era).
@@ -380,11 +371,7 @@ impl Client {
         });
         self.notify(methods::INITIALIZED, None).await?;
         self.inner.transport.session_started(&version);
-        let level = *self
-            .inner
-            .log_level
-            .read()
-            .unwrap_or_else(|e| e.into_inner());
+        let level = *read(&self.inner.log_level);
         if let Some(level) = level
             && self.server_capabilities().logging.is_some()
         {
@@ -404,7 +391,7 @@ impl Client {
     }
 
     fn set_state(&self, state: SessionState) {
-        *self.inner.state.write().unwrap_or_else(|e| e.into_inner()) = Some(state);
+        *write(&self.inner.state) = Some(state);
         self.inner.generation.fetch_add(1, Ordering::AcqRel);
     }
 
@@ -485,7 +472,7 @@ impl Client {
             let caps = inner.config.capabilities(ProtocolVersion::parse(v));
             meta.insert(meta_keys::CLIENT_CAPABILITIES, caps);
             meta.insert(meta_keys::CLIENT_INFO, &inner.config.info);
-            let level = *inner.log_level.read().unwrap_or_else(|e| e.into_inner());
+            let level = *read(&inner.log_level);
             if let Some(level) = level {
                 meta.insert(meta_keys::LOG_LEVEL, level);
             }
@@ -709,7 +696,7 @@ impl Client {
                 false
             }
         });
-        let mut state = self.inner.state.write().unwrap_or_else(|e| e.into_inner());
+        let mut state = write(&self.inner.state);
         if let Some(s) = state.as_mut() {
             for (name, h) in learned {
                 if h.is_empty() {
@@ -963,11 +950,7 @@ impl Client {
     /// Sets the least severe log level the client wants: `logging/setLevel` in a legacy
     /// session; in the modern era every later request carries it in its `_meta`.
     pub async fn set_logging_level(&self, level: LoggingLevel) -> Result<(), Error> {
-        *self
-            .inner
-            .log_level
-            .write()
-            .unwrap_or_else(|e| e.into_inner()) = Some(level);
+        *write(&self.inner.log_level) = Some(level);
         if !self.is_modern() {
             let params = SetLevelParams { level, meta: None };
             let _: Value = self
@@ -1263,11 +1246,7 @@ fn serve_request(inner: &Arc<Inner>, r: Request) {
             },
             Err(e) => encode_error(Some(&r.id), &e),
         };
-        let state = inner2
-            .state
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let state = read(&inner2.state).clone();
         let message = OutgoingMessage {
             bytes,
             kind: OutgoingKind::Response,

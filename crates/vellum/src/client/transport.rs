@@ -140,7 +140,7 @@ impl fmt::Debug for dyn Transport {
 /// Decodes one line or body from a server into incoming events (a batch gives several).
 /// Undecodable input is logged and dropped: it cannot be tied to a request.
 pub(crate) fn decode_incoming(bytes: &bytes::Bytes) -> Vec<Incoming> {
-    match crate::protocol::jsonrpc::decode(bytes) {
+    match crate::protocol::decode(bytes) {
         Ok(crate::protocol::Payload::Single(m)) => vec![Incoming::Message(m)],
         Ok(crate::protocol::Payload::Batch(v)) => v.into_iter().map(Incoming::Message).collect(),
         Err(e) => {

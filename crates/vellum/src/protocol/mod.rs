@@ -6,25 +6,27 @@
 //! and the cache hints, which only 2026-07-28 results carry). `_meta` objects round-trip
 //! every key, known or not.
 
-pub mod client_features;
-pub mod common;
-pub mod content;
-pub mod jsonrpc;
-pub mod lifecycle;
-pub mod mrtr;
-pub mod notifications;
-pub mod prompts;
-pub mod resources;
-pub mod tasks;
-pub mod tools;
-pub mod version;
+mod client_features;
+mod common;
+mod content;
+mod jsonrpc;
+mod lifecycle;
+mod mrtr;
+mod notifications;
+mod prompts;
+mod resources;
+mod tasks;
+mod tools;
+mod version;
 
 pub use client_features::*;
 pub use common::*;
 pub use content::*;
+pub(crate) use jsonrpc::encode_response_with;
 pub use jsonrpc::{
     DecodeError, ErrorObject, Message, Notification, Payload, ProgressToken, RawJson, Request,
-    RequestId, Response, code,
+    RequestId, Response, code, decode, decode_message, encode_error, encode_notification,
+    encode_request, encode_response, encode_response_raw,
 };
 pub use lifecycle::*;
 pub use mrtr::*;

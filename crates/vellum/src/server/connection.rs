@@ -20,8 +20,8 @@ use super::exchange::{Exchange, Step};
 use super::modern;
 use super::session::{Session, SessionHooks};
 use crate::error::Error;
-use crate::protocol::jsonrpc::{decode, encode_error};
 use crate::protocol::{ErrorObject, Message, Payload, Request};
+use crate::protocol::{decode, encode_error};
 
 /// How many outgoing messages may wait for the writer.
 const OUT_BUFFER: usize = 256;

@@ -19,13 +19,14 @@ use super::mrtr::{Attempt, Binding, NextAnswer, principal_digest};
 use super::outbox::Outbox;
 use super::session::Session;
 use crate::error::Error;
-use crate::protocol::jsonrpc::{encode_notification, encode_request};
 use crate::protocol::{
     ClientCapabilities, CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult,
     ErrorObject, Implementation, InputRequest, InputRequiredResult, InputResponses,
     ListRootsResult, LoggingLevel, LoggingMessageParams, Meta, ProgressParams, ProgressToken,
     ProtocolVersion, RawJson, RequestId, methods,
 };
+use crate::protocol::{encode_notification, encode_request};
+use crate::sync::lock;
 
 /// How long a question to the client may wait for its answer, unless the handler says
 /// otherwise.
@@ -113,10 +114,7 @@ impl RequestShared {
             params: params.cloned(),
             principal,
         };
-        self.attempt
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .begin(&self.server.inner.state_key, binding, responses, state)
+        lock(&self.attempt).begin(&self.server.inner.state_key, binding, responses, state)
     }
 
     /// A digest of the authenticated caller (from the HTTP request's extensions), if any.
@@ -157,10 +155,7 @@ impl RequestShared {
 
     /// Hands a task's collected answers to its next run (questions are keyed as in MRTR).
     pub(crate) fn set_task_answers(&self, answers: InputResponses) {
-        self.attempt
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .set_answers(answers);
+        lock(&self.attempt).set_answers(answers);
     }
 
     /// Marks the request cancelled and wakes its driver, which drops the handler.
@@ -486,11 +481,11 @@ impl RequestContext {
             Scope::Modern(_) => {
                 let next = {
                     let server = &self.shared.server.inner;
-                    self.shared
-                        .attempt
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .next(method, &server.state_key, server.options.request_state_ttl)
+                    lock(&self.shared.attempt).next(
+                        method,
+                        &server.state_key,
+                        server.options.request_state_ttl,
+                    )
                 };
                 match next {
                     NextAnswer::Answered(v) => Ok(serde_json::from_value(v)?),

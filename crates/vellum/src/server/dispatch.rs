@@ -23,9 +23,6 @@ use super::session::{ClientInit, Session};
 use super::tasks;
 use super::tool::{CallToolRequest, HandlerError, ToolEntry};
 use super::{GetPromptRequest, ReadResourceRequest};
-use crate::protocol::jsonrpc::{
-    encode_error, encode_notification, encode_response_raw, encode_response_with,
-};
 use crate::protocol::{
     CacheHint, CallToolParams, CallToolResult, CancelledParams, CompleteParams, CompleteResult,
     CompletionReference, DiscoverResult, EmptyResult, ErrorObject, GetPromptParams,
@@ -34,6 +31,9 @@ use crate::protocol::{
     PaginatedParams, ProtocolVersion, RawJson, ReadResourceParams, ReadResourceResult, Response,
     ResultType, SetLevelParams, SubscribeParams, SubscriptionFilter,
     SubscriptionsAcknowledgedParams, SubscriptionsListenParams, code, meta_keys, methods,
+};
+use crate::protocol::{
+    encode_error, encode_notification, encode_response_raw, encode_response_with,
 };
 
 /// What serving a request produced (what request middleware get back from

@@ -16,7 +16,7 @@ use super::dispatch::{Outcome, handle_request};
 use super::middleware::{MessageEvent, Observers, observe};
 use super::session::InflightGuard;
 use crate::protocol::RawJson;
-use crate::protocol::jsonrpc::encode_error;
+use crate::protocol::encode_error;
 
 /// One step of an exchange.
 #[derive(Debug)]

@@ -15,11 +15,12 @@ use std::sync::{Arc, Mutex, Weak};
 
 use super::context::RequestShared;
 use super::server::ListKind;
-use crate::protocol::jsonrpc::encode_notification;
+use crate::protocol::encode_notification;
 use crate::protocol::{
     Meta, NotificationParams, RequestId, ResourceUpdatedParams, SubscriptionFilter, meta_keys,
     methods,
 };
+use crate::sync::lock;
 use bytes::Bytes;
 
 /// One open listen stream.
@@ -66,7 +67,7 @@ pub(crate) struct Listeners {
 
 impl Listeners {
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Listener>> {
-        self.list.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.list)
     }
 
     /// Registers a listen request with the filter the server granted; the guard unregisters

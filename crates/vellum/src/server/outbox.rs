@@ -7,6 +7,7 @@
 //! The HTTP transport uses the same queue (of SSE events) to feed GET streams, for the same
 //! reason: thousands of idle streams should cost nothing until something is sent.
 
+use crate::sync::lock;
 use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::sync::Mutex;
@@ -60,7 +61,7 @@ impl<T> Outbox<T> {
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner<T>> {
         // A poisoned lock only means a panic elsewhere while holding it; the queue is still
         // consistent (every operation is a single push or pop).
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.inner)
     }
 
     /// Queues a message, waiting while the outbox is full.

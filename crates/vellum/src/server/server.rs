@@ -31,13 +31,14 @@ use super::tool::{
     TypedTool, schema_for,
 };
 use super::uri_template::UriTemplate;
-use crate::protocol::jsonrpc::encode_notification;
+use crate::protocol::encode_notification;
 use crate::protocol::{
     CompleteParams, CompleteResult, CompletionReference, GetPromptResult, Implementation,
     JsonObject, ListCapability, NotificationParams, Prompt, ReadResourceResult, Resource,
     ResourceTemplate, ResourceUpdatedParams, ResourcesCapability, ServerCapabilities, Tool,
     methods,
 };
+use crate::sync::{lock, read, write};
 
 /// How long list-changed notifications wait for more changes before going out.
 const LIST_CHANGED_DEBOUNCE: Duration = Duration::from_millis(10);
@@ -200,19 +201,6 @@ impl std::fmt::Debug for Server {
             .field("info", &self.inner.info)
             .finish_non_exhaustive()
     }
-}
-
-fn read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
-    // Registry updates are single map operations; a poisoned lock still holds a valid map.
-    l.read().unwrap_or_else(|e| e.into_inner())
-}
-
-fn write<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
-    l.write().unwrap_or_else(|e| e.into_inner())
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Server {

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -19,12 +19,13 @@ use super::Server;
 use super::context::{RequestShared, encode_client_request};
 use super::outbox::Outbox;
 use crate::error::Error;
-use crate::protocol::jsonrpc::encode_notification;
+use crate::protocol::encode_notification;
 use crate::protocol::{
     CancelledParams, ClientCapabilities, ErrorObject, Implementation, LoggingLevel,
     ProtocolVersion, RawJson, RequestId, methods,
 };
 use crate::store::SessionRecord;
+use crate::sync::lock;
 
 /// What the client said in `initialize`.
 #[derive(Debug, Clone)]
@@ -58,11 +59,6 @@ pub(crate) trait SessionHooks: Send + Sync {
 }
 
 type Pending = oneshot::Sender<Result<RawJson, ErrorObject>>;
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Every critical section is a single map operation, so a poisoned map is consistent.
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// One legacy session.
 pub(crate) struct Session {

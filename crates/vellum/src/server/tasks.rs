@@ -36,6 +36,7 @@ use crate::protocol::{
     ErrorObject, InputRequests, InputResponses, JsonObject, ListTasksResult, Meta, PaginatedParams,
     ResultType, TASKS_EXTENSION, Task, TaskIdParams, TaskStatus, TaskSupport, code, meta_keys,
 };
+use crate::sync::lock;
 
 /// How long a task is kept when the client names no ttl: one hour.
 const DEFAULT_TTL: Duration = Duration::from_secs(3600);
@@ -78,7 +79,7 @@ pub(crate) struct Tasks {
 
 impl Tasks {
     fn lock(&self) -> MutexGuard<'_, HashMap<String, TaskEntry>> {
-        self.map.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.map)
     }
 
     /// Forgets tasks that ended more than their ttl after creation.

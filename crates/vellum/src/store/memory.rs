@@ -12,6 +12,7 @@ use futures_util::future::{BoxFuture, ready};
 
 use super::event::{EventId, EventStore, StoreError, StoredEvent, StreamId};
 use crate::protocol::RequestId;
+use crate::sync::lock;
 
 struct StreamLog {
     /// The seq of `events[0]`.
@@ -103,8 +104,7 @@ impl MemoryEventStore {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        // Every critical section leaves the maps consistent before it can panic.
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.inner)
     }
 
     fn do_open(&self, session: &str) -> StreamId {

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::event::StoreError;
 use crate::protocol::{ClientCapabilities, Implementation, LoggingLevel, ProtocolVersion};
+use crate::sync::lock;
 
 /// Everything an instance needs to serve a session it did not create.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -110,8 +111,7 @@ impl MemorySessionStore {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (SessionRecord, Instant)>> {
-        // Single map operations only: a poisoned map is consistent.
-        self.map.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.map)
     }
 
     fn live<'a>(

@@ -20,7 +20,7 @@ use tokio::io::{
 };
 
 use crate::protocol::ErrorObject;
-use crate::protocol::jsonrpc::encode_error;
+use crate::protocol::encode_error;
 use crate::server::{Connection, Server};
 
 /// The longest line either side accepts by default: 16 MiB.

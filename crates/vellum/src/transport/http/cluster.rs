@@ -10,12 +10,13 @@ use bytes::Bytes;
 use futures_util::future::BoxFuture;
 
 use crate::error::Error;
-use crate::protocol::jsonrpc::decode_message;
+use crate::protocol::decode_message;
 use crate::protocol::{CancelledParams, Message};
 use crate::server::session::{Session, SessionHooks};
 use crate::store::{
     BusMessage, EventStore, MessageBus, SessionRecord, SessionStore, StoreError, StreamId,
 };
+use crate::sync::lock;
 
 use super::sessions::{HttpSession, LiveStreams, Owner};
 use super::sse::SseEvent;
@@ -174,10 +175,6 @@ impl MapOkUnit for BoxFuture<'static, Result<(), StoreError>> {
             let _ = self.await;
         })
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl SessionHooks for HttpHooks {

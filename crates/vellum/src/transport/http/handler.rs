@@ -17,7 +17,9 @@ use http_body::Body;
 use http_body_util::BodyExt;
 use tokio_util::sync::CancellationToken;
 
-use crate::protocol::{Message, Payload, ProtocolVersion, Request as RpcRequest, jsonrpc, methods};
+use crate::protocol::{
+    Message, Payload, ProtocolVersion, Request as RpcRequest, decode, encode_error, methods,
+};
 use crate::server::dispatch::{handle_notification, handle_response};
 use crate::server::exchange::Exchange;
 use crate::server::session::Session;
@@ -335,7 +337,7 @@ impl Inner {
             ));
         }
         let bytes = read_body(body, self.options.max_body_bytes).await?;
-        let payload = jsonrpc::decode(&bytes).map_err(Rejection::Decode)?;
+        let payload = decode(&bytes).map_err(Rejection::Decode)?;
         let header_version = text(&parts.headers, &names::PROTOCOL_VERSION);
 
         // Era routing (the spec's dual-era order): a modern version header, then a session,
@@ -540,7 +542,7 @@ impl Inner {
                 Scope::Legacy(s) => match s.register_inflight(&shared) {
                     Ok(g) => Some(g),
                     Err(()) => {
-                        early.push(jsonrpc::encode_error(
+                        early.push(encode_error(
                             Some(&r.id),
                             &crate::protocol::ErrorObject::invalid_request(
                                 "Invalid request: a request with this id is already in progress",

@@ -4,7 +4,7 @@
 use http::{HeaderValue, Response, StatusCode, header};
 
 use super::body::ResponseBody;
-use crate::protocol::jsonrpc::encode_error;
+use crate::protocol::encode_error;
 use crate::protocol::{DecodeError, ErrorObject, ProtocolVersion, RequestId, code};
 use crate::store::StoreError;
 

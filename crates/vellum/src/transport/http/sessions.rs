@@ -18,14 +18,10 @@ use tokio_util::sync::CancellationToken;
 use crate::server::outbox::Outbox;
 use crate::server::session::Session;
 use crate::store::{BusMessage, EventId, StreamId};
+use crate::sync::{lock, read, write};
 
 use super::cluster::{Cluster, HttpHooks};
 use super::sse::SseEvent;
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // Critical sections are single map operations: a poisoned map is still consistent.
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// Mints a session id: 32 bytes from the OS CSPRNG, base64url (43 visible ASCII chars).
 pub(crate) fn new_session_id() -> Result<Arc<str>, getrandom::Error> {
@@ -344,11 +340,11 @@ impl SessionTable {
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<Arc<str>, Arc<HttpSession>>> {
-        self.map.read().unwrap_or_else(|e| e.into_inner())
+        read(&self.map)
     }
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<Arc<str>, Arc<HttpSession>>> {
-        self.map.write().unwrap_or_else(|e| e.into_inner())
+        write(&self.map)
     }
 
     pub(crate) fn len(&self) -> usize {

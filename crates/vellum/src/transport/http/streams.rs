@@ -15,7 +15,7 @@ use futures_util::stream::BoxStream;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use crate::protocol::ErrorObject;
-use crate::protocol::jsonrpc::encode_error;
+use crate::protocol::encode_error;
 use crate::server::dispatch::Outcome;
 use crate::server::exchange::{Exchange, Step};
 use crate::store::{EventId, EventStore, StoreError, StoredEvent, StreamId};

@@ -14,9 +14,10 @@ use http::HeaderValue;
 use http::header::CONTENT_TYPE;
 
 use super::sse::{Cursor, EventReader};
-use super::{Shared, connection_error, content_type, detail_of, lock, read_body};
+use super::{Shared, connection_error, content_type, detail_of, read_body};
 use crate::client::{Incoming, OutgoingKind, OutgoingMessage, TransportError, transport_decode};
 use crate::protocol::{Message, RequestId};
+use crate::sync::lock;
 
 /// How long the server may take to name its POST endpoint.
 const ENDPOINT_TIMEOUT: Duration = Duration::from_secs(10);

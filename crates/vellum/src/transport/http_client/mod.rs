@@ -24,7 +24,7 @@ mod options;
 mod sse;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use base64::Engine as _;
 use bytes::Bytes;
@@ -43,12 +43,9 @@ use crate::client::{
     Incoming, OutgoingKind, OutgoingMessage, Transport, TransportError, transport_decode,
 };
 use crate::protocol::{CancelledParams, Message, RequestId, methods};
+use crate::sync::{lock, read, write};
 
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// Why a URL or option could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -169,11 +166,7 @@ impl StreamableHttpClientTransport {
 
     /// The session id the server assigned, if any.
     pub fn session_id(&self) -> Option<String> {
-        self.shared
-            .session
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        read(&self.shared.session).clone()
     }
 }
 
@@ -196,21 +189,15 @@ pub(crate) fn encode_header_value(value: &str) -> String {
 
 impl Shared {
     fn session_id(&self) -> Option<String> {
-        self.session
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        read(&self.session).clone()
     }
 
     fn set_session(&self, id: Option<String>) {
-        *self.session.write().unwrap_or_else(|e| e.into_inner()) = id;
+        *write(&self.session) = id;
     }
 
     fn version(&self) -> Option<String> {
-        self.version
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        read(&self.version).clone()
     }
 
     fn deliver(&self, incoming: Incoming) {
@@ -338,7 +325,7 @@ async fn read_body(mut resp: reqwest::Response, max: usize) -> Result<Bytes, Tra
 /// start of the text.
 fn detail_of(body: &Bytes) -> String {
     if let Ok(crate::protocol::Payload::Single(Message::Response(r))) =
-        crate::protocol::jsonrpc::decode(body)
+        crate::protocol::decode(body)
         && let Err(e) = r.outcome
     {
         return e.message.into_owned();
@@ -354,7 +341,7 @@ fn detail_of(body: &Bytes) -> String {
 
 /// The JSON-RPC answer to request `id` in an error body, if the body is one.
 fn answer_in(body: &Bytes, id: &RequestId) -> Option<Message> {
-    match crate::protocol::jsonrpc::decode(body) {
+    match crate::protocol::decode(body) {
         Ok(crate::protocol::Payload::Single(m @ Message::Response(_))) if m.id() == Some(id) => {
             Some(m)
         }
@@ -369,11 +356,7 @@ impl Transport for StreamableHttpClientTransport {
             if shared.stop.is_cancelled() {
                 return Err(TransportError::Closed);
             }
-            let legacy = shared
-                .legacy
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
-                .clone();
+            let legacy = read(&shared.legacy).clone();
             if let Some(legacy) = legacy {
                 return legacy.send(shared, message).await;
             }
@@ -427,13 +410,8 @@ impl Transport for StreamableHttpClientTransport {
 
     fn session_started(&self, protocol_version: &str) {
         let shared = &self.shared;
-        *shared.version.write().unwrap_or_else(|e| e.into_inner()) =
-            Some(protocol_version.to_owned());
-        let legacy_sse = shared
-            .legacy
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_some();
+        *write(&shared.version) = Some(protocol_version.to_owned());
+        let legacy_sse = read(&shared.legacy).is_some();
         if shared.options.standalone_stream && shared.session_id().is_some() && !legacy_sse {
             let token = lock(&shared.session_stop).clone();
             tokio::spawn(standalone(shared.clone(), token));
@@ -457,11 +435,7 @@ impl Transport for StreamableHttpClientTransport {
             for (_, h) in lock(&shared.inflight).drain() {
                 h.abort();
             }
-            let legacy = shared
-                .legacy
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
-                .clone();
+            let legacy = read(&shared.legacy).clone();
             if let Some(l) = legacy {
                 l.close();
             }
@@ -493,7 +467,7 @@ impl Transport for StreamableHttpClientTransport {
 
 /// The `requestId` of a `notifications/cancelled`.
 fn cancelled_id(bytes: &Bytes) -> Option<RequestId> {
-    match crate::protocol::jsonrpc::decode(bytes) {
+    match crate::protocol::decode(bytes) {
         Ok(crate::protocol::Payload::Single(Message::Notification(n))) => n
             .params
             .and_then(|p| p.parse::<CancelledParams>().ok())
@@ -582,7 +556,7 @@ async fn request(shared: &Arc<Shared>, message: OutgoingMessage) {
         match LegacySse::open(shared).await {
             Ok(legacy) => {
                 tracing::debug!("the server speaks the 2024-11-05 HTTP+SSE transport; using it");
-                *shared.legacy.write().unwrap_or_else(|e| e.into_inner()) = Some(legacy.clone());
+                *write(&shared.legacy) = Some(legacy.clone());
                 if let Err(e) = legacy.send(shared, message).await {
                     shared.fail(&id, e);
                 }
