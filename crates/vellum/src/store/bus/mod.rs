@@ -1,14 +1,21 @@
 //! The message bus between server instances that share sessions: what one instance must
-//! tell the others so a session works wherever its requests land.
-
-use std::sync::Arc;
+//! tell the others so a session works wherever its requests land. The [`MessageBus`] trait,
+//! the [`BusMessage`]s it carries, and one file per implementation: `memory.rs` (instances in
+//! one process) and `redis.rs` (pub/sub).
+//!
+//! Not here: what an instance does with a message (the HTTP transport's cluster logic).
 
 use bytes::Bytes;
-use futures_util::future::{BoxFuture, ready};
+use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 
-use super::event::{EventId, StoreError};
+use super::error::StoreError;
+use super::event_store::EventId;
+
+pub(super) mod memory;
+#[cfg(feature = "redis")]
+pub(super) mod redis;
 
 /// One message between instances. Every instance receives every message and acts on the
 /// ones about sessions it serves.
@@ -93,53 +100,4 @@ pub trait MessageBus: Send + Sync + 'static {
     /// Every message published from now on (the receiver lags and drops the oldest if it
     /// falls more than its capacity behind).
     fn subscribe(&self) -> broadcast::Receiver<BusMessage>;
-}
-
-/// A bus inside one process: handlers created with the same `MemoryBus` behave like
-/// instances of one deployment.
-#[derive(Debug, Clone)]
-pub struct MemoryBus {
-    tx: broadcast::Sender<BusMessage>,
-    instance: Arc<str>,
-}
-
-impl MemoryBus {
-    /// A new bus.
-    pub fn new() -> Self {
-        let (tx, _) = broadcast::channel(1024);
-        MemoryBus {
-            tx,
-            instance: Arc::from("memory-0"),
-        }
-    }
-
-    /// Another endpoint on the same bus, with its own instance id.
-    pub fn endpoint(&self, instance: &str) -> Self {
-        MemoryBus {
-            tx: self.tx.clone(),
-            instance: Arc::from(instance),
-        }
-    }
-}
-
-impl Default for MemoryBus {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl MessageBus for MemoryBus {
-    fn instance_id(&self) -> &str {
-        &self.instance
-    }
-
-    fn publish(&self, message: BusMessage) -> BoxFuture<'static, Result<(), StoreError>> {
-        // No receiver is fine: nobody else serves the session.
-        let _ = self.tx.send(message);
-        Box::pin(ready(Ok(())))
-    }
-
-    fn subscribe(&self) -> broadcast::Receiver<BusMessage> {
-        self.tx.subscribe()
-    }
 }

@@ -1,5 +1,9 @@
-//! The event store interface: the four operations of the Go SDK's `EventStore` (open a
-//! stream, append, replay after an id, session closed), with ids assigned by the store.
+//! Event stores: what makes an SSE stream resumable. The [`EventStore`] trait (the four
+//! operations of the Go SDK's `EventStore`: open a stream, append, replay after an id,
+//! session closed; plus following a stream another instance writes), the ids it assigns, and
+//! one file per implementation: `memory.rs` (this process) and `redis.rs` (shared).
+//!
+//! Not here: when events are written or replayed (the HTTP transport decides), or SSE framing.
 
 use std::fmt;
 use std::str::FromStr;
@@ -8,7 +12,12 @@ use bytes::Bytes;
 use futures_util::future::{BoxFuture, ready};
 use futures_util::stream::BoxStream;
 
+use super::error::StoreError;
 use crate::protocol::RequestId;
+
+pub(super) mod memory;
+#[cfg(feature = "redis")]
+pub(super) mod redis;
 
 /// A stream of one session: every POST that carries requests opens one; the standalone
 /// GET stream is [`StreamId::STANDALONE`].
@@ -74,27 +83,6 @@ pub struct StoredEvent {
     pub id: EventId,
     /// The encoded JSON-RPC message.
     pub message: Bytes,
-}
-
-/// Why a store operation failed.
-#[derive(Debug, Clone, thiserror::Error)]
-#[non_exhaustive]
-pub enum StoreError {
-    /// The session or stream is not (or no longer) in the store.
-    #[error("unknown stream")]
-    UnknownStream,
-    /// Events after the requested id were evicted: the stream cannot be replayed whole.
-    #[error("events after this id were evicted from the store")]
-    Evicted,
-    /// The instance writing a followed stream stopped before its requests were answered.
-    #[error("the server instance serving this stream is gone")]
-    WriterGone {
-        /// The requests of the stream that will never be answered.
-        requests: Vec<RequestId>,
-    },
-    /// The backend failed (connection lost, …).
-    #[error("event store backend error: {0}")]
-    Backend(String),
 }
 
 /// Stores the events of SSE streams so a client that lost its connection can resume with

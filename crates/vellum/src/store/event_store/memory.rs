@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use futures_util::future::{BoxFuture, ready};
 
-use super::event::{EventId, EventStore, StoreError, StoredEvent, StreamId};
+use super::{EventId, EventStore, StoredEvent, StreamId};
+use crate::store::error::StoreError;
 use crate::protocol::RequestId;
 use crate::sync::lock;
 
