@@ -5,8 +5,9 @@
 //! example of the SDK.
 //!
 //! Run: `cargo run --example everything`, then point a client (or the conformance suite) at
-//! `http://127.0.0.1:8000/mcp`. `vellum serve --server everything` serves the same server (it
-//! compiles this file) with the handler options its flags choose.
+//! `http://127.0.0.1:8000/mcp`. `vellum serve --server everything` serves the same server
+//! with the handler options its flags choose: this file is both the example program and the
+//! `vellum_demos::everything` module.
 //!
 //! The same handlers serve both protocol eras: with a 2026-07-28 client, `ctx.create_message`
 //! and `ctx.elicit` become multi round-trip requests (`InputRequiredResult`) instead of
@@ -27,10 +28,8 @@ use vellum::protocol::{
 use vellum::server::{NoArgs, RegistrationError};
 use vellum::store::MemoryEventStore;
 use vellum::transport::http::serve;
-
-#[path = "hello_world.rs"]
-#[allow(dead_code, unreachable_pub)]
-mod hello_world;
+// The crate's own name, so this file compiles as the example and as the module alike.
+use vellum_demos::hello_world::add_hello_world;
 
 /// A 1×1 red PNG.
 pub const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
@@ -80,10 +79,7 @@ async fn elicit_form(
 }
 
 fn add_tools(server: &Server) -> Result<(), RegistrationError> {
-    server.add_tool(
-        Tool::new("hello_world", "根据 user_name 返回问候语"),
-        hello_world::hello_world_tool,
-    )?;
+    add_hello_world(server)?;
     server.add_tool(
         Tool::new("test_simple_text", "Returns a simple text response"),
         |_ctx: RequestContext, _req: CallToolRequest, _: NoArgs| async move {

@@ -3,11 +3,13 @@
 //!
 //! Run: `cargo run --example hello_world`, then point any MCP client at
 //! `http://127.0.0.1:8000` (or `http://127.0.0.1:8000/mcp`: every path serves).
-//! `vellum serve --server hello-world` serves the same server (it compiles this file).
+//! `vellum serve --server hello-world` serves the same server: this file is both the example
+//! program and the `vellum_demos::hello_world` module.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use vellum::prelude::*;
+use vellum::server::RegistrationError;
 use vellum::transport::http::serve_listener;
 
 /// The tool's input (the seed's `helloInput`).
@@ -27,18 +29,23 @@ pub async fn hello_world_tool(
     Ok(CallToolResult::text(text))
 }
 
-/// The seed's server: `hello-world` 0.1.0 with the `hello_world` tool.
-pub fn hello_world_server() -> Result<Server, vellum::server::RegistrationError> {
-    let server = Server::new(
-        Implementation::new("hello-world", "0.1.0"),
-        ServerOptions::default(),
-    );
-
+/// Registers the seed's `hello_world` tool on `server`.
+pub fn add_hello_world(server: &Server) -> Result<(), RegistrationError> {
     // 注册 hello_world 工具
     server.add_tool(
         Tool::new("hello_world", "根据 user_name 返回问候语"),
         hello_world_tool,
     )?;
+    Ok(())
+}
+
+/// The seed's server: `hello-world` 0.1.0 with the `hello_world` tool.
+pub fn hello_world_server() -> Result<Server, RegistrationError> {
+    let server = Server::new(
+        Implementation::new("hello-world", "0.1.0"),
+        ServerOptions::default(),
+    );
+    add_hello_world(&server)?;
     Ok(server)
 }
 

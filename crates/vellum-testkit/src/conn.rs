@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use vellum::server::{Connection, Server};
 
-use super::within;
+use crate::within;
 
 /// One connection to a server, and everything it sends.
 pub struct Conn {
@@ -34,7 +34,7 @@ impl Conn {
         self.send_raw(&message.to_string()).await;
     }
 
-    /// The next message the server sends, as JSON (fails after [`super::DEADLINE`]).
+    /// The next message the server sends, as JSON (fails after [`crate::DEADLINE`]).
     pub async fn recv(&mut self) -> Value {
         let bytes = within("the next server message", self.rx.recv())
             .await

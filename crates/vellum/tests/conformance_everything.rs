@@ -4,17 +4,12 @@
 //! of the same fixtures is what the official suite checks: scripts/conformance.sh.)
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod features_support;
-
-#[path = "../examples/everything.rs"]
-#[allow(dead_code, unreachable_pub)]
-mod everything;
-
-use features_support::{Modern, spawn};
 use serde_json::{Value, json};
+use vellum_testkit::http::{Modern, TestHttpServer};
 
-async fn client() -> (features_support::TestServer, Modern) {
-    let server = spawn(everything::everything_server().unwrap()).await;
+async fn client() -> (TestHttpServer, Modern) {
+    let server =
+        TestHttpServer::serve(vellum_demos::everything::everything_server().unwrap()).await;
     let c = Modern::new(&server.url);
     (server, c)
 }

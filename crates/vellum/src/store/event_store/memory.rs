@@ -11,8 +11,8 @@ use bytes::Bytes;
 use futures_util::future::{BoxFuture, ready};
 
 use super::{EventId, EventStore, StoredEvent, StreamId};
-use crate::store::error::StoreError;
 use crate::protocol::RequestId;
+use crate::store::error::StoreError;
 use crate::sync::lock;
 
 struct StreamLog {

@@ -301,4 +301,3 @@ fn parse_xread(v: Value, stream: StreamId) -> Result<Vec<StoredEvent>, StoreErro
     }
     Ok(out)
 }
-

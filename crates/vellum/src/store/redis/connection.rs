@@ -119,7 +119,10 @@ pub(in crate::store) fn backend(e: redis::RedisError) -> StoreError {
 
 /// Runs a command, once more on a broken connection: the connection manager reconnects in
 /// the meantime, so the first request after a Redis restart does not fail.
-pub(in crate::store) async fn retrying<T, F, Fut>(conn: ConnectionManager, op: F) -> Result<T, StoreError>
+pub(in crate::store) async fn retrying<T, F, Fut>(
+    conn: ConnectionManager,
+    op: F,
+) -> Result<T, StoreError>
 where
     F: Fn(ConnectionManager) -> Fut,
     Fut: std::future::Future<Output = redis::RedisResult<T>>,
@@ -345,4 +348,3 @@ async fn bus_loop(client: redis::Client, channel: String, tx: broadcast::Sender<
         backoff = (backoff * 2).min(Duration::from_secs(2));
     }
 }
-
