@@ -11,13 +11,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
-
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use support::{Spawned, spawn_server};
+use vellum_testkit::process::ServerProcess;
 
 use serde_json::json;
 use vellum::client::{Client, ClientBuilder, Transport};
@@ -61,13 +59,13 @@ fn stdio_line(which: &str) -> String {
     format!("node {} {which} stdio", dir().join("server.mjs").display())
 }
 
-fn http_server(which: &str) -> Spawned {
+fn http_server(which: &str) -> ServerProcess {
     server_on(which, "http")
 }
 
 /// A TypeScript server over HTTP (`http`) or HTTP+SSE (`sse`); killed on drop.
-fn server_on(which: &str, transport: &str) -> Spawned {
-    spawn_server(node_command(&[which, transport]))
+fn server_on(which: &str, transport: &str) -> ServerProcess {
+    ServerProcess::spawn(node_command(&[which, transport]))
 }
 
 /// A client that answers sampling and elicitation like a user and a model would.

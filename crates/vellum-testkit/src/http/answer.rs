@@ -51,6 +51,22 @@ impl Answer {
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
     }
+
+    /// The last JSON-RPC message of the body (the response, for a request's answer).
+    pub fn last(&self) -> &Value {
+        self.messages
+            .last()
+            .unwrap_or_else(|| panic!("no message in {:?}", self.text()))
+    }
+
+    /// The JSON-RPC error code of a JSON error body.
+    pub fn error_code(&self) -> i64 {
+        let body: Value = serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not a JSON-RPC error body ({e}): {}", self.text()));
+        body["error"]["code"]
+            .as_i64()
+            .unwrap_or_else(|| panic!("no error code in {body}"))
+    }
 }
 
 /// Sends `request` and reads the whole answer.

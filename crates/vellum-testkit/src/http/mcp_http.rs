@@ -216,15 +216,21 @@ impl McpHttp {
             .expect_stream("the standalone GET stream")
     }
 
-    /// A GET with `Accept: text/event-stream`, and `Last-Event-ID` when given.
-    pub async fn get_stream(&self, last_event_id: Option<&str>) -> Streamed {
-        let mut b = self
+    /// A GET of the session's stream (`Accept: text/event-stream`), resuming after
+    /// `last_event_id` when given.
+    pub fn get(&self, last_event_id: Option<&str>) -> RequestBuilder {
+        let b = self
             .builder(Method::GET)
             .header("accept", "text/event-stream");
-        if let Some(id) = last_event_id {
-            b = b.header("last-event-id", id);
+        match last_event_id {
+            Some(id) => b.header("last-event-id", id),
+            None => b,
         }
-        SseReader::open(b).await
+    }
+
+    /// [`McpHttp::get`], read as it streams (or whole, when the answer is not SSE).
+    pub async fn get_stream(&self, last_event_id: Option<&str>) -> Streamed {
+        SseReader::open(self.get(last_event_id)).await
     }
 
     /// A 2026-07-28 POST of `body` with the headers the spec requires: the protocol version,
