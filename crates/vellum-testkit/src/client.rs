@@ -21,15 +21,15 @@ pub struct Seen {
     pub logs: Arc<Mutex<Vec<String>>>,
 }
 
-/// A client builder for `choice` whose handlers answer the fixture's questions: the name
-/// `Alice` to elicitation, `4` (model `test-model`) to sampling, two roots to `roots/list`;
-/// log messages go to `seen`.
+/// A client builder for `choice` whose handlers answer like a user and a model would: the
+/// name `Alice` to elicitation, `four` (model `vellum-test-model`) to sampling, two roots to
+/// `roots/list`; log messages go to `seen`.
 pub fn builder(choice: ProtocolChoice, seen: &Seen) -> ClientBuilder {
     let logs = seen.logs.clone();
     Client::builder()
         .name("fixture-client", "0.0.1")
         .protocol(choice)
-        .request_timeout(Duration::from_secs(20))
+        .request_timeout(Duration::from_secs(30))
         .on_elicitation(|_p| async move {
             let mut content = serde_json::Map::new();
             content.insert("name".into(), json!("Alice"));
@@ -42,8 +42,8 @@ pub fn builder(choice: ProtocolChoice, seen: &Seen) -> ClientBuilder {
         .on_sampling(|_p| async move {
             Ok(CreateMessageResult {
                 role: Role::Assistant,
-                content: OneOrMany::One(SamplingContent::text("4")),
-                model: "test-model".into(),
+                content: OneOrMany::One(SamplingContent::text("four")),
+                model: "vellum-test-model".into(),
                 stop_reason: Some("endTurn".into()),
                 meta: None,
             })
@@ -135,8 +135,8 @@ pub async fn exercise(client: &Client, seen: &Seen, modern: bool) {
     assert_eq!(r.content[0].as_text(), Some("Hello, Alice"));
     let r = client.call_tool("sample", json!({})).await.unwrap();
     let text = r.content[0].as_text().unwrap_or_default().to_owned();
-    assert!(text.starts_with("model test-model said"), "{text}");
-    assert!(text.contains("\"4\""), "{text}");
+    assert!(text.starts_with("model vellum-test-model said"), "{text}");
+    assert!(text.contains("\"four\""), "{text}");
     let r = client.call_tool("roots", json!({})).await.unwrap();
     assert_eq!(r.content[0].as_text(), Some("2 roots"));
 

@@ -52,6 +52,15 @@ impl McpHttp {
         }
     }
 
+    /// The same client (session, version, ids) speaking to another endpoint: an instance of
+    /// the same deployment.
+    pub fn at(&self, url: &str) -> McpHttp {
+        McpHttp {
+            url: url.to_owned(),
+            ..self.clone()
+        }
+    }
+
     /// A fresh request id.
     pub fn next_id(&self) -> i64 {
         self.next_id.fetch_add(1, Ordering::Relaxed)

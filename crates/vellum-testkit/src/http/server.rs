@@ -74,10 +74,38 @@ impl TestHttpServer {
     /// and gives each one the authenticated [`Principal`](vellum::auth::Principal) named by
     /// its `x-test-principal` header (`issuer subject`), as an auth layer would.
     pub async fn start_instrumented(handler: StreamableHttpHandler) -> Self {
-        let (listener, addr) = bind().await;
-        let (stop, stopped) = oneshot::channel::<()>();
         let requests = RequestLog::default();
         let layer = TestLayer(requests.clone());
+        let mut server = Self::start_with_layer(handler, |_| layer).await;
+        server.requests = requests;
+        server
+    }
+
+    /// Serves `handler` wrapped in the layer `layer` builds from the server's URL (an
+    /// [`AuthLayer`](vellum::auth) names its resource by it), with `serve_listener_with`.
+    pub async fn start_with_layer<L, B>(
+        handler: StreamableHttpHandler,
+        layer: impl FnOnce(&str) -> L,
+    ) -> Self
+    where
+        L: tower_layer::Layer<StreamableHttpHandler> + Send + 'static,
+        L::Service: tower_service::Service<
+                http::Request<hyper::body::Incoming>,
+                Response = http::Response<B>,
+            > + Clone
+            + Send
+            + 'static,
+        <L::Service as tower_service::Service<http::Request<hyper::body::Incoming>>>::Future:
+            Send + 'static,
+        <L::Service as tower_service::Service<http::Request<hyper::body::Incoming>>>::Error:
+            Into<Box<dyn std::error::Error + Send + Sync>> + 'static,
+        B: http_body::Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let (listener, addr) = bind().await;
+        let (stop, stopped) = oneshot::channel::<()>();
+        let layer = layer(&format!("http://{addr}/mcp"));
         let served = handler.clone();
         let task = tokio::spawn(async move {
             serve_listener_with(listener, served, layer, async {
@@ -85,7 +113,7 @@ impl TestHttpServer {
             })
             .await
         });
-        Self::running(addr, handler, requests, stop, task)
+        Self::running(addr, handler, RequestLog::default(), stop, task)
     }
 
     fn running(
@@ -103,6 +131,11 @@ impl TestHttpServer {
             stop: Some(stop),
             task: Some(task),
         }
+    }
+
+    /// `http://127.0.0.1:PORT`: the origin, for paths other than `/mcp`.
+    pub fn base(&self) -> String {
+        format!("http://{}", self.addr)
     }
 
     /// A client of this server.

@@ -255,6 +255,18 @@ impl SseReader {
         }
     }
 
+    /// [`SseReader::next_message`] waiting up to `wait` (instead of [`DEADLINE`]) for each block.
+    pub async fn next_message_within(&mut self, wait: Duration) -> Option<SseBlock> {
+        loop {
+            match self.next_block_within(wait).await {
+                Ok(Some(b)) if b.is_message() => return Some(b),
+                Ok(Some(_)) => {}
+                Ok(None) => return None,
+                Err(()) => panic!("no SSE block within {wait:?}"),
+            }
+        }
+    }
+
     /// The next message, parsed, or `None` once the stream ended.
     pub async fn next_json(&mut self) -> Option<Value> {
         self.next_message().await.map(|b| b.json())
