@@ -12,6 +12,9 @@
 //! | [`raw`] | HTTP/1.1 written and read byte by byte over `std::net`, for tests that control every byte and stall |
 //! | [`redis`] | a throwaway `redis-server` on a free loopback port |
 //!
+//! The README's Rust snippets are this crate's doc tests, and its quick start is checked to
+//! be the seed's example file.
+//!
 //! Every wait has a deadline ([`DEADLINE`], [`within`]); state no event announces is polled
 //! with [`eventually`]. Nothing sleeps to synchronise.
 
@@ -24,6 +27,7 @@ pub mod fixture;
 pub mod http;
 pub mod process;
 pub mod raw;
+mod readme;
 pub mod redis;
 
 use std::future::Future;

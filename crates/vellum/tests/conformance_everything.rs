@@ -1,5 +1,5 @@
-//! The conformance fixtures of `examples/everything.rs`, driven by a 2026-07-28 client over
-//! loopback HTTP: no handshake, per-request `_meta`, MRTR instead of requests to the client,
+//! The conformance fixtures of `vellum_demos::everything`, driven by a 2026-07-28 client
+//! over loopback HTTP: no handshake, per-request `_meta`, MRTR instead of requests to the client,
 //! `ttlMs`/`cacheScope` on cacheable results, -32602 for unknown resources. (The legacy era
 //! of the same fixtures is what the official suite checks: scripts/conformance.sh.)
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
