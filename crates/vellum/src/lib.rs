@@ -35,6 +35,8 @@
 //! - [`client`]: the MCP client (both eras, every transport), behind the default `client`
 //!   feature.
 //! - [`store`]: event stores for SSE resumption.
+//! - `jose` (features `auth` or `client-auth`): JWKs, thumbprints, DPoP proofs, signed JWTs,
+//!   shared by the OAuth client and the resource server.
 
 #![forbid(unsafe_code)]
 
@@ -42,6 +44,8 @@ pub mod auth;
 #[cfg(feature = "client")]
 pub mod client;
 pub mod error;
+#[cfg(any(feature = "auth", feature = "client-auth"))]
+pub mod jose;
 pub mod protocol;
 pub mod server;
 pub mod store;

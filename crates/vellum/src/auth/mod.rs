@@ -34,7 +34,8 @@ mod jwks;
 mod jwt;
 #[cfg(feature = "auth")]
 mod layer;
-#[cfg(feature = "auth")]
+// The client side of OAuth reads the same document.
+#[cfg(any(feature = "auth", feature = "client-auth"))]
 mod metadata;
 #[cfg(feature = "auth")]
 mod verifier;
@@ -51,7 +52,7 @@ pub use jwks::JwksCache;
 pub use jwt::JwtVerifier;
 #[cfg(feature = "auth")]
 pub use layer::{AuthBody, AuthLayer, AuthLayerBuilder, AuthService};
-#[cfg(feature = "auth")]
+#[cfg(any(feature = "auth", feature = "client-auth"))]
 pub use metadata::{PROTECTED_RESOURCE_WELL_KNOWN, ProtectedResourceMetadata};
 #[cfg(feature = "auth")]
 pub use verifier::{InvalidToken, TokenVerifier, VerifyError, VerifyFuture};

@@ -17,6 +17,8 @@
 //!
 //! Not here: the transports themselves (see [`crate::transport`]) and the server side.
 
+#[cfg(feature = "client-auth")]
+pub mod auth;
 mod builder;
 #[allow(clippy::module_inception)]
 mod client;
