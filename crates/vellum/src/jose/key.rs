@@ -197,6 +197,25 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "client-auth")]
+    fn pem_keys_load() {
+        use base64::Engine as _;
+        let key = SigningKey::generate_es256().unwrap();
+        let b64 = base64::engine::general_purpose::STANDARD.encode(key.pkcs8_der());
+        let lines: Vec<&str> = b64
+            .as_bytes()
+            .chunks(64)
+            .map(|c| std::str::from_utf8(c).unwrap())
+            .collect();
+        let pem = format!(
+            "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+            lines.join("\n")
+        );
+        let loaded = SigningKey::from_pem(pem.as_bytes(), Algorithm::ES256).unwrap();
+        assert_eq!(loaded.thumbprint(), key.thumbprint());
+    }
+
+    #[test]
     fn thumbprint_matches_rfc7638_example() {
         // RFC 7638 §3.1: the RSA key and its thumbprint.
         let jwk: Jwk = serde_json::from_value(serde_json::json!({

@@ -149,13 +149,7 @@ impl OAuth {
         }
         let mut st = self.inner.state.lock().await;
         self.ensure_loaded(&mut st).await?;
-        let margin = self.inner.cfg.refresh_margin.as_secs();
-        let due = st
-            .record
-            .as_ref()
-            .and_then(|r| r.tokens.as_ref())
-            .filter(|t| t.expires_within(margin) && t.refresh_token.is_some())
-            .is_some();
+        let due = st.record.as_ref().is_some_and(|r| self.refresh_due(r));
         if due && let Err(e) = self.refresh_locked(&mut st).await {
             tracing::debug!(server = %self.inner.server_key, "refreshing before expiry failed: {e}");
         }
@@ -306,6 +300,21 @@ impl OAuth {
         let mut st = self.inner.state.lock().await;
         self.ensure_loaded(&mut st).await?;
         Ok(st.record.as_ref().and_then(AuthStatus::of))
+    }
+
+    /// True when the record's access token should be refreshed now: it expires within the
+    /// refresh margin, or within half its lifetime for tokens shorter-lived than twice the
+    /// margin (so a short token is not refreshed the moment it arrives).
+    fn refresh_due(&self, record: &AuthRecord) -> bool {
+        let Some(t) = &record.tokens else {
+            return false;
+        };
+        let (Some(expires_at), Some(_)) = (t.expires_at, &t.refresh_token) else {
+            return false;
+        };
+        let lifetime = expires_at.saturating_sub(record.updated_at);
+        let margin = self.inner.cfg.refresh_margin.as_secs().min(lifetime / 2);
+        t.expires_within(margin)
     }
 
     async fn discover(&self, resource_metadata: Option<&str>) -> Result<Discovery, AuthError> {
