@@ -75,8 +75,53 @@ cargo test --workspace --all-features
 step "benchmark harness smoke (bench/: builds it, one short window per scenario)"
 bash bench/smoke.sh
 
-step "official MCP conformance suite (every server scenario, three handler modes, strict)"
-bash scripts/conformance.sh
+step "official MCP conformance suite: 0.1.16 and 0.2.0-alpha.12, every server scenario, strict"
+# What 0.2.0-alpha.12 fails today (issue 13), one reason each: SUITE/MODE/SCENARIO[:CHECK],
+# `*` in MODE for any. A listed scenario that passes fails the run: drop its line with the fix.
+a12=0.2.0-alpha.12
+conformance_expected=(
+  "$a12/*/server-stateless:sep-2575-server-rejects-undeclared-capability no test_missing_capability fixture (a tool that elicits without the client declaring it: -32021)"
+  "$a12/*/server-stateless:sep-2575-missing-capability-http-400 no test_missing_capability fixture (-32021 must come with HTTP 400)"
+  "$a12/*/server-stateless:sep-2575-http-server-no-independent-requests-on-stream no test_streaming_elicitation fixture"
+  "$a12/*/server-stateless:sep-2575-server-no-log-without-loglevel no test_logging_tool fixture"
+  "$a12/*/server-stateless:sep-2575-server-sends-prompts-list-changed-on-subscription no prompts/list_changed on subscriptions/listen when the suite changes the prompt list (SHOULD)"
+  "$a12/*/server-stateless:sep-2575-server-sends-tools-list-changed-on-subscription no tools/list_changed on subscriptions/listen when the suite changes the tool list (SHOULD)"
+  "$a12/json*/server-stateless:sep-2575-http-server-method-not-found-404 with --json-response a removed method's -32601 comes with HTTP 200, not 404"
+  "$a12/json*/server-stateless:sep-2575-http-server-method-not-found-404-initialize with --json-response, HTTP 200 instead of 404 for initialize"
+  "$a12/json*/server-stateless:sep-2575-http-server-method-not-found-404-ping with --json-response, HTTP 200 instead of 404 for ping"
+  "$a12/json*/server-stateless:sep-2575-http-server-method-not-found-404-logging-setlevel with --json-response, HTTP 200 instead of 404 for logging/setLevel"
+  "$a12/json*/server-stateless:sep-2575-http-server-method-not-found-404-resources-subscribe with --json-response, HTTP 200 instead of 404 for resources/subscribe"
+  "$a12/json*/server-stateless:sep-2575-http-server-method-not-found-404-resources-unsubscribe with --json-response, HTTP 200 instead of 404 for resources/unsubscribe"
+  "$a12/*@2026-07-28/json-schema-2020-12:sep-2106-composition-keywords-preserved json_schema_2020_12_tool's schema has no allOf (the 2026 wire checks it)"
+  "$a12/*@2026-07-28/json-schema-2020-12:sep-2106-conditional-keywords-preserved json_schema_2020_12_tool's schema has no if/then/else"
+  "$a12/*@2026-07-28/json-schema-2020-12:sep-2106-anchor-keyword-preserved json_schema_2020_12_tool's schema has no \$anchor in \$defs.address"
+  "$a12/*/http-custom-header-server-validation no tool with x-mcp-header parameters, and no server-side Mcp-Param-* validation (SEP-2243, -32020)"
+  "$a12/*/tasks-lifecycle no tasks fixtures (greet, slow_compute, failing_job, protocol_error_job)"
+  "$a12/*/tasks-capability-negotiation the tasks extension is not advertised; no slow_compute; tasks/* of a non-declaring client give -32602, not -32021"
+  "$a12/*/tasks-wire-fields no slow_compute fixture"
+  "$a12/*/tasks-request-state-removal no slow_compute fixture"
+  "$a12/*/tasks-mrtr-input no confirm_delete and multi_input fixtures"
+  "$a12/*/tasks-request-headers no greet and slow_compute fixtures"
+  "$a12/*/tasks-dispatch-and-envelope no greet, slow_compute and failing_job fixtures"
+  "$a12/*/tasks-status-notifications alpha.12 skips it itself (its harness awaits a rewrite for subscriptions/listen): it verifies nothing"
+  "$a12/*/tasks-required-task-error no failing_job fixture that requires a task (-32021 when the client does not declare tasks)"
+  "$a12/*/tasks-mrtr-composition no test_tool_with_task fixture"
+  "$a12/*/input-required-result-basic-elicitation no test_input_required_result_elicitation fixture"
+  "$a12/*/input-required-result-basic-sampling no test_input_required_result_sampling fixture"
+  "$a12/*/input-required-result-basic-list-roots no test_input_required_result_list_roots fixture"
+  "$a12/*/input-required-result-request-state no test_input_required_result_request_state fixture"
+  "$a12/*/input-required-result-multiple-input-requests no test_input_required_result_multiple_inputs fixture"
+  "$a12/*/input-required-result-multi-round no test_input_required_result_multi_round fixture"
+  "$a12/*/input-required-result-missing-input-response no test_input_required_result_elicitation fixture to re-request from (SHOULD)"
+  "$a12/*/input-required-result-non-tool-request no test_input_required_result_prompt prompt"
+  "$a12/*/input-required-result-result-type no test_input_required_result_elicitation fixture"
+  "$a12/*/input-required-result-tampered-state no test_input_required_result_tampered_state fixture"
+  "$a12/*/input-required-result-capability-check no test_input_required_result_capabilities fixture"
+  "$a12/*/input-required-result-ignore-extra-params no test_input_required_result_elicitation fixture (SHOULD)"
+)
+expect=()
+for e in "${conformance_expected[@]}"; do expect+=(--expect-fail "$e"); done
+bash scripts/conformance.sh "${expect[@]}"
 
 step "browser tests (headless Chromium against vellum serve: cross-origin pages, CORS, DNS rebinding)"
 VELLUM_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/debug/vellum" node --test tests/browser/
