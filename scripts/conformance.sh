@@ -9,7 +9,8 @@
 #                   scenarios of both eras run again, statelessly), default@2026-07-28 and
 #                   json@2026-07-28.
 # Strict: a scenario passes only when none of its checks is FAILURE or WARNING and at least
-# one is SUCCESS (tests/conformance/verdict.mjs judges).
+# one of its own is SUCCESS (the suite's wire-schema check alone does not count);
+# tests/conformance/verdict.mjs judges.
 #
 #   bash scripts/conformance.sh [--suite 0.1.16|0.2.0-alpha.12]... [--mode MODE]...
 #                               [--scenario NAME]... [--expect-fail "KEY REASON"]...

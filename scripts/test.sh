@@ -117,6 +117,9 @@ conformance_expected=(
   "$a12/*/input-required-result-result-type no test_input_required_result_elicitation fixture"
   "$a12/*/input-required-result-tampered-state no test_input_required_result_tampered_state fixture"
   "$a12/*/input-required-result-capability-check no test_input_required_result_capabilities fixture"
+  "$a12/*/sep-2640-skills-directory the skills extension (SEP-2640) is not declared: every check SKIPs, only the wire schema is verified"
+  "$a12/*/sep-2640-skills-enumeration the skills extension (SEP-2640) is not declared: every check SKIPs (skills/list, skills/get)"
+  "$a12/*/sep-2640-skills-manifest the skills extension (SEP-2640) is not declared: every check SKIPs (skill://.../SKILL.md)"
   "$a12/*/input-required-result-ignore-extra-params no test_input_required_result_elicitation fixture (SHOULD)"
 )
 expect=()
