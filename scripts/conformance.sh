@@ -17,8 +17,9 @@
 #
 # --expect-fail names a known failure and says why in one line: KEY is
 # SUITE/MODE/SCENARIO (the whole scenario) or SUITE/MODE/SCENARIO:CHECK (one check; the
-# scenario's other checks still count); `*` in MODE stands for any characters (`*`, `json*`). Its failure is reported but not
-# counted; if it passes the run fails, so the flag cannot outlive the fix.
+# scenario's other checks still count); `*` in MODE stands for any characters (`*`,
+# `json*`). Its failure is reported but not counted; if it passes the run fails, so the
+# flag cannot outlive the fix.
 #
 # VELLUM_BIN names the binary (default: the debug build `cargo test` leaves, built if
 # missing). Prints one line per suite and mode,
