@@ -21,6 +21,10 @@ mod hello_world;
 #[allow(dead_code, unreachable_pub, clippy::duplicate_mod)]
 mod everything;
 
+// The benchmark's fixtures (bench/README.md), on the SDK's public API only.
+#[path = "bench_server.rs"]
+mod bench_server;
+
 /// Which demo server to serve.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub(crate) enum DemoServer {
@@ -28,6 +32,8 @@ pub(crate) enum DemoServer {
     HelloWorld,
     /// Every fixture of the official conformance suite, plus `hello_world`.
     Everything,
+    /// The benchmark's fixtures: `hello_world`, `stream`, `blob`, `touch` (bench/README.md).
+    Bench,
 }
 
 /// Flags of `vellum serve`.
@@ -46,6 +52,9 @@ pub(crate) struct ServeArgs {
     /// The demo server.
     #[arg(long, value_enum, default_value = "hello-world")]
     server: DemoServer,
+    /// With `--server bench`: this many extra tools to list.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    bench_tools: usize,
     /// No sessions: every request stands alone (server→client requests fail at once).
     #[arg(long)]
     stateless: bool,
@@ -106,10 +115,11 @@ pub(crate) struct ServeArgs {
     auth: Box<crate::auth_flags::AuthArgs>,
 }
 
-fn build_server(which: DemoServer) -> anyhow::Result<Server> {
-    match which {
+fn build_server(args: &ServeArgs) -> anyhow::Result<Server> {
+    match args.server {
         DemoServer::HelloWorld => Ok(hello_world::hello_world_server()?),
         DemoServer::Everything => Ok(everything::everything_server()?),
+        DemoServer::Bench => Ok(bench_server::bench_server(args.bench_tools)?),
     }
 }
 
@@ -232,7 +242,7 @@ async fn shutdown_signal() {
 }
 
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
-    let server = build_server(args.server)?;
+    let server = build_server(&args)?;
     if args.stdio {
         eprintln!("stdio MCP: serving on stdin/stdout");
         vellum::transport::stdio::serve_stdio(server)
