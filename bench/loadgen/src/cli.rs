@@ -162,6 +162,9 @@ pub(crate) struct RunArgs {
     /// `chunks`: `stream` calls read from the raw socket.
     #[arg(long, default_value_t = 20)]
     pub(crate) chunk_calls: u32,
+    /// `chunks`: milliseconds the server waits after each progress notification.
+    #[arg(long, default_value_t = 2)]
+    pub(crate) chunk_interval_ms: u64,
     /// `chunks`: count the server's write syscalls with `strace -f -c` meanwhile.
     #[arg(long)]
     pub(crate) trace: bool,

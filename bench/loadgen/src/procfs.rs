@@ -99,6 +99,17 @@ pub(crate) fn machine_cpu() -> Option<(f64, f64)> {
     Some((tick(0) + tick(1) + tick(2) + tick(5) + tick(6), tick(7)))
 }
 
+/// CPUs of the machine (the `cpuN` lines of `/proc/stat`; this process's own affinity, which
+/// the runner pins to one CPU, does not matter).
+fn cores() -> f64 {
+    let n = fs::read_to_string("/proc/stat")
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+        .count();
+    n.max(1) as f64
+}
+
 /// Unit of `/proc/stat` (fixed at 100 by the kernel's ABI, whatever CONFIG_HZ is).
 const USER_HZ: f64 = 100.0;
 
@@ -236,8 +247,9 @@ impl Meter {
         let other = match (self.machine, machine_cpu()) {
             // Busy time of the whole machine includes processes that exited meanwhile,
             // which the per-process sums cannot see.
+            // Clock-tick rounding can overshoot on short runs: no more than every core.
             (Some((b0, _)), Some((b1, _))) => {
-                Some((100.0 * ((b1 - b0) - ours_used) / secs).max(0.0))
+                Some((100.0 * ((b1 - b0) - ours_used) / secs).clamp(0.0, 100.0 * cores()))
             }
             _ => None,
         };

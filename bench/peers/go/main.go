@@ -3,7 +3,8 @@
 // on net/http, written against the SDK's public API.
 //
 // Tools (the same on every peer, see bench/README.md): hello_world {user_name}; stream
-// {count?} (count progress notifications, default 10, then "streamed <count>"); blob {bytes}
+// {count?, interval_ms?} (count progress notifications, default 10, interval_ms apart, then
+// "streamed <count>"); blob {bytes}
 // (a text of exactly that many bytes); touch {} (adds or removes the tool bench_toggle, so
 // every session is told its tool list changed); and --tools N filler tools to list.
 //
@@ -20,6 +21,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -31,7 +33,8 @@ type helloArgs struct {
 }
 
 type streamArgs struct {
-	Count *int `json:"count,omitempty" jsonschema:"progress notifications to send (default 10)"`
+	Count      *int `json:"count,omitempty" jsonschema:"progress notifications to send (default 10)"`
+	IntervalMs int  `json:"interval_ms,omitempty" jsonschema:"milliseconds to wait after each notification"`
 }
 
 type blobArgs struct {
@@ -71,6 +74,9 @@ func main() {
 				})
 				if err != nil {
 					return nil, nil, err
+				}
+				if args.IntervalMs > 0 {
+					time.Sleep(time.Duration(min(args.IntervalMs, 1000)) * time.Millisecond)
 				}
 			}
 			return text(fmt.Sprintf("streamed %d", count)), nil, nil

@@ -7,13 +7,14 @@ is off. The SDK's default cap of 10,000 sessions is lifted so the hold scenarios
 10,000 sessions on top of their 10 warm-up ones.
 
 Tools (the same on every peer, see bench/README.md): hello_world {user_name}; stream {count?}
-(count progress notifications, default 10, then "streamed <count>"); blob {bytes} (a text of
+(count progress notifications, default 10, interval_ms apart, then "streamed <count>"); blob {bytes} (a text of
 exactly that many bytes); touch {} (adds or removes the tool bench_toggle and tells every
 session, and every subscriptions/listen stream); and --tools N filler tools to list.
 
 The SDK has no broadcast of a list change to legacy sessions, so the session of every tool
-call is remembered (weakly) and touch tells each of them, as a server with a dynamic tool set
-would.
+call is remembered and touch tells each of them, as a server with a dynamic tool set would.
+`ctx.session` is a proxy built per request; the connection behind it (one per session) is
+what identifies the session, and the SDK offers no public name for it.
 
 usage: .venv/bin/python server.py [--addr 127.0.0.1:PORT] [--tools N]     endpoint: /mcp
 """
@@ -21,18 +22,20 @@ usage: .venv/bin/python server.py [--addr 127.0.0.1:PORT] [--tools N]     endpoi
 import argparse
 import weakref
 
+import anyio
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 
 MAX_BLOB_BYTES = 16 * 1024 * 1024
 
 mcp = MCPServer("py-peer")
-sessions: "weakref.WeakSet" = weakref.WeakSet()
+# connection -> the latest request proxy of that session (which can notify its GET stream)
+sessions: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 state = {"toggled": False}
 
 
 def remember(ctx: Context) -> None:
-    sessions.add(ctx.session)
+    sessions[ctx.session._connection] = ctx.session
 
 
 @mcp.tool()
@@ -43,12 +46,14 @@ def hello_world(user_name: str, ctx: Context) -> str:
 
 
 @mcp.tool()
-async def stream(ctx: Context, count: int | None = None) -> str:
-    """Send count progress notifications (default 10), then the result."""
+async def stream(ctx: Context, count: int | None = None, interval_ms: int | None = None) -> str:
+    """Send count progress notifications (default 10), interval_ms apart, then the result."""
     remember(ctx)
     n = min(10 if count is None else count, 10000)
     for i in range(1, n + 1):
         await ctx.report_progress(i, n)
+        if interval_ms:
+            await anyio.sleep(min(interval_ms, 1000) / 1000)
     return f"streamed {n}"
 
 
@@ -75,11 +80,11 @@ async def touch(ctx: Context) -> str:
         mcp.add_tool(bench_toggle)
     else:
         mcp.remove_tool("bench_toggle")
-    for s in list(sessions):
+    for conn, s in list(sessions.items()):
         try:
             await s.send_tool_list_changed()
         except Exception:  # a session that has gone away
-            sessions.discard(s)
+            sessions.pop(conn, None)
     try:
         await ctx.notify_tools_changed()
     except ValueError:  # no listen support on this path

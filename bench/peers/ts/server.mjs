@@ -3,7 +3,8 @@
 // express pattern: one McpServer + StreamableHTTPServerTransport per session, kept in a map.
 //
 // Tools (the same on every peer, see bench/README.md): hello_world {user_name}; stream
-// {count?} (count progress notifications, default 10, then "streamed <count>"); blob {bytes}
+// {count?, interval_ms?} (count progress notifications, default 10, interval_ms apart, then
+// "streamed <count>"); blob {bytes}
 // (a text of exactly that many bytes); touch {} (adds or removes the tool bench_toggle on every
 // session's server, each of which then tells its session); and --tools N filler tools.
 //
@@ -46,13 +47,14 @@ function newServer(fillers) {
   );
   server.registerTool(
     'stream',
-    { description: 'Send count progress notifications (default 10), then the result', inputSchema: { count: z.number().int().optional() } },
-    async ({ count }, extra) => {
+    { description: 'Send count progress notifications (default 10), then the result', inputSchema: { count: z.number().int().optional(), interval_ms: z.number().int().optional() } },
+    async ({ count, interval_ms }, extra) => {
       const n = Math.min(count ?? 10, 10000);
       const progressToken = extra._meta?.progressToken;
       if (progressToken !== undefined) {
         for (let i = 1; i <= n; i++) {
           await extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress: i, total: n } });
+          if (interval_ms > 0) await new Promise((r) => setTimeout(r, Math.min(interval_ms, 1000)));
         }
       }
       return text(`streamed ${n}`);

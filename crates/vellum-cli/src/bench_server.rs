@@ -3,8 +3,9 @@
 //!
 //! Tools (the same names, arguments and answers on every peer of `bench/peers/`):
 //! - `hello_world {user_name}`: the seed's tool, answers `Hello World, <user_name>`;
-//! - `stream {count?}`: sends `count` (default 10) `notifications/progress` for the request's
-//!   progress token, then answers `streamed <count>`;
+//! - `stream {count?, interval_ms?}`: sends `count` (default 10) `notifications/progress` for
+//!   the request's progress token, `interval_ms` apart (default 0: back to back), then answers
+//!   `streamed <count>`;
 //! - `blob {bytes}`: answers one text item of exactly `bytes` bytes (at most 16 MiB);
 //! - `touch {}`: adds or removes the tool `bench_toggle`, so that every session's GET stream
 //!   and every `subscriptions/listen` stream gets `notifications/tools/list_changed`;
@@ -34,6 +35,9 @@ struct HelloInput {
 struct StreamInput {
     /// How many progress notifications to send before the result (default 10).
     count: Option<u32>,
+    /// Milliseconds to wait after each notification (default 0), so that each is written on
+    /// its own rather than together with the next.
+    interval_ms: Option<u64>,
 }
 
 /// Input of `blob`.
@@ -66,8 +70,12 @@ pub(crate) fn bench_server(filler: usize) -> Result<Server, RegistrationError> {
         |ctx: RequestContext, _req: CallToolRequest, input: StreamInput| async move {
             let count = input.count.unwrap_or(10).min(MAX_STREAM_COUNT);
             let total = f64::from(count);
+            let interval = std::time::Duration::from_millis(input.interval_ms.unwrap_or(0).min(1000));
             for i in 1..=count {
                 ctx.notify_progress(f64::from(i), Some(total), None).await?;
+                if !interval.is_zero() {
+                    tokio::time::sleep(interval).await;
+                }
             }
             Ok::<_, HandlerError>(CallToolResult::text(format!("streamed {count}")))
         },

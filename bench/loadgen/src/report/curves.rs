@@ -352,9 +352,9 @@ fn write_modern(out: &mut String, s: &Summary) {
         "| server | throughput req/s | ×legacy | server CPU µs/req | latency p50 µs | new session p50 µs | stream events/s |\n|---|---|---|---|---|---|---|"
     );
     for sv in rows.iter().filter(|sv| s.has(sv)) {
-        let legacy =
-            sv.strip_suffix("@2026")
-                .map(|base| if base == "go" { "go-stateless" } else { base });
+        let legacy = sv
+            .strip_suffix("@2026")
+            .map(|base| if base == "go" { "go-stateless" } else { base });
         let vs = legacy.map_or_else(|| DASH.to_owned(), |l| times(s.ratio(sv, l, m::TPUT_RPS)));
         let _ = writeln!(
             out,

@@ -1,7 +1,8 @@
 //! How a server frames its SSE answers on the wire.
 //!
 //! A session is opened as usual; then `--chunk-calls` `stream` calls (10 progress
-//! notifications and the result each) and one `hello_world` call are written by hand on a raw
+//! notifications `--chunk-interval-ms` apart, so that each is ready on its own, and the result
+//! each) and one `hello_world` call are written by hand on a raw
 //! TCP connection and their answers read byte for byte: the HTTP/1.1 chunks of each body
 //! (`Transfer-Encoding: chunked`; a `Content-Length` body counts as one chunk) and the SSE
 //! events with data in it. With `--trace`, `strace -f -c` is attached to the server for the
@@ -45,7 +46,16 @@ pub(super) async fn run(args: &RunArgs, proto: &Proto, rec: &mut Record) -> anyh
     let mut conn = client::connect(args.addr).await?;
     let s = session::open(&mut conn, proto, timeout).await?;
     let count = args.stream_count;
-    let stream = proto.tool("stream", &format!(r#"{{"count":{count}}}"#), true)?;
+    // 2 ms between notifications: each event is ready on its own, so the framing shows
+    // what one event costs rather than what a burst costs.
+    let stream = proto.tool(
+        "stream",
+        &format!(
+            r#"{{"count":{count},"interval_ms":{}}}"#,
+            args.chunk_interval_ms
+        ),
+        true,
+    )?;
     let tcp = TcpStream::connect(args.addr)
         .await
         .with_context(|| format!("connect {}", args.addr))?;

@@ -2,7 +2,8 @@
 //! rmcp's own server (`StreamableHttpService` under axum), written against rmcp's public API.
 //!
 //! Tools (the same on every peer, see bench/README.md): `hello_world {user_name}`;
-//! `stream {count?}` (count progress notifications, default 10, then `streamed <count>`);
+//! `stream {count?, interval_ms?}` (count progress notifications, default 10, interval_ms
+//! apart, then `streamed <count>`);
 //! `blob {bytes}` (a text of exactly that many bytes); `touch {}` (adds or removes the tool
 //! `bench_toggle` and tells every session's GET stream and every `subscriptions/listen`
 //! stream); and `--tools N` filler tools to list.
@@ -51,6 +52,8 @@ struct HelloArgs {
 struct StreamArgs {
     /// Progress notifications to send (default 10).
     count: Option<u32>,
+    /// Milliseconds to wait after each notification (default 0).
+    interval_ms: Option<u64>,
 }
 
 /// Arguments of `blob`.
@@ -103,7 +106,7 @@ impl Bench {
     #[tool(description = "Send count progress notifications (default 10), then the result")]
     async fn stream(
         &self,
-        Parameters(StreamArgs { count }): Parameters<StreamArgs>,
+        Parameters(StreamArgs { count, interval_ms }): Parameters<StreamArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let count = count.unwrap_or(10).min(10_000);
@@ -115,6 +118,10 @@ impl Bench {
                     .notify_progress(p)
                     .await
                     .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                let ms = interval_ms.unwrap_or(0).min(1000);
+                if ms > 0 {
+                    tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+                }
             }
         }
         Ok(text(format!("streamed {count}")))
