@@ -7,7 +7,7 @@
 #
 # usage: bench/run.sh [--quick | --smoke] [--only a,b,...] [--scenarios a,b,...] [--reps N]
 #                     [--debug] [--nice N | --rt] [--no-build] [--no-report] [--out DIR]
-#   --quick      one repetition of everything with short windows (0.5 s warm-up, 2 s
+#   --quick      one repetition of everything with short windows (0.3 s warm-up, 1.5 s
 #                measured), held sessions up to 10,000, fan-out to 1,000 streams
 #   --smoke      seconds-long check (tiny windows and counts, 1 rep, no report); see smoke.sh
 #   --only LIST  only these servers (see servers.sh; default: all that can run here)
@@ -63,7 +63,7 @@ case $mode in
         setup=(--setup-count 200) tools_points=(10 1000 10000) chunks=(--chunk-calls 20) ;;
     quick)
         reps=${reps:-1}
-        load=(--warmup 0.5 --duration 2)
+        load=(--warmup 0.3 --duration 1.5)
         hold=(--points 1000,10000 --settle 1 --step-budget 15 --fresh 10)
         streams=(--hold 1000 --settle 1 --fresh 0)
         fanout=(--points 1000 --rounds 3)

@@ -177,6 +177,7 @@ where
 {
     chart
         .configure_mesh()
+        .light_line_style(WHITE)
         .x_desc(sec.x)
         .y_desc(sec.y)
         .x_label_formatter(&|v| value_text(*v))

@@ -52,10 +52,12 @@ pub(crate) fn render(s: &Summary, cx: &Context<'_>) -> String {
     let _ = writeln!(out, "# Benchmarks\n");
     let _ = writeln!(
         out,
-        "Streamable HTTP, `tools/call hello_world {{\"user_name\":\"bench\"}}`, one server core \
-         (server pinned to CPU 0, load generator to CPU 1), each scenario on a fresh server. \
-         Figures are medians over repetitions; every answer was checked. Method and meaning of \
-         each figure: [`bench/README.md`](../bench/README.md).\n"
+        "Streamable HTTP, one server core (server pinned to CPU 0, load generator to CPU 1), \
+         each scenario on a fresh server. Request/response figures are `tools/call hello_world \
+         {{\"user_name\":\"bench\"}}`; the streaming, result-size, tools/list, held-session and \
+         fan-out scenarios use the benchmark's other tools, the same on every server. Every \
+         answer was checked. Method and meaning of each figure: \
+         [`bench/README.md`](../bench/README.md).\n"
     );
     let _ = writeln!(out, "Command: `{}`\n", cx.command);
     let reps = s.records.iter().map(|r| r.rep).max().unwrap_or(0);
