@@ -64,8 +64,8 @@ case $mode in
     quick)
         reps=${reps:-1}
         load=(--warmup 0.3 --duration 1.5)
-        hold=(--points 1000,10000 --settle 1 --step-budget 15 --fresh 10)
-        streams=(--hold 1000 --settle 1 --fresh 0)
+        hold=(--points 1000,10000 --settle 1 --step-budget 10 --fresh 10)
+        streams=(--hold 300 --settle 1 --fresh 0)
         fanout=(--points 1000 --rounds 3)
         setup=(--setup-count 50) tools_points=(10 1000 10000) chunks=(--chunk-calls 5) ;;
     smoke)
@@ -235,7 +235,14 @@ run_one() { # server scenario rep [extra mcpbench flags...]; BENCH_TOOLS in the 
         taskset -c 0 prlimit --nofile=$NOFILE:$NOFILE "$BENCH_DIR/servers.sh" exec "$s" "$port" >>"$log" 2>&1 &
     server_pid=$!
     if ! "$MCPBENCH" wait-port --addr "127.0.0.1:$port" --pid "$server_pid" --timeout 60 2>>"$log"; then
-        failed "$s" "$sc" "$rep" "server did not start, see logs/$s-$sc-$rep.log"
+        if [[ $sc == tools ]]; then
+            # A server that cannot start with this many tools within the minute is a finding
+            # about that point, not a broken run.
+            printf '{"server":"%s","scenario":"tools","rep":%s,"point":%s,"skipped":"did not start within 60 s with %s tools"}\n' \
+                "$s" "$rep" "$BENCH_TOOLS" "$BENCH_TOOLS" >>"$results"
+        else
+            failed "$s" "$sc" "$rep" "server did not start, see logs/${log##*/}"
+        fi
         stop_server
         return
     fi
@@ -291,5 +298,5 @@ if ((report)); then
     ((rt)) && cmd+=" --rt"
     "$MCPBENCH" report "$results" --markdown "$REPO_DIR/docs/benchmarks.md" \
         --svg-dir "$REPO_DIR/docs/bench" --versions "$out/versions.txt" --command "$cmd" \
-        --skipped "$out/skipped.txt" --meta "$out/meta.txt"
+        --skipped "$out/skipped.txt" --meta "$out/meta.txt" --readme "$BENCH_DIR/README.md"
 fi

@@ -210,6 +210,9 @@ pub(crate) struct ReportArgs {
     /// File of `server: why` lines for servers that could not run.
     #[arg(long)]
     pub(crate) skipped: Option<PathBuf>,
+    /// The harness's README, linked from the report.
+    #[arg(long, default_value = "bench/README.md")]
+    pub(crate) readme: PathBuf,
     /// File of `key: value` lines about the run (mode, repetitions, duration_s).
     #[arg(long)]
     pub(crate) meta: Option<PathBuf>,

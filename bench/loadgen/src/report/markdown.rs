@@ -27,6 +27,8 @@ pub(crate) struct Context<'a> {
     /// The overview chart's link; the other charts are beside it (`chart_dir`).
     pub(crate) chart: &'a str,
     pub(crate) chart_dir: &'a str,
+    /// The link to bench/README.md.
+    pub(crate) readme: &'a str,
     /// `server: why` lines of servers that could not run.
     pub(crate) skipped: &'a str,
     /// `key: value` lines of the run (mode, repetitions, duration_s).
@@ -57,7 +59,8 @@ pub(crate) fn render(s: &Summary, cx: &Context<'_>) -> String {
          {{\"user_name\":\"bench\"}}`; the streaming, result-size, tools/list, held-session and \
          fan-out scenarios use the benchmark's other tools, the same on every server. Every \
          answer was checked. Method and meaning of each figure: \
-         [`bench/README.md`](../bench/README.md).\n"
+         [`bench/README.md`]({}).\n",
+        cx.readme
     );
     let _ = writeln!(out, "Command: `{}`\n", cx.command);
     let reps = s.records.iter().map(|r| r.rep).max().unwrap_or(0);

@@ -46,8 +46,16 @@ pub(crate) fn write(args: &ReportArgs) -> anyhow::Result<()> {
     let skipped = read(&args.skipped)?;
     let meta = read(&args.meta)?;
     let md_dir = args.markdown.parent().unwrap_or(Path::new("."));
-    let chart_link = relative(md_dir, &chart_path);
-    let chart_dir = relative(md_dir, &args.svg_dir);
+    // Links between files given relative to here and files given absolutely.
+    let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let chart_link = relative(&abs(md_dir), &abs(&chart_path));
+    let chart_dir = relative(&abs(md_dir), &abs(&args.svg_dir));
+    let chart_dir = if chart_dir.is_empty() {
+        ".".to_owned()
+    } else {
+        chart_dir
+    };
+    let readme = relative(&abs(md_dir), &abs(&args.readme));
     let machine = machine();
     let cx = markdown::Context {
         machine: &machine,
@@ -55,6 +63,7 @@ pub(crate) fn write(args: &ReportArgs) -> anyhow::Result<()> {
         command: &args.command,
         chart: &chart_link,
         chart_dir: &chart_dir,
+        readme: &readme,
         skipped: &skipped,
         meta: &meta,
     };

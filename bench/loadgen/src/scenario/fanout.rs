@@ -104,7 +104,9 @@ pub(super) async fn run(
             next_id += 1;
             let sent = Instant::now();
             let req = proto.request(&touch, next_id, &control_session);
-            match control.send(req, timeout).await {
+            // A server that tells each session in turn answers `touch` only when all are
+            // told: give it the fan-out's time, not one request's.
+            match control.send(req, secs(args.fanout_timeout)).await {
                 Ok(answer) => {
                     if let Err(e) = check::tool_answer(&answer, next_id, Expect::Any) {
                         errors.add(format!("touch: {e}"));
