@@ -70,7 +70,8 @@ pub(crate) fn bench_server(filler: usize) -> Result<Server, RegistrationError> {
         |ctx: RequestContext, _req: CallToolRequest, input: StreamInput| async move {
             let count = input.count.unwrap_or(10).min(MAX_STREAM_COUNT);
             let total = f64::from(count);
-            let interval = std::time::Duration::from_millis(input.interval_ms.unwrap_or(0).min(1000));
+            let interval =
+                std::time::Duration::from_millis(input.interval_ms.unwrap_or(0).min(1000));
             for i in 1..=count {
                 ctx.notify_progress(f64::from(i), Some(total), None).await?;
                 if !interval.is_zero() {
