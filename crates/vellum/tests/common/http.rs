@@ -100,6 +100,7 @@ impl TestHttpServer {
                             .and_then(|v| v.split_once(' '))
                             .map(|(i, s)| vellum::auth::Principal::new(i, s));
                         if let Some(p) = principal {
+                            req.extensions_mut().insert(p.caller());
                             req.extensions_mut().insert(p);
                         }
                         let h = h.clone();
