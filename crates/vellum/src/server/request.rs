@@ -190,3 +190,39 @@ impl ListenTarget for RequestShared {
         self.outbox.try_send(message);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Implementation;
+    use crate::server::ServerOptions;
+
+    fn request(caller: Option<Caller>) -> RequestShared {
+        let server = Server::new(Implementation::new("t", "1"), ServerOptions::default());
+        let (mut parts, ()) = http::Request::new(()).into_parts();
+        if let Some(c) = caller {
+            parts.extensions.insert(c);
+        }
+        RequestShared::new(
+            RequestId::Number(1),
+            "tools/call".into(),
+            Scope::Modern(Box::new(ModernMeta::of_notification())),
+            server,
+            Some(parts),
+        )
+    }
+
+    #[test]
+    fn the_caller_comes_from_the_request_extensions() {
+        let r = request(Some(Caller::new("https://issuer", "alice")));
+        assert_eq!(r.caller(), Some(&Caller::new("https://issuer", "alice")));
+        // What state and tasks are bound to: the same digest as before the neutral type.
+        assert_eq!(
+            r.principal_digest(),
+            Some(principal_digest("https://issuer", "alice"))
+        );
+        let anonymous = request(None);
+        assert_eq!(anonymous.caller(), None);
+        assert_eq!(anonymous.principal_digest(), None);
+    }
+}

@@ -186,3 +186,193 @@ where
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use tower::{Layer as _, ServiceExt as _};
+
+    use super::*;
+
+    fn loopback() -> ConnectionInfo {
+        ConnectionInfo {
+            local: Some(([127, 0, 0, 1], 8000).into()),
+            remote: Some(([127, 0, 0, 1], 50000).into()),
+        }
+    }
+
+    fn request(method: Method, host: &str, origin: Option<&str>) -> Request<()> {
+        let mut b = Request::builder()
+            .method(method)
+            .uri("/mcp")
+            .header(header::HOST, host);
+        if let Some(o) = origin {
+            b = b.header(header::ORIGIN, o);
+        }
+        let mut req = b.body(()).unwrap();
+        req.extensions_mut().insert(loopback());
+        req
+    }
+
+    /// An inner service counting its calls and saying whether the request came marked.
+    fn inner(
+        calls: Arc<AtomicUsize>,
+    ) -> impl tower_service::Service<
+        Request<()>,
+        Response = Response<ResponseBody>,
+        Error = Infallible,
+        Future = impl Send,
+    > + Clone
+    + Send
+    + 'static {
+        tower::service_fn(move |req: Request<()>| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            let marked = req.extensions().get::<Admitted>().is_some();
+            async move {
+                let mut r = Response::new(ResponseBody::empty());
+                r.headers_mut().insert(
+                    "x-marked",
+                    HeaderValue::from_static(if marked { "1" } else { "0" }),
+                );
+                Ok::<_, Infallible>(r)
+            }
+        })
+    }
+
+    #[tokio::test]
+    async fn refuses_a_rebinding_host_and_marks_what_it_admits() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let svc = SecurityLayer::new(&StreamableHttpOptions::default()).layer(inner(calls.clone()));
+        let refused = svc
+            .clone()
+            .oneshot(request(Method::POST, "evil.example:8000", None))
+            .await
+            .unwrap();
+        assert_eq!(refused.status(), http::StatusCode::FORBIDDEN);
+        assert_eq!(calls.load(Ordering::SeqCst), 0);
+        let passed = svc
+            .oneshot(request(Method::POST, "localhost:8000", None))
+            .await
+            .unwrap();
+        assert_eq!(passed.status(), http::StatusCode::OK);
+        assert_eq!(passed.headers()["x-marked"], "1");
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn a_layer_with_other_settings_judges_again() {
+        // Outside: no DNS-rebinding defence; inside: the default. The inner layer does not
+        // trust the outer one's mark, so the request is refused: stacking is only stricter.
+        let lax = StreamableHttpOptions {
+            disable_localhost_protection: true,
+            ..Default::default()
+        };
+        let calls = Arc::new(AtomicUsize::new(0));
+        let strict =
+            SecurityLayer::new(&StreamableHttpOptions::default()).layer(inner(calls.clone()));
+        let svc = SecurityLayer::new(&lax).layer(strict);
+        let resp = svc
+            .oneshot(request(Method::POST, "evil.example:8000", None))
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), http::StatusCode::FORBIDDEN);
+        assert_eq!(calls.load(Ordering::SeqCst), 0);
+
+        // The same settings (built separately: compared by value) trust the mark, even for
+        // a Host they would refuse; other settings do not.
+        let mut req = request(Method::POST, "localhost:8000", None);
+        assert!(
+            SecurityLayer::new(&StreamableHttpOptions::default())
+                .admit(&mut req)
+                .is_ok()
+        );
+        *req.headers_mut().get_mut(header::HOST).unwrap() =
+            HeaderValue::from_static("evil.example");
+        let same = StreamableHttpOptions {
+            cross_origin_protection: Some(CrossOriginProtection::new()),
+            ..Default::default()
+        };
+        let info = loopback();
+        let judge = |options: &StreamableHttpOptions| {
+            SecurityLayer::new(options)
+                .check(
+                    req.method(),
+                    req.uri(),
+                    req.headers(),
+                    req.extensions(),
+                    Some(&info),
+                )
+                .is_ok()
+        };
+        assert!(judge(&same));
+        let cors = StreamableHttpOptions {
+            cors: true,
+            ..Default::default()
+        };
+        assert!(!judge(&cors));
+    }
+
+    #[tokio::test]
+    async fn cors_for_trusted_origins() {
+        let mut protection = CrossOriginProtection::new();
+        protection
+            .add_trusted_origin("https://app.example")
+            .unwrap();
+        let options = StreamableHttpOptions {
+            cors: true,
+            cross_origin_protection: Some(protection),
+            ..Default::default()
+        };
+        let calls = Arc::new(AtomicUsize::new(0));
+        let svc = SecurityLayer::new(&options).layer(inner(calls.clone()));
+        let preflight = svc
+            .clone()
+            .oneshot(request(
+                Method::OPTIONS,
+                "localhost:8000",
+                Some("https://app.example"),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(preflight.status(), http::StatusCode::NO_CONTENT);
+        assert_eq!(
+            preflight.headers()[header::ACCESS_CONTROL_ALLOW_ORIGIN],
+            "https://app.example"
+        );
+        assert_eq!(
+            calls.load(Ordering::SeqCst),
+            0,
+            "the layer answers the preflight"
+        );
+        let get = svc
+            .clone()
+            .oneshot(request(
+                Method::GET,
+                "localhost:8000",
+                Some("https://app.example"),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(
+            get.headers()[header::ACCESS_CONTROL_ALLOW_ORIGIN],
+            "https://app.example"
+        );
+        assert_eq!(get.headers().get_all(header::VARY).iter().count(), 1);
+        let foreign = svc
+            .oneshot(request(
+                Method::GET,
+                "localhost:8000",
+                Some("https://evil.example"),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(foreign.status(), http::StatusCode::FORBIDDEN);
+        assert!(
+            !foreign
+                .headers()
+                .contains_key(header::ACCESS_CONTROL_ALLOW_ORIGIN)
+        );
+    }
+}
