@@ -35,9 +35,6 @@ mod jwks;
 mod jwt;
 #[cfg(feature = "auth")]
 mod layer;
-// The client side of OAuth reads the same document.
-#[cfg(any(feature = "auth", feature = "client-auth"))]
-mod metadata;
 #[cfg(feature = "auth")]
 mod verifier;
 
@@ -53,8 +50,9 @@ pub use jwks::JwksCache;
 pub use jwt::JwtVerifier;
 #[cfg(feature = "auth")]
 pub use layer::{AuthBody, AuthLayer, AuthLayerBuilder, AuthService};
-#[cfg(any(feature = "auth", feature = "client-auth"))]
-pub use metadata::{PROTECTED_RESOURCE_WELL_KNOWN, ProtectedResourceMetadata};
+// The document lives with the protocol types: the OAuth client reads it too.
+#[cfg(feature = "auth")]
+pub use crate::protocol::{PROTECTED_RESOURCE_WELL_KNOWN, ProtectedResourceMetadata};
 #[cfg(feature = "auth")]
 pub use verifier::{InvalidToken, TokenVerifier, VerifyError, VerifyFuture};
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::redirect::{RedirectFuture, RedirectHandler};
 use super::registration::{ClientIdentity, PreregisteredClient};
 use super::store::{MemoryTokenStore, TokenStore};
-use super::{AuthError, OAuth, Secret};
+use super::{AuthError, Secret};
 
 /// How the client obtains tokens.
 #[derive(Clone, Default)]
@@ -265,8 +265,9 @@ impl OAuthBuilder {
         self
     }
 
-    /// The client. Fails when the server URL is not `https://` (or `http://` on loopback).
-    pub fn build(self) -> Result<OAuth, AuthError> {
-        OAuth::from_config(&self.server, self.config)
+    /// The server URL and configuration, for [`build`](Self::build) (in `oauth.rs`, which
+    /// owns the client).
+    pub(crate) fn into_parts(self) -> (String, Config) {
+        (self.server, self.config)
     }
 }

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::http::Http;
 use super::{AuthError, urls};
-use crate::auth::ProtectedResourceMetadata;
+use crate::protocol::ProtectedResourceMetadata;
 
 /// Authorization-server metadata (RFC 8414 §2, OpenID Discovery, and the MCP extensions).
 ///

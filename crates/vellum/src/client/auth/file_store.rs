@@ -19,7 +19,8 @@ use std::sync::Arc;
 
 use sha2::{Digest as _, Sha256};
 
-use super::store::{AuthRecord, StoreError, StoreFuture, StoreKey, TokenStore};
+use super::error::StoreError;
+use super::store::{AuthRecord, StoreFuture, StoreKey, TokenStore};
 
 /// Records in files under one directory.
 #[derive(Debug, Clone)]

@@ -454,7 +454,7 @@ pub(crate) async fn revoke(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::ProtectedResourceMetadata;
+    use crate::protocol::ProtectedResourceMetadata;
 
     fn meta(iss_supported: bool) -> AuthorizationServerMetadata {
         let mut m = AuthorizationServerMetadata::new("https://as.example.com");
@@ -516,8 +516,8 @@ mod tests {
     }
 
     fn config() -> Config {
-        let b = super::super::OAuth::builder("https://mcp.example.com/mcp");
-        b.build().unwrap().config().clone()
+        let b = super::super::config::OAuthBuilder::new("https://mcp.example.com/mcp".into());
+        b.into_parts().1
     }
 
     fn discovery(listed: &[&str], as_listed: &[&str]) -> Discovery {

@@ -121,3 +121,24 @@ impl Http {
         self.client.request(method, url)
     }
 }
+
+/// The error of an OAuth endpoint's answer (RFC 6749 §5.2), or its status when it has none.
+pub(crate) fn oauth_error(what: &'static str, answer: &Answer) -> AuthError {
+    #[derive(serde::Deserialize)]
+    struct ErrorBody {
+        error: String,
+        #[serde(default)]
+        error_description: Option<String>,
+    }
+    match serde_json::from_slice::<ErrorBody>(&answer.body) {
+        Ok(e) => AuthError::OAuth {
+            what,
+            error: e.error,
+            description: e.error_description.map(|d| d.chars().take(300).collect()),
+        },
+        Err(_) => AuthError::Status {
+            what,
+            status: answer.status.as_u16(),
+        },
+    }
+}

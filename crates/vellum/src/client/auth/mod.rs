@@ -46,7 +46,7 @@ mod urls;
 pub use challenge::{AuthChallenge, parse_challenges};
 pub use config::{AssertionSource, DpopMode, EnterpriseConfig, Grant, OAuthBuilder};
 pub use discovery::{AuthorizationServerMetadata, Discovery};
-pub use error::AuthError;
+pub use error::{AuthError, StoreError};
 pub use file_store::FileTokenStore;
 pub use oauth::{AuthAttempt, AuthStatus, OAuth};
 pub use redirect::{
@@ -58,6 +58,6 @@ pub use registration::{
     client_metadata_document,
 };
 pub use secret::Secret;
-pub use store::{AuthRecord, MemoryTokenStore, StoreError, StoreFuture, StoreKey, TokenStore};
+pub use store::{AuthRecord, MemoryTokenStore, StoreFuture, StoreKey, TokenStore};
 pub use token::{TokenSet, TokenType};
 pub use urls::canonical_resource;

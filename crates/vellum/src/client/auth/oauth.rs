@@ -95,13 +95,21 @@ impl AuthStatus {
     }
 }
 
+impl OAuthBuilder {
+    /// The client. Fails when the server URL is not `https://` (or `http://` on loopback).
+    pub fn build(self) -> Result<OAuth, AuthError> {
+        let (server, config) = self.into_parts();
+        OAuth::from_config(&server, config)
+    }
+}
+
 impl OAuth {
     /// A builder for the OAuth client of the MCP server at `server_url`.
     pub fn builder(server_url: impl Into<String>) -> OAuthBuilder {
         OAuthBuilder::new(server_url.into())
     }
 
-    pub(crate) fn from_config(server: &str, cfg: Config) -> Result<Self, AuthError> {
+    fn from_config(server: &str, cfg: Config) -> Result<Self, AuthError> {
         let server = urls::checked("MCP server", server)?;
         let http = Http::new(cfg.timeout)?;
         Ok(OAuth {
@@ -113,11 +121,6 @@ impl OAuth {
                 state: tokio::sync::Mutex::new(State::default()),
             }),
         })
-    }
-
-    #[cfg(test)]
-    pub(crate) fn config(&self) -> &Config {
-        &self.inner.cfg
     }
 
     /// The MCP server's canonical URL (the key of its records in the store).

@@ -11,7 +11,6 @@ use super::discovery::AuthorizationServerMetadata;
 use super::http::Http;
 use super::{AuthError, Secret, urls};
 use crate::jose::SigningKey;
-use crate::transport::http::is_loopback_host;
 
 /// How the client authenticates itself at the token endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -357,7 +356,7 @@ impl ClientIdentity {
             .send(WHAT, http.request(reqwest::Method::POST, url).json(&body))
             .await?;
         if !answer.status.is_success() {
-            return Err(super::token::oauth_error(WHAT, &answer));
+            return Err(super::http::oauth_error(WHAT, &answer));
         }
         let reg: RegistrationAnswer = answer.json(WHAT)?;
         if reg.client_id.is_empty() {
@@ -407,7 +406,7 @@ struct RegistrationAnswer {
 fn application_type(redirect_uri: &str) -> &'static str {
     match reqwest::Url::parse(redirect_uri) {
         Ok(u) if u.scheme() == "https" => "web",
-        Ok(u) if u.scheme() == "http" && !u.host_str().is_some_and(is_loopback_host) => "web",
+        Ok(u) if u.scheme() == "http" && !urls::is_loopback(&u) => "web",
         _ => "native",
     }
 }

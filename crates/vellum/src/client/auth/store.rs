@@ -6,13 +6,13 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
 use super::Secret;
+use super::error::StoreError;
 use super::registration::ClientRegistration;
 use super::token::TokenSet;
 
@@ -82,32 +82,6 @@ impl AuthRecord {
             server: self.server.clone(),
         }
     }
-}
-
-/// Why a store could not read or write.
-#[derive(Debug, Clone, thiserror::Error)]
-#[non_exhaustive]
-pub enum StoreError {
-    /// A file could not be read or written.
-    #[error("{}: {source}", path.display())]
-    Io {
-        /// The file or directory.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: Arc<std::io::Error>,
-    },
-    /// A file is not a record (the detail says where, never what it holds).
-    #[error("{}: not a token record ({detail})", path.display())]
-    Format {
-        /// The file.
-        path: PathBuf,
-        /// Where the parse failed.
-        detail: String,
-    },
-    /// Another store's failure.
-    #[error("{0}")]
-    Other(String),
 }
 
 /// Keeps authorizations.

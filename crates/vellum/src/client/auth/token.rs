@@ -8,7 +8,7 @@ use base64::Engine as _;
 use reqwest::Url;
 use serde::{Deserialize, Serialize};
 
-use super::http::{Answer, Http};
+use super::http::{Answer, Http, oauth_error};
 use super::registration::{ClientRegistration, TokenEndpointAuth};
 use super::{AuthError, Secret, urls};
 use crate::jose::{JoseError, SigningKey, dpop_proof, now_secs, random_b64url};
@@ -107,27 +107,6 @@ impl TokenAnswer {
             refresh_token: self.refresh_token,
             scope: self.scope.or_else(|| requested_scope.map(str::to_owned)),
         })
-    }
-}
-
-/// The error of an OAuth endpoint's answer (RFC 6749 §5.2), or its status when it has none.
-pub(crate) fn oauth_error(what: &'static str, answer: &Answer) -> AuthError {
-    #[derive(Deserialize)]
-    struct ErrorBody {
-        error: String,
-        #[serde(default)]
-        error_description: Option<String>,
-    }
-    match serde_json::from_slice::<ErrorBody>(&answer.body) {
-        Ok(e) => AuthError::OAuth {
-            what,
-            error: e.error,
-            description: e.error_description.map(|d| d.chars().take(300).collect()),
-        },
-        Err(_) => AuthError::Status {
-            what,
-            status: answer.status.as_u16(),
-        },
     }
 }
 

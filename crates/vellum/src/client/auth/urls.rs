@@ -5,7 +5,6 @@
 use reqwest::Url;
 
 use super::AuthError;
-use crate::transport::http::is_loopback_host;
 
 /// Parses `url` and checks it may be contacted: absolute `https://`, or `http://` on a
 /// loopback host (local development and tests), with no user info.
@@ -18,10 +17,9 @@ pub(crate) fn checked(what: &'static str, url: &str) -> Result<Url, AuthError> {
     if !parsed.username().is_empty() || parsed.password().is_some() {
         return Err(bad());
     }
-    let host = parsed.host_str().ok_or_else(bad)?;
     match parsed.scheme() {
-        "https" => Ok(parsed),
-        "http" if is_loopback_host(host) => Ok(parsed),
+        "https" if parsed.host().is_some() => Ok(parsed),
+        "http" if is_loopback(&parsed) => Ok(parsed),
         _ => Err(bad()),
     }
 }
@@ -104,6 +102,25 @@ pub(crate) fn resource_covers(resource: &str, server: &Url) -> bool {
 /// are often written one with and one without).
 pub(crate) fn same_issuer(a: &str, b: &str) -> bool {
     a == b || a.trim_end_matches('/') == b.trim_end_matches('/')
+}
+
+/// True when `url` names a loopback host: `localhost`, 127.0.0.0/8, `::1` or `::ffff:127.x`.
+pub(crate) fn is_loopback(url: &Url) -> bool {
+    let Some(host) = url.host_str() else {
+        return false;
+    };
+    if host.eq_ignore_ascii_case("localhost") {
+        return true;
+    }
+    // The URL parser has already checked the address; IPv6 hosts keep their brackets.
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    match bare.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(ip)) => ip.is_loopback(),
+        Ok(std::net::IpAddr::V6(ip)) => {
+            ip.is_loopback() || ip.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+        Err(_) => false,
+    }
 }
 
 #[cfg(test)]
