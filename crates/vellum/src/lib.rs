@@ -29,6 +29,8 @@
 //!
 //! ## Layout
 //! - [`protocol`]: JSON-RPC framing and the MCP types of every version (no I/O).
+//! - `peer` (internal): request ids, answers waited for and requests being served, shared
+//!   by the client and the server session.
 //! - [`server`]: [`Server`](server::Server), its registries, the handler context, sessions and
 //!   the one dispatch path.
 //! - [`transport`]: Streamable HTTP (a tower `Service`), with its security checks and options.
@@ -42,6 +44,7 @@ pub mod auth;
 #[cfg(feature = "client")]
 pub mod client;
 pub mod error;
+mod peer;
 pub mod protocol;
 pub mod server;
 pub mod store;

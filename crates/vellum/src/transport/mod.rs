@@ -4,7 +4,12 @@
 //! - [`http_client`]: the client side of Streamable HTTP (and of the deprecated HTTP+SSE).
 //! - [`stdio`]: newline-delimited JSON-RPC on stdin/stdout, server and client.
 //! - [`memory`]: a client wired to a server in the same process.
+//!
+//! The contract every client transport implements is published with the client, as
+//! [`vellum::client::Transport`](crate::client::Transport).
 
+#[cfg(feature = "client")]
+pub(crate) mod client_transport;
 pub mod http;
 #[cfg(feature = "client")]
 pub mod http_client;

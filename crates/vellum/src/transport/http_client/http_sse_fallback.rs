@@ -13,53 +13,67 @@ use bytes::Bytes;
 use http::HeaderValue;
 use http::header::CONTENT_TYPE;
 
-use super::sse::{Cursor, EventReader};
-use super::{Shared, connection_error, content_type, detail_of, read_body};
-use crate::client::{Incoming, OutgoingKind, OutgoingMessage, TransportError, transport_decode};
+use super::event_reader::{Cursor, EventReader, Lost};
+use super::response::{connect_error, content_type, status_error};
+use super::shared::{ACCEPT_BOTH, Shared};
+use crate::error::TransportError;
 use crate::protocol::{Message, RequestId};
 use crate::sync::lock;
+use crate::transport::client_transport::{
+    Incoming, OutgoingKind, OutgoingMessage, decode_incoming,
+};
 
 /// How long the server may take to name its POST endpoint.
 const ENDPOINT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// An open HTTP+SSE connection.
-pub(super) struct LegacySse {
+pub(super) struct HttpSseFallback {
     endpoint: reqwest::Url,
     /// Requests sent and not yet answered: failed when the stream ends.
     waiting: Arc<Mutex<HashSet<RequestId>>>,
     reader: tokio::task::AbortHandle,
 }
 
-impl LegacySse {
+impl HttpSseFallback {
     /// GETs the URL and waits for the `endpoint` event; then reads the rest of the stream in
     /// a task.
-    pub(super) async fn open(shared: &Arc<Shared>) -> Result<Arc<LegacySse>, String> {
+    pub(super) async fn open(shared: &Arc<Shared>) -> Result<Arc<HttpSseFallback>, TransportError> {
         let resp = shared
             .http
             .get(shared.url.clone())
             .headers(shared.base_headers("text/event-stream"))
             .send()
             .await
-            .map_err(|e| e.to_string())?;
-        if !resp.status().is_success() || content_type(&resp) != "text/event-stream" {
-            return Err(format!("the GET answered HTTP {}", resp.status()));
+            .map_err(connect_error)?;
+        if !resp.status().is_success() {
+            return Err(status_error(resp).await);
+        }
+        let media = content_type(&resp);
+        if media != "text/event-stream" {
+            return Err(TransportError::ContentType {
+                content_type: media,
+            });
         }
         let mut reader = EventReader::new(resp, shared.options.max_message_bytes);
         let mut cursor = Cursor::default();
         let first = tokio::time::timeout(ENDPOINT_TIMEOUT, reader.next(&mut cursor))
             .await
-            .map_err(|_| "no endpoint event within 10 s".to_owned())?
-            .map_err(|e| format!("the stream ended before the endpoint event: {e:?}"))?;
+            .map_err(|_| TransportError::Protocol("no endpoint event within 10 s".into()))?
+            .map_err(|end| Lost { end, resume: None }.into_error())?;
         if first.event.as_deref() != Some("endpoint") {
-            return Err("the first event is not an endpoint event".into());
+            return Err(TransportError::Protocol(
+                "the first event of the HTTP+SSE stream is not an endpoint event".into(),
+            ));
         }
-        let endpoint = shared
-            .url
-            .join(first.data.trim())
-            .map_err(|e| format!("bad endpoint {:?}: {e}", first.data))?;
+        // The endpoint's URL carries the session id (a bearer secret): no error shows it.
+        let endpoint = shared.url.join(first.data.trim()).map_err(|e| {
+            TransportError::Protocol(format!("the endpoint event holds an invalid URL ({e})"))
+        })?;
         if endpoint.origin() != shared.url.origin() {
             // Posting our messages to another origin would hand them to a third party.
-            return Err(format!("the endpoint {endpoint} is on another origin"));
+            return Err(TransportError::Protocol(
+                "the endpoint event names another origin".into(),
+            ));
         }
         let waiting: Arc<Mutex<HashSet<RequestId>>> = Arc::default();
         let (shared2, waiting2) = (shared.clone(), waiting.clone());
@@ -68,10 +82,10 @@ impl LegacySse {
                 let event = match reader.next(&mut cursor).await {
                     Ok(e) => e,
                     Err(end) => {
-                        let why = format!("the HTTP+SSE stream ended: {end:?}");
+                        let lost = Lost { end, resume: None }.into_error();
                         let ids: Vec<RequestId> = lock(&waiting2).drain().collect();
                         for id in ids {
-                            shared2.fail(&id, TransportError::StreamLost(why.clone()));
+                            shared2.fail(&id, lost.clone());
                         }
                         return;
                     }
@@ -79,7 +93,7 @@ impl LegacySse {
                 if event.event.as_deref().is_some_and(|e| e != "message") {
                     continue;
                 }
-                for i in transport_decode(&Bytes::from(event.data)) {
+                for i in decode_incoming(&Bytes::from(event.data)) {
                     if let Incoming::Message(Message::Response(r)) = &i
                         && let Some(id) = &r.id
                     {
@@ -89,7 +103,7 @@ impl LegacySse {
                 }
             }
         });
-        Ok(Arc::new(LegacySse {
+        Ok(Arc::new(HttpSseFallback {
             endpoint,
             waiting,
             reader: task.abort_handle(),
@@ -105,7 +119,7 @@ impl LegacySse {
         if let OutgoingKind::Request(id) = &message.kind {
             lock(&self.waiting).insert(id.clone());
         }
-        let mut headers = shared.base_headers("application/json, text/event-stream");
+        let mut headers = shared.base_headers(ACCEPT_BOTH);
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         let sent = shared
             .http
@@ -116,23 +130,18 @@ impl LegacySse {
             .await;
         let outcome = match sent {
             Ok(r) if r.status().is_success() => Ok(()),
-            Ok(r) => {
-                let status = r.status().as_u16();
-                let body = read_body(r, 64 * 1024).await.unwrap_or_default();
-                Err(TransportError::Http {
-                    status,
-                    detail: detail_of(&body),
-                })
-            }
-            Err(e) => Err(connection_error(&e)),
+            Ok(r) => Err(status_error(r).await),
+            Err(e) => Err(connect_error(e)),
         };
-        if let (Err(e), OutgoingKind::Request(id)) = (&outcome, &message.kind) {
-            lock(&self.waiting).remove(id);
-            // The caller of a request learns through recv, as with the other transports.
-            shared.fail(id, e.clone());
-            return Ok(());
+        match (outcome, &message.kind) {
+            (Err(e), OutgoingKind::Request(id)) => {
+                lock(&self.waiting).remove(id);
+                // The caller of a request learns through recv, as with the other transports.
+                shared.fail(id, e);
+                Ok(())
+            }
+            (outcome, _) => outcome,
         }
-        outcome
     }
 
     /// Stops reading the stream.
