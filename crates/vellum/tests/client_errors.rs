@@ -41,10 +41,12 @@ async fn a_closed_port_is_a_connect_error_without_the_url_or_token() {
         l.local_addr().unwrap().port()
     };
     let url = format!("http://127.0.0.1:{port}/mcp?key={SECRET}");
-    let transport = StreamableHttpClientTransport::new(&url).unwrap().with_header(
-        http::header::AUTHORIZATION,
-        HeaderValue::from_str(&format!("Bearer {SECRET}")).unwrap(),
-    );
+    let transport = StreamableHttpClientTransport::new(&url)
+        .unwrap()
+        .with_header(
+            http::header::AUTHORIZATION,
+            HeaderValue::from_str(&format!("Bearer {SECRET}")).unwrap(),
+        );
     assert!(!format!("{transport:?}").contains(SECRET));
     let e = within(
         Client::builder()
@@ -94,10 +96,12 @@ async fn answering(status: u16, body: &'static str) -> String {
 #[tokio::test]
 async fn an_error_status_carries_its_code_and_detail() {
     let url = answering(401, "token expired").await;
-    let transport = StreamableHttpClientTransport::new(&url).unwrap().with_header(
-        http::header::AUTHORIZATION,
-        HeaderValue::from_str(&format!("Bearer {SECRET}")).unwrap(),
-    );
+    let transport = StreamableHttpClientTransport::new(&url)
+        .unwrap()
+        .with_header(
+            http::header::AUTHORIZATION,
+            HeaderValue::from_str(&format!("Bearer {SECRET}")).unwrap(),
+        );
     let e = within(
         Client::builder()
             .protocol(ProtocolChoice::Modern)

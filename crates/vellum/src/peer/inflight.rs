@@ -24,6 +24,12 @@ use crate::sync::lock;
 pub(crate) trait Cancel: Clone {
     /// Stops the request; false if it had already ended.
     fn cancel(&self) -> bool;
+
+    /// True when the request is known to have ended although its entry is still there (see
+    /// [`InflightRequests::spawn`]): its id may be reused.
+    fn has_ended(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(feature = "client")]
@@ -33,6 +39,10 @@ impl Cancel for tokio::task::AbortHandle {
         let running = !self.is_finished();
         self.abort();
         running
+    }
+
+    fn has_ended(&self) -> bool {
+        self.is_finished()
     }
 }
 
@@ -95,23 +105,6 @@ impl<H> InflightRequests<H> {
     /// `start` runs under the table's lock, so a request started there (a spawned task)
     /// cannot finish, and remove itself, before it is registered. Fails, without calling
     /// `start`, while a request with this id still runs.
-    pub(crate) fn start(
-        &self,
-        id: &RequestId,
-        start: impl FnOnce(Ticket) -> H,
-    ) -> Result<Ticket, StillRunning> {
-        let mut table = lock(&self.table);
-        let ticket = Ticket(table.next);
-        match table.map.entry(id.clone()) {
-            Entry::Occupied(_) => Err(StillRunning),
-            Entry::Vacant(slot) => {
-                slot.insert((ticket, start(ticket)));
-                table.next += 1;
-                Ok(ticket)
-            }
-        }
-    }
-
     /// Removes the entry of the finished request `id` registered with `ticket` (if a later
     /// request reused the id, its entry stays).
     pub(crate) fn finish(&self, id: &RequestId, ticket: Ticket) {
@@ -131,6 +124,35 @@ impl<H> InflightRequests<H> {
 }
 
 impl<H: Cancel> InflightRequests<H> {
+    /// Registers the request `id` with the handle `start` makes from the request's ticket.
+    /// `start` runs under the table's lock, so a request started there (a spawned task)
+    /// cannot finish, and remove itself, before it is registered; it must not take the
+    /// lock itself. Fails, without calling `start`, while a request with this id still runs.
+    pub(crate) fn start(
+        &self,
+        id: &RequestId,
+        start: impl FnOnce(Ticket) -> H,
+    ) -> Result<Ticket, StillRunning> {
+        let mut table = lock(&self.table);
+        let ticket = Ticket(table.next);
+        match table.map.entry(id.clone()) {
+            Entry::Occupied(slot) if !slot.get().1.has_ended() => Err(StillRunning),
+            Entry::Occupied(mut slot) => {
+                // A leftover of a request that ended without removing its entry.
+                let stale = std::mem::replace(slot.get_mut(), (ticket, start(ticket)));
+                table.next += 1;
+                drop(table);
+                drop(stale);
+                Ok(ticket)
+            }
+            Entry::Vacant(slot) => {
+                slot.insert((ticket, start(ticket)));
+                table.next += 1;
+                Ok(ticket)
+            }
+        }
+    }
+
     /// Cancels the request `id` (the peer's `notifications/cancelled`); false if no request
     /// with this id runs here. The entry stays until the request finishes.
     pub(crate) fn cancel(&self, id: &RequestId) -> bool {
@@ -163,6 +185,7 @@ impl InflightRequests<tokio::task::AbortHandle> {
                 id: id.clone(),
                 ticket,
             };
+            let _starting = Starting::enter();
             tokio::spawn(async move {
                 let _registered = registered;
                 task.await;
@@ -170,6 +193,32 @@ impl InflightRequests<tokio::task::AbortHandle> {
             .abort_handle()
         })
         .map(|_| ())
+    }
+}
+
+#[cfg(feature = "client")]
+thread_local! {
+    /// True while this thread is inside `tokio::spawn` for [`InflightRequests::spawn`],
+    /// which holds the table's lock.
+    static STARTING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks this thread as starting a task until dropped (also when `spawn` panics).
+#[cfg(feature = "client")]
+struct Starting;
+
+#[cfg(feature = "client")]
+impl Starting {
+    fn enter() -> Starting {
+        STARTING.set(true);
+        Starting
+    }
+}
+
+#[cfg(feature = "client")]
+impl Drop for Starting {
+    fn drop(&mut self) {
+        STARTING.set(false);
     }
 }
 
@@ -184,6 +233,12 @@ struct Registered {
 #[cfg(feature = "client")]
 impl Drop for Registered {
     fn drop(&mut self) {
+        // A runtime shutting down drops the future inside `spawn`, under the table's lock:
+        // leave the entry then (its finished handle lets the id be reused) rather than
+        // deadlock on the lock.
+        if STARTING.get() {
+            return;
+        }
         if let Some(table) = self.table.upgrade() {
             table.finish(&self.id, self.ticket);
         }
@@ -192,9 +247,9 @@ impl Drop for Registered {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
-    use super::*;
 
     #[derive(Clone)]
     struct Flag(Arc<AtomicBool>);
@@ -273,5 +328,42 @@ mod tests {
         })
         .await
         .expect("both requests leave the table");
+    }
+
+    #[cfg(feature = "client")]
+    #[tokio::test]
+    async fn a_task_aborted_before_it_ran_does_not_block_its_id() {
+        let table = Arc::new(InflightRequests::new());
+        let id = RequestId::Number(1);
+        table.spawn(&id, std::future::pending()).unwrap();
+        // Aborted before the (current-thread) runtime ever polled it.
+        assert!(table.cancel(&id));
+        tokio::time::timeout(std::time::Duration::from_secs(5), async {
+            while table.spawn(&id, async {}).is_err() {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("the id is free again once the aborted task is gone");
+    }
+
+    #[cfg(feature = "client")]
+    #[test]
+    fn spawning_on_a_runtime_that_shut_down_does_not_deadlock() {
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+            let handle = rt.handle().clone();
+            drop(rt);
+            let _entered = handle.enter();
+            let table = Arc::new(InflightRequests::new());
+            // The runtime drops the task's future inside `spawn`, under the table's lock.
+            let _ = table.spawn(&RequestId::Number(1), async {});
+            let _ = done.send(table.spawn(&RequestId::Number(1), async {}).is_ok());
+        });
+        let reused = finished
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("spawn returned instead of deadlocking");
+        assert!(reused, "the id of a task that never ran is free again");
     }
 }

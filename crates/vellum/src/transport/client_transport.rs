@@ -1,4 +1,4 @@
-//! The contract between the [`Client`](crate::client::Client) and a client transport:
+//! The contract between the client (`vellum::client::Client`) and a client transport:
 //! messages go out as [`OutgoingMessage`]s, and everything the server sends comes back as
 //! [`Incoming`] events. Published as `vellum::client::{Transport, …}`.
 //!
