@@ -1,17 +1,23 @@
 //! [`ClientBuilder`]: who the client is, what it can do for the server, and how long it waits;
 //! and the two ways in, [`Client::builder`] and [`Client::connect`].
 //!
-//! The builder only fills in a [`Config`]; the handle it connects ([`Client`]) never looks
-//! back at the builder, so the imports run one way (builder → handle → config).
+//! The builder only fills in a [`Config`]; connecting assembles the client's state, starts
+//! its reader and runs the handshake. The handle ([`Client`]) never looks back at the
+//! builder, so the imports run one way (builder → reader → handle → config).
 
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
 
 use super::callbacks::ServerNotification;
 use super::config::{self, Config, ProtocolChoice};
-use super::handle::Client;
+use super::handle::{Client, Inner};
+use super::reader::read_loop;
 use crate::error::Error;
+use crate::peer::{InflightRequests, PendingAnswers, RequestIds};
 use crate::protocol::{
     CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult, ErrorObject,
     Implementation, JsonObject, ListRootsResult, LoggingLevel,
@@ -19,6 +25,36 @@ use crate::protocol::{
 use crate::transport::client_transport::Transport;
 
 impl Client {
+    /// Starts the reader and runs the handshake; closes again if the handshake fails.
+    async fn start(config: Config, transport: Arc<dyn Transport>) -> Result<Client, Error> {
+        let inner = Arc::new(Inner {
+            transport,
+            log_level: RwLock::new(config.log_level),
+            config,
+            ids: RequestIds::new(),
+            pending: PendingAnswers::new(),
+            listen_acks: PendingAnswers::new(),
+            serving: Arc::new(InflightRequests::new()),
+            state: RwLock::new(None),
+            reinit: tokio::sync::Mutex::new(()),
+            generation: AtomicU64::new(0),
+            closed: AtomicBool::new(false),
+            ended: OnceLock::new(),
+            dropped: CancellationToken::new(),
+        });
+        tokio::spawn(read_loop(
+            Arc::downgrade(&inner),
+            inner.transport.clone(),
+            inner.dropped.clone(),
+        ));
+        let client = Client { inner };
+        if let Err(e) = client.handshake().await {
+            client.close().await;
+            return Err(e);
+        }
+        Ok(client)
+    }
+
     /// A builder: identity, handlers, timeouts, era.
     pub fn builder() -> ClientBuilder {
         ClientBuilder::default()

@@ -4,8 +4,9 @@
 //!
 //! The parts of the client each add their methods to [`Client`] in their own file: the
 //! handshake (`handshake.rs`), the call engine (`engine.rs`), MRTR rounds
-//! (`input_rounds.rs`), the typed calls (`calls.rs`), subscriptions (`subscriptions.rs`),
-//! and the reader of what the server sends (`reader.rs`).
+//! (`input_rounds.rs`), the typed calls (`calls.rs`), subscriptions (`subscriptions.rs`);
+//! the reader of what the server sends (`reader.rs`) works on [`Inner`]. The builder
+//! assembles the state and starts the reader.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -17,7 +18,6 @@ use tokio_util::sync::CancellationToken;
 use super::callbacks::ProgressHandler;
 use super::config::Config;
 use super::mirror::ParamHeader;
-use super::reader::read_loop;
 use crate::error::{Error, TransportError};
 use crate::peer::{InflightRequests, PendingAnswers, RequestIds};
 use crate::protocol::{
@@ -124,39 +124,6 @@ impl std::fmt::Debug for Client {
 }
 
 impl Client {
-    /// Starts the reader and runs the handshake; closes again if the handshake fails.
-    pub(super) async fn start(
-        config: Config,
-        transport: Arc<dyn Transport>,
-    ) -> Result<Client, Error> {
-        let inner = Arc::new(Inner {
-            transport,
-            log_level: RwLock::new(config.log_level),
-            config,
-            ids: RequestIds::new(),
-            pending: PendingAnswers::new(),
-            listen_acks: PendingAnswers::new(),
-            serving: Arc::new(InflightRequests::new()),
-            state: RwLock::new(None),
-            reinit: tokio::sync::Mutex::new(()),
-            generation: AtomicU64::new(0),
-            closed: AtomicBool::new(false),
-            ended: OnceLock::new(),
-            dropped: CancellationToken::new(),
-        });
-        tokio::spawn(read_loop(
-            Arc::downgrade(&inner),
-            inner.transport.clone(),
-            inner.dropped.clone(),
-        ));
-        let client = Client { inner };
-        if let Err(e) = client.handshake().await {
-            client.close().await;
-            return Err(e);
-        }
-        Ok(client)
-    }
-
     pub(super) fn state(&self) -> Option<SessionState> {
         read(&self.inner.state).clone()
     }

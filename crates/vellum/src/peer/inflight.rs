@@ -352,7 +352,9 @@ mod tests {
     fn spawning_on_a_runtime_that_shut_down_does_not_deadlock() {
         let (done, finished) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap();
             let handle = rt.handle().clone();
             drop(rt);
             let _entered = handle.enter();

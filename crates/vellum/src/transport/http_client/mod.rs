@@ -45,6 +45,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use client_options::{HttpClientOptions, ReconnectOptions};
 
+use self::http_sse_fallback::send as send_by_fallback;
 use self::post::{cancelled_id, post_one_way, request};
 use self::shared::Shared;
 use self::standalone_stream::standalone;
@@ -186,7 +187,7 @@ impl Transport for StreamableHttpClientTransport {
             }
             let fallback = read(&shared.fallback).clone();
             if let Some(fallback) = fallback {
-                return fallback.send(shared, message).await;
+                return send_by_fallback(&fallback, shared, message).await;
             }
             match &message.kind {
                 OutgoingKind::Request(id) => {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::StatusCode;
 
-use super::http_sse_fallback::HttpSseFallback;
+use super::http_sse_fallback;
 use super::response::{
     ERROR_BODY_LIMIT, answer_in, connect_error, content_type, detail_of, read_body, status_error,
 };
@@ -72,11 +72,11 @@ pub(super) async fn request(shared: &Arc<Shared>, message: OutgoingMessage) {
     }
     let refused_initialize = initialize && matches!(status.as_u16(), 400 | 404 | 405);
     if refused_initialize && shared.options.legacy_sse_fallback {
-        match HttpSseFallback::open(shared).await {
+        match http_sse_fallback::open(shared).await {
             Ok(fallback) => {
                 tracing::debug!("the server speaks the 2024-11-05 HTTP+SSE transport; using it");
                 *write(&shared.fallback) = Some(fallback.clone());
-                if let Err(e) = fallback.send(shared, message).await {
+                if let Err(e) = http_sse_fallback::send(&fallback, shared, message).await {
                     shared.fail(&id, e);
                 }
                 return;

@@ -2,6 +2,7 @@
 //! share (the HTTP client, the endpoint, the session, the queue to `recv`), and the headers
 //! every request it sends carries.
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, RwLock};
 
 use base64::Engine as _;
@@ -11,7 +12,6 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::client_options::HttpClientOptions;
-use super::http_sse_fallback::HttpSseFallback;
 use crate::error::TransportError;
 use crate::peer::InflightRequests;
 use crate::protocol::RequestId;
@@ -39,7 +39,26 @@ pub(super) struct Shared {
     /// Ends the current session's standalone stream.
     pub(super) session_stop: Mutex<CancellationToken>,
     /// Set once the server turned out to speak only the 2024-11-05 HTTP+SSE transport.
-    pub(super) fallback: RwLock<Option<Arc<HttpSseFallback>>>,
+    pub(super) fallback: RwLock<Option<Arc<FallbackConnection>>>,
+}
+
+/// An open connection of the deprecated 2024-11-05 HTTP+SSE transport: what
+/// `http_sse_fallback` opens and then sends through (the data lives here, below both, so
+/// that the shared state can hold it without importing the fallback).
+pub(super) struct FallbackConnection {
+    /// Where messages are POSTed (the stream's `endpoint` event).
+    pub(super) endpoint: reqwest::Url,
+    /// Requests sent and not yet answered: failed when the stream ends.
+    pub(super) waiting: Arc<Mutex<HashSet<RequestId>>>,
+    /// The task reading the stream.
+    pub(super) reader: tokio::task::AbortHandle,
+}
+
+impl FallbackConnection {
+    /// Stops reading the stream.
+    pub(super) fn close(&self) {
+        self.reader.abort();
+    }
 }
 
 impl Shared {
