@@ -21,15 +21,17 @@
 //! ## Layout
 //! Imports run downward through this list (each file uses only those below it, plus
 //! `crate::{peer, protocol, error, sync}` and the transport contract):
-//! - `builder`: [`ClientBuilder`], [`Client::builder`], [`Client::connect`].
+//! - `builder`: [`ClientBuilder`], [`Client::builder`], [`Client::connect`]; connecting
+//!   assembles the shared state, starts the reader and runs the handshake.
 //! - `calls`, `subscriptions`: the typed calls, and `listen` / `resources/subscribe`.
 //! - `handshake`: `server/discover`, the `initialize` fallback, re-initialisation.
 //! - `input_rounds`: the MRTR loop every typed call goes through.
 //! - `engine`: one request out, its answer back (`_meta`, waiting, cancellation, retry).
 //! - `reader`: the task routing what the server sends; `answers`: the callbacks run for
 //!   the server's questions.
-//! - `handle`: [`Client`] and the state its parts share; `config`, `call_options`,
-//!   `callbacks`, `mirror` (`x-mcp-header`).
+//! - `handle`: [`Client`] and the state its parts share.
+//! - `config`, `call_options` (both use `callbacks`), `callbacks`, `mirror`
+//!   (`x-mcp-header`).
 //!
 //! Not here: the transports themselves (see [`crate::transport`]) and the server side.
 
