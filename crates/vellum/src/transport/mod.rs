@@ -6,7 +6,7 @@
 //! - [`memory`]: a client wired to a server in the same process.
 //!
 //! The contract every client transport implements is published with the client, as
-//! [`vellum::client::Transport`](crate::client::Transport).
+//! `vellum::client::Transport` (defined in `client_transport.rs`, below both).
 
 #[cfg(feature = "client")]
 pub(crate) mod client_transport;
