@@ -4,30 +4,42 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
-use clap::{Args, ValueEnum};
-use vellum::server::Server;
+use clap::Args;
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use vellum::store::MemoryEventStore;
 use vellum::transport::http::{
     CrossOriginProtection, StreamableHttpHandler, StreamableHttpOptions, serve_listener,
     serve_listener_with,
 };
+use vellum_demos::{DEMOS, Demo};
 
-#[path = "../../vellum/examples/hello_world.rs"]
-#[allow(dead_code, unreachable_pub)]
-mod hello_world;
+/// Parses `--server NAME` into one of [`DEMOS`], listing them all in `--help`.
+#[derive(Debug, Clone, Copy)]
+struct DemoParser;
 
-// It compiles hello_world.rs again, for its `hello_world` tool.
-#[path = "../../vellum/examples/everything.rs"]
-#[allow(dead_code, unreachable_pub, clippy::duplicate_mod)]
-mod everything;
+impl TypedValueParser for DemoParser {
+    type Value = &'static Demo;
 
-/// Which demo server to serve.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub(crate) enum DemoServer {
-    /// The seed: one `hello_world` tool.
-    HelloWorld,
-    /// Every fixture of the official conformance suite, plus `hello_world`.
-    Everything,
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Self::Value, clap::Error> {
+        let names = PossibleValuesParser::new(DEMOS.iter().map(|d| d.name));
+        let name = names.parse_ref(cmd, arg, value)?;
+        // Only a listed name gets here, so the lookup finds it.
+        vellum_demos::demo(&name)
+            .ok_or_else(|| clap::Error::new(clap::error::ErrorKind::InvalidValue).with_cmd(cmd))
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(
+            DEMOS
+                .iter()
+                .map(|d| PossibleValue::new(d.name).help(d.about)),
+        ))
+    }
 }
 
 /// Flags of `vellum serve`.
@@ -44,8 +56,11 @@ pub(crate) struct ServeArgs {
     #[arg(long, conflicts_with_all = ["addr", "unix"])]
     stdio: bool,
     /// The demo server.
-    #[arg(long, value_enum, default_value = "hello-world")]
-    server: DemoServer,
+    #[arg(long, value_parser = DemoParser, default_value = "hello-world")]
+    server: &'static Demo,
+    /// With `--server bench`: this many extra tools to list (`filler_00000`, …).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    bench_tools: usize,
     /// No sessions: every request stands alone (server→client requests fail at once).
     #[arg(long)]
     stateless: bool,
@@ -106,11 +121,18 @@ pub(crate) struct ServeArgs {
     auth: Box<crate::auth_flags::AuthArgs>,
 }
 
-fn build_server(which: DemoServer) -> anyhow::Result<Server> {
-    match which {
-        DemoServer::HelloWorld => Ok(hello_world::hello_world_server()?),
-        DemoServer::Everything => Ok(everything::everything_server()?),
+/// Builds the chosen demo server (`--bench-tools` only shapes the bench server).
+fn build_server(args: &ServeArgs) -> anyhow::Result<vellum::server::Server> {
+    let name = args.server.name;
+    if args.bench_tools > 0 && name != "bench" {
+        bail!("--bench-tools needs --server bench");
     }
+    let server = if name == "bench" {
+        vellum_demos::bench::bench_server_with(args.bench_tools)
+    } else {
+        (args.server.build)()
+    };
+    server.with_context(|| format!("cannot build the {name} server"))
 }
 
 /// Connects to each Redis URL once.
@@ -232,7 +254,7 @@ async fn shutdown_signal() {
 }
 
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
-    let server = build_server(args.server)?;
+    let server = build_server(&args)?;
     if args.stdio {
         eprintln!("stdio MCP: serving on stdin/stdout");
         vellum::transport::stdio::serve_stdio(server)

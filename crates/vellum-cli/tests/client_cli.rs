@@ -3,19 +3,17 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
-
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use support::{Spawned, vellum_serve};
+use vellum_testkit::process::{ServerProcess, vellum_serve};
 
 use vellum::client::{Client, ProtocolChoice, Transport};
 use vellum::transport::stdio::ChildProcessTransport;
 
 const BIN: &str = env!("CARGO_BIN_EXE_vellum");
 
-fn serve(extra: &[&str]) -> Spawned {
+fn serve(extra: &[&str]) -> ServerProcess {
     vellum_serve(extra)
 }
 

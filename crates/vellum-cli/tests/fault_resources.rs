@@ -8,13 +8,12 @@
 // Test helpers outside #[test] functions fail loudly too.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod security_support;
-
 use std::io::Write;
 use std::net::{Shutdown, TcpStream};
 use std::time::{Duration, Instant};
 
-use security_support::{INIT, INITIALIZED, Serve, build, post_headers, read_response, send};
+use vellum_testkit::process::{ServerProcess, vellum_serve};
+use vellum_testkit::raw::{INIT, INITIALIZED, build, post_headers, read_response, send};
 
 const ARGS: &[&str] = &[
     "--event-store",
@@ -25,7 +24,7 @@ const ARGS: &[&str] = &[
     "1s",
 ];
 
-fn init_on(s: &Serve, conn: &mut TcpStream) -> String {
+fn init_on(s: &ServerProcess, conn: &mut TcpStream) -> String {
     let host = s.host();
     conn.write_all(&build(
         "POST",
@@ -39,7 +38,7 @@ fn init_on(s: &Serve, conn: &mut TcpStream) -> String {
     r.header("mcp-session-id").expect("a session id").to_owned()
 }
 
-fn on_session(s: &Serve, conn: &mut TcpStream, sid: &str, body: &str) -> u16 {
+fn on_session(s: &ServerProcess, conn: &mut TcpStream, sid: &str, body: &str) -> u16 {
     let host = s.host();
     let h = post_headers(
         &host,
@@ -53,7 +52,7 @@ fn on_session(s: &Serve, conn: &mut TcpStream, sid: &str, body: &str) -> u16 {
     read_response(conn).status
 }
 
-fn session_status(s: &Serve, sid: &str) -> u16 {
+fn session_status(s: &ServerProcess, sid: &str) -> u16 {
     let mut c = s.connect();
     on_session(
         s,
@@ -64,7 +63,7 @@ fn session_status(s: &Serve, sid: &str) -> u16 {
 }
 
 /// A client that still works, answered quickly.
-fn assert_served(s: &Serve, within: Duration) {
+fn assert_served(s: &ServerProcess, within: Duration) {
     let start = Instant::now();
     let host = s.host();
     let r = send(
@@ -79,7 +78,7 @@ fn assert_served(s: &Serve, within: Duration) {
     );
 }
 
-fn settle_fds(s: &Serve, baseline: usize, what: &str) {
+fn settle_fds(s: &ServerProcess, baseline: usize, what: &str) {
     s.wait_until(Duration::from_secs(20), what, || s.fds() <= baseline);
 }
 
@@ -87,7 +86,7 @@ const CALL: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"n
 
 #[test]
 fn thousands_of_abandoned_sessions_are_reaped_and_memory_stops_growing() {
-    let s = Serve::start(ARGS);
+    let s = vellum_serve(ARGS);
     // Warm up allocator arenas and lazy statics, then take the baseline.
     {
         let mut c = s.connect();
@@ -156,7 +155,7 @@ fn thousands_of_abandoned_sessions_are_reaped_and_memory_stops_growing() {
 
 #[test]
 fn clients_that_break_off_leave_no_descriptors_behind() {
-    let s = Serve::start(ARGS);
+    let s = vellum_serve(ARGS);
     assert_served(&s, Duration::from_secs(5));
     std::thread::sleep(Duration::from_millis(200));
     let fds0 = s.fds();
@@ -232,7 +231,7 @@ fn clients_that_break_off_leave_no_descriptors_behind() {
 fn a_finished_request_releases_its_id() {
     // A finished request must leave the session's in-flight table (else every request of a
     // long session leaks an entry, and its id stays "in progress" forever).
-    let s = Serve::start(ARGS);
+    let s = vellum_serve(ARGS);
     let mut c = s.connect();
     let sid = init_on(&s, &mut c);
     assert_eq!(on_session(&s, &mut c, &sid, INITIALIZED), 202);
@@ -259,7 +258,7 @@ fn a_finished_request_releases_its_id() {
 
 #[test]
 fn a_reader_that_stalls_does_not_make_the_server_buffer() {
-    let s = Serve::start(ARGS);
+    let s = vellum_serve(ARGS);
     let host = s.host();
     let mut c = s.connect();
     let sid = init_on(&s, &mut c);

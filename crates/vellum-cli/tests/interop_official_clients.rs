@@ -16,12 +16,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
-
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
-use support::{Spawned, vellum_serve};
+use vellum_testkit::process::{ServerProcess, vellum_serve};
 
 const BIN: &str = env!("CARGO_BIN_EXE_vellum");
 
@@ -32,7 +30,7 @@ fn interop(sub: &str) -> PathBuf {
 }
 
 /// `vellum serve` on an ephemeral port, with `--server everything` when this build has it.
-fn serve() -> Spawned {
+fn serve() -> ServerProcess {
     let help = Command::new(BIN)
         .args(["serve", "--help"])
         .output()

@@ -10,17 +10,17 @@
 // Test code: a panic is how a test fails (clippy.toml allows it only inside #[test] fns).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-/// How long a server may take to announce itself, and the client to finish.
+use vellum_testkit::process::{self, ServerProcess};
+
+/// How long the client may take to finish.
 const DEADLINE: Duration = Duration::from_secs(60);
-/// The start line `vellum serve` and the example print on stderr.
-const START_PREFIX: &str = "streamable HTTP MCP: ";
 
 fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -54,62 +54,6 @@ fn require_node_client() -> PathBuf {
         );
     }
     dir.join("client.mjs")
-}
-
-/// A child process that is killed when dropped, with its stderr lines forwarded.
-struct Server {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts `command` and waits (with a deadline) for its start line on stderr.
-fn start_server(mut command: Command) -> Server {
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {command:?}: {e}"));
-    let stderr = child.stderr.take().expect("stderr is piped");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        // Keeps draining stderr for the life of the process, so it never blocks on a pipe.
-        for line in BufReader::new(stderr).lines() {
-            let Ok(line) = line else { break };
-            eprintln!("[server] {line}");
-            let _ = tx.send(line);
-        }
-    });
-    let mut server = Server {
-        child,
-        url: String::new(),
-    };
-    let started = Instant::now();
-    loop {
-        let left = DEADLINE.saturating_sub(started.elapsed());
-        match rx.recv_timeout(left) {
-            Ok(line) => {
-                if let Some(url) = line.strip_prefix(START_PREFIX) {
-                    server.url = url.trim().to_owned();
-                    return server;
-                }
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                panic!("{command:?} printed no start line within {DEADLINE:?}")
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                let status = server.child.wait().ok();
-                panic!("{command:?} exited before its start line: {status:?}")
-            }
-        }
-    }
 }
 
 /// What the node client did.
@@ -197,11 +141,13 @@ fn assert_client_succeeds(url: &str) {
     );
 }
 
-fn vellum_serve(extra: &[&str]) -> Server {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_vellum"));
-    cmd.args(["serve", "--addr", "127.0.0.1:0", "--server", "hello-world"])
-        .args(extra);
-    start_server(cmd)
+fn vellum_serve(extra: &[&str]) -> ServerProcess {
+    let args: Vec<&str> = ["--server", "hello-world"]
+        .iter()
+        .chain(extra)
+        .copied()
+        .collect();
+    process::vellum_serve(&args)
 }
 
 #[test]
@@ -298,24 +244,6 @@ fn the_typescript_client_fails_on_a_mismatch() {
 /// The seed's example listens on the fixed port 8000.
 const EXAMPLE_PORT: u16 = 8000;
 
-fn example_binary() -> PathBuf {
-    // target/<profile>/vellum → target/<profile>/examples/hello_world
-    let bin = PathBuf::from(env!("CARGO_BIN_EXE_vellum"));
-    let dir = bin.parent().expect("the binary is in a folder");
-    let exe = dir
-        .join("examples")
-        .join(format!("hello_world{}", std::env::consts::EXE_SUFFIX));
-    if !exe.is_file() {
-        panic!(
-            "\n\nTHE EXAMPLE BINARY IS MISSING: {}.\n\
-             Build it with `cargo build --examples` (`cargo test --workspace` and \
-             scripts/test.sh build it).\n\n",
-            exe.display()
-        );
-    }
-    exe
-}
-
 /// Waits until something accepts connections on `addr`. The example prints its start line
 /// before it binds, so the line alone does not mean it is listening yet.
 fn wait_listening(addr: SocketAddr) {
@@ -332,7 +260,7 @@ fn wait_listening(addr: SocketAddr) {
 #[test]
 fn typescript_client_talks_to_the_example_on_port_8000() {
     require_node_client();
-    let exe = example_binary();
+    let exe = process::example_bin("hello_world");
     let addr = SocketAddr::from(([127, 0, 0, 1], EXAMPLE_PORT));
     match TcpListener::bind(addr) {
         Ok(l) => drop(l),
@@ -342,7 +270,7 @@ fn typescript_client_talks_to_the_example_on_port_8000() {
              hello_world`?) and run the tests again.\n\n"
         ),
     }
-    let server = start_server(Command::new(&exe));
+    let server = ServerProcess::spawn(Command::new(&exe));
     assert_eq!(server.url, format!("http://127.0.0.1:{EXAMPLE_PORT}"));
     wait_listening(addr);
     assert_client_succeeds(&server.url);

@@ -11,22 +11,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
-
 use std::path::PathBuf;
 use std::process::Command;
-use std::time::Duration;
-
-use support::{Spawned, spawn_server};
 
 use serde_json::json;
-use vellum::client::{Client, ClientBuilder, Transport};
-use vellum::protocol::{
-    CreateMessageResult, ElicitAction, ElicitResult, OneOrMany, ResourceContents, Role,
-    SamplingContent,
-};
+use vellum::client::{ClientBuilder, ProtocolChoice, Transport};
+use vellum::protocol::ResourceContents;
 use vellum::transport::http_client::StreamableHttpClientTransport;
 use vellum::transport::stdio::ChildProcessTransport;
+use vellum_testkit::client::Seen;
+use vellum_testkit::process::ServerProcess;
 
 const BIN: &str = env!("CARGO_BIN_EXE_vellum");
 
@@ -61,38 +55,19 @@ fn stdio_line(which: &str) -> String {
     format!("node {} {which} stdio", dir().join("server.mjs").display())
 }
 
-fn http_server(which: &str) -> Spawned {
+fn http_server(which: &str) -> ServerProcess {
     server_on(which, "http")
 }
 
 /// A TypeScript server over HTTP (`http`) or HTTP+SSE (`sse`); killed on drop.
-fn server_on(which: &str, transport: &str) -> Spawned {
-    spawn_server(node_command(&[which, transport]))
+fn server_on(which: &str, transport: &str) -> ServerProcess {
+    ServerProcess::spawn(node_command(&[which, transport]))
 }
 
-/// A client that answers sampling and elicitation like a user and a model would.
+/// The test kit's client: it answers sampling (`four`) and elicitation (`Alice`) like a
+/// model and a user would.
 fn builder() -> ClientBuilder {
-    Client::builder()
-        .name("vellum-interop", "0.1.0")
-        .request_timeout(Duration::from_secs(30))
-        .on_sampling(|_p| async move {
-            Ok(CreateMessageResult {
-                role: Role::Assistant,
-                content: OneOrMany::One(SamplingContent::text("four")),
-                model: "vellum-test-model".into(),
-                stop_reason: Some("endTurn".into()),
-                meta: None,
-            })
-        })
-        .on_elicitation(|_p| async move {
-            let mut content = serde_json::Map::new();
-            content.insert("name".into(), json!("Alice"));
-            Ok(ElicitResult {
-                action: ElicitAction::Accept,
-                content: Some(content),
-                meta: None,
-            })
-        })
+    vellum_testkit::client::builder(ProtocolChoice::Auto, &Seen::default())
 }
 
 fn text_of(r: &vellum::protocol::CallToolResult) -> String {

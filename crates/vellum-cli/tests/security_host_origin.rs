@@ -5,9 +5,8 @@
 // Test helpers outside #[test] functions fail loudly too.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod security_support;
-
-use security_support::{INIT, Serve, build, send};
+use vellum_testkit::process::{ServerProcess, vellum_serve};
+use vellum_testkit::raw::{INIT, build, send};
 
 /// One row: method, headers (`{host}` is replaced by the server's host:port), expected status.
 struct Row {
@@ -31,9 +30,9 @@ const fn row(
     }
 }
 
-fn run(s: &Serve, rows: &[Row]) {
+fn run(s: &ServerProcess, rows: &[Row]) {
     let host = s.host();
-    let port = s.addr.port().to_string();
+    let port = s.addr().port().to_string();
     let mut failures = Vec::new();
     for r in rows {
         let mut headers: Vec<(String, String)> = vec![
@@ -87,7 +86,7 @@ fn run(s: &Serve, rows: &[Row]) {
 
 #[test]
 fn default_policy() {
-    let s = Serve::start(&[]);
+    let s = vellum_serve(&[]);
     run(
         &s,
         &[
@@ -258,7 +257,7 @@ fn default_policy() {
 
 #[test]
 fn trusted_origin() {
-    let s = Serve::start(&["--trusted-origin", "http://app.test:3000"]);
+    let s = vellum_serve(&["--trusted-origin", "http://app.test:3000"]);
     run(
         &s,
         &[
@@ -311,7 +310,7 @@ fn trusted_origin() {
 
 #[test]
 fn protections_turned_off() {
-    let s = Serve::start(&["--no-cross-origin-protection"]);
+    let s = vellum_serve(&["--no-cross-origin-protection"]);
     run(
         &s,
         &[
@@ -336,7 +335,7 @@ fn protections_turned_off() {
             ),
         ],
     );
-    let s = Serve::start(&["--disable-localhost-protection"]);
+    let s = vellum_serve(&["--disable-localhost-protection"]);
     run(
         &s,
         &[

@@ -5,11 +5,12 @@
 // Test helpers outside #[test] functions fail loudly too.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod security_support;
-
 use jsonwebtoken::{EncodingKey, Header};
-use security_support::{INIT, INITIALIZED, Serve, build, post_headers, send};
 use serde_json::json;
+use vellum_testkit::process::{
+    ServerProcess, vellum_serve, vellum_serve_fails, vellum_serve_with_env,
+};
+use vellum_testkit::raw::{INIT, INITIALIZED, build, post_headers, send};
 
 const SECRET: &str = "a test secret of at least thirty-two bytes";
 const ISSUER: &str = "http://127.0.0.1:9/as";
@@ -30,18 +31,18 @@ fn token(sub: &str, aud: &str, scope: &str) -> String {
     .unwrap()
 }
 
-fn serve(extra: &[&str]) -> Serve {
+fn serve(extra: &[&str]) -> ServerProcess {
     let mut args = vec!["--auth-issuer", ISSUER, "--auth-audience", AUDIENCE];
     args.extend_from_slice(extra);
-    Serve::start_with_env(&args, &[("VELLUM_AUTH_HS256_SECRET", SECRET)])
+    vellum_serve_with_env(&args, &[("VELLUM_AUTH_HS256_SECRET", SECRET)])
 }
 
 fn post(
-    s: &Serve,
+    s: &ServerProcess,
     bearer: Option<&str>,
     session: Option<&str>,
     body: &str,
-) -> security_support::Resp {
+) -> vellum_testkit::raw::Resp {
     let host = s.host();
     let auth = bearer.map(|t| format!("Bearer {t}"));
     let mut extra = Vec::new();
@@ -142,7 +143,7 @@ fn auth_scope_requires_the_scope() {
 
 #[test]
 fn key_set_urls_must_be_https_unless_loopback() {
-    let err = Serve::fails(&[
+    let err = vellum_serve_fails(&[
         "--auth-jwks",
         "http://as.example.com/jwks.json",
         "--auth-issuer",
@@ -152,7 +153,7 @@ fn key_set_urls_must_be_https_unless_loopback() {
     ]);
     assert!(err.contains("https"), "{err}");
     // A loopback key set is accepted; while it is unreachable, tokens get 503, not 401.
-    let s = Serve::start(&[
+    let s = vellum_serve(&[
         "--auth-jwks",
         "http://127.0.0.1:9/jwks.json",
         "--auth-issuer",

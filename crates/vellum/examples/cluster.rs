@@ -17,10 +17,7 @@ use vellum::prelude::*;
 use vellum::protocol::{ElicitAction, ElicitFormParams, ElicitParams, LoggingLevel};
 use vellum::store::redis::{Redis, RedisOptions};
 use vellum::transport::http::serve_listener;
-
-#[path = "hello_world.rs"]
-#[allow(dead_code, unreachable_pub)]
-mod hello_world;
+use vellum_demos::hello_world;
 
 /// Input of `slow`.
 #[derive(Deserialize, JsonSchema)]

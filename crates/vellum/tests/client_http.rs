@@ -4,23 +4,27 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod client_support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use client_support::{Seen, builder, call_with_progress, exercise, fixture_server, serve_http};
 use serde_json::json;
 use vellum::client::{Client, ProtocolChoice, ServerNotification};
 use vellum::prelude::*;
 use vellum::store::MemoryEventStore;
 use vellum::transport::http::StreamableHttpOptions;
 use vellum::transport::http_client::{HttpClientOptions, StreamableHttpClientTransport};
+use vellum_testkit::client::{Seen, builder, call_with_progress, exercise};
+use vellum_testkit::fixture::test_server;
+use vellum_testkit::http::TestHttpServer;
 
 #[tokio::test]
 async fn legacy_session_every_call_and_delete_on_close() {
-    let (server, _) = fixture_server();
-    let http = serve_http(server, StreamableHttpOptions::default()).await;
+    let server = test_server().server;
+    let http = TestHttpServer::start_instrumented(StreamableHttpHandler::for_server(
+        server,
+        StreamableHttpOptions::default(),
+    ))
+    .await;
     let seen = Seen::default();
     let transport = StreamableHttpClientTransport::new(&http.url).unwrap();
     let client = builder(ProtocolChoice::Legacy, &seen)
@@ -47,11 +51,11 @@ async fn legacy_session_every_call_and_delete_on_close() {
 #[tokio::test]
 async fn modern_every_call_json_and_sse() {
     for json_response in [false, true] {
-        let (server, _) = fixture_server();
-        let http = serve_http(
+        let server = test_server().server;
+        let http = TestHttpServer::start_instrumented(StreamableHttpHandler::for_server(
             server,
             StreamableHttpOptions::default().json_response(json_response),
-        )
+        ))
         .await;
         let seen = Seen::default();
         let client = builder(ProtocolChoice::Modern, &seen)
@@ -73,8 +77,12 @@ async fn modern_every_call_json_and_sse() {
 
 #[tokio::test]
 async fn auto_detects_the_era_and_falls_back_to_a_stateless_legacy_server() {
-    let (server, _) = fixture_server();
-    let http = serve_http(server, StreamableHttpOptions::default()).await;
+    let server = test_server().server;
+    let http = TestHttpServer::start_instrumented(StreamableHttpHandler::for_server(
+        server,
+        StreamableHttpOptions::default(),
+    ))
+    .await;
     let client = Client::connect(StreamableHttpClientTransport::new(&http.url).unwrap())
         .await
         .unwrap();
@@ -83,8 +91,12 @@ async fn auto_detects_the_era_and_falls_back_to_a_stateless_legacy_server() {
 
     // A legacy-only endpoint: another server would answer the probe with a plain 4xx; here
     // the client is pinned to legacy against a stateless server (no session id at all).
-    let (server, _) = fixture_server();
-    let http = serve_http(server, StreamableHttpOptions::default().stateless(true)).await;
+    let server = test_server().server;
+    let http = TestHttpServer::start_instrumented(StreamableHttpHandler::for_server(
+        server,
+        StreamableHttpOptions::default().stateless(true),
+    ))
+    .await;
     let transport = StreamableHttpClientTransport::new(&http.url).unwrap();
     let client = Client::builder()
         .protocol(ProtocolChoice::Legacy)
@@ -102,8 +114,12 @@ async fn auto_detects_the_era_and_falls_back_to_a_stateless_legacy_server() {
 
 #[tokio::test]
 async fn a_forgotten_session_is_reinitialized_transparently() {
-    let (server, _) = fixture_server();
-    let http = serve_http(server, StreamableHttpOptions::default()).await;
+    let server = test_server().server;
+    let http = TestHttpServer::start_instrumented(StreamableHttpHandler::for_server(
+        server,
+        StreamableHttpOptions::default(),
+    ))
+    .await;
     let transport = StreamableHttpClientTransport::new(&http.url).unwrap();
     let client = Client::builder()
         .protocol(ProtocolChoice::Legacy)
@@ -172,7 +188,11 @@ async fn a_stream_ended_mid_call_is_resumed_without_loss_or_duplicates() {
     let options = StreamableHttpOptions::default().event_store(Arc::new(MemoryEventStore::new(
         MemoryEventStore::DEFAULT_MAX_BYTES,
     )));
-    let http = serve_http(resumable_server(), options).await;
+    let http = TestHttpServer::start_instrumented(StreamableHttpHandler::for_server(
+        resumable_server(),
+        options,
+    ))
+    .await;
     let mut client_options = HttpClientOptions::default();
     client_options.standalone_stream = false;
     let transport = StreamableHttpClientTransport::with_options(&http.url, client_options).unwrap();
@@ -276,7 +296,9 @@ async fn a_connection_cut_mid_call_is_resumed_without_loss_or_duplicates() {
     let options = StreamableHttpOptions::default().event_store(Arc::new(MemoryEventStore::new(
         MemoryEventStore::DEFAULT_MAX_BYTES,
     )));
-    let http = serve_http(server, options).await;
+    let http =
+        TestHttpServer::start_instrumented(StreamableHttpHandler::for_server(server, options))
+            .await;
     let upstream: std::net::SocketAddr = http
         .url
         .trim_start_matches("http://")
@@ -316,8 +338,12 @@ async fn a_connection_cut_mid_call_is_resumed_without_loss_or_duplicates() {
 
 #[tokio::test]
 async fn listen_delivers_only_the_asked_list_changes() {
-    let (server, _) = fixture_server();
-    let http = serve_http(server.clone(), StreamableHttpOptions::default()).await;
+    let server = test_server().server;
+    let http = TestHttpServer::start_instrumented(StreamableHttpHandler::for_server(
+        server.clone(),
+        StreamableHttpOptions::default(),
+    ))
+    .await;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let client = Client::builder()
         .protocol(ProtocolChoice::Modern)

@@ -2,19 +2,19 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod client_support;
-
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use client_support::{Seen, builder, exercise, fixture_server};
 use serde_json::json;
 use vellum::client::{CallOptions, ProtocolChoice};
+use vellum::server::ServerOptions;
 use vellum::transport::memory::MemoryTransport;
+use vellum_testkit::client::{Seen, builder, exercise};
+use vellum_testkit::fixture::{test_server, test_server_with};
 
 #[tokio::test]
 async fn legacy_session_every_call() {
-    let (server, _) = fixture_server();
+    let server =
+        test_server_with(ServerOptions::default().with_instructions("Use the fixtures.")).server;
     let seen = Seen::default();
     let client = builder(ProtocolChoice::Legacy, &seen)
         .connect(MemoryTransport::new(server))
@@ -28,7 +28,7 @@ async fn legacy_session_every_call() {
 
 #[tokio::test]
 async fn modern_every_call() {
-    let (server, _) = fixture_server();
+    let server = test_server().server;
     let seen = Seen::default();
     let client = builder(ProtocolChoice::Modern, &seen)
         .connect(MemoryTransport::new(server))
@@ -41,7 +41,7 @@ async fn modern_every_call() {
 
 #[tokio::test]
 async fn auto_picks_the_modern_era_of_a_dual_era_server() {
-    let (server, _) = fixture_server();
+    let server = test_server().server;
     let seen = Seen::default();
     let client = builder(ProtocolChoice::Auto, &seen)
         .connect(MemoryTransport::new(server))
@@ -59,16 +59,17 @@ async fn auto_picks_the_modern_era_of_a_dual_era_server() {
 #[tokio::test]
 async fn a_timed_out_call_is_cancelled_on_the_server() {
     for choice in [ProtocolChoice::Legacy, ProtocolChoice::Modern] {
-        let (server, flags) = fixture_server();
+        let fixture = test_server();
+        let server = fixture.server.clone();
         let seen = Seen::default();
         let client = builder(choice, &seen)
             .connect(MemoryTransport::new(server))
             .await
             .unwrap();
-        let started = flags.hang_started.notified();
+        let started = fixture.slow.entered();
         let call = client.call_tool_with(
             vellum::protocol::CallToolParams {
-                name: "hang".into(),
+                name: "slow".into(),
                 arguments: json!({}).as_object().cloned(),
                 ..Default::default()
             },
@@ -77,10 +78,9 @@ async fn a_timed_out_call_is_cancelled_on_the_server() {
         let (r, ()) = tokio::join!(call, started);
         assert!(matches!(r, Err(vellum::Error::Timeout(_))), "{r:?}");
         // The cancellation reaches the server, which drops the handler.
-        tokio::time::timeout(Duration::from_secs(5), flags.hang_dropped_event.notified())
+        tokio::time::timeout(Duration::from_secs(5), fixture.slow.dropped())
             .await
             .expect("the server never dropped the cancelled handler");
-        assert!(flags.hang_dropped.load(Ordering::SeqCst));
         // The client still works afterwards.
         client.ping().await.unwrap();
     }

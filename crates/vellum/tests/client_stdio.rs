@@ -3,14 +3,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod client_support;
-
-use client_support::{Seen, builder, exercise, fixture_server};
 use vellum::client::ProtocolChoice;
 use vellum::transport::stdio::{LineTransport, serve_lines};
+use vellum_testkit::client::{Seen, builder, exercise};
+use vellum_testkit::fixture::test_server;
 
 async fn run(choice: ProtocolChoice, modern: bool) {
-    let (server, _) = fixture_server();
+    let server = test_server().server;
     let (client_end, server_end) = tokio::io::duplex(64 * 1024);
     let (server_read, server_write) = tokio::io::split(server_end);
     let served = tokio::spawn(serve_lines(server, server_read, server_write));

@@ -1,20 +1,15 @@
-//! The conformance fixtures of `examples/everything.rs`, driven by a 2026-07-28 client over
-//! loopback HTTP: no handshake, per-request `_meta`, MRTR instead of requests to the client,
+//! The conformance fixtures of `vellum_demos::everything`, driven by a 2026-07-28 client
+//! over loopback HTTP: no handshake, per-request `_meta`, MRTR instead of requests to the client,
 //! `ttlMs`/`cacheScope` on cacheable results, -32602 for unknown resources. (The legacy era
 //! of the same fixtures is what the official suite checks: scripts/conformance.sh.)
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod features_support;
-
-#[path = "../examples/everything.rs"]
-#[allow(dead_code, unreachable_pub)]
-mod everything;
-
-use features_support::{Modern, spawn};
 use serde_json::{Value, json};
+use vellum_testkit::http::{Modern, TestHttpServer};
 
-async fn client() -> (features_support::TestServer, Modern) {
-    let server = spawn(everything::everything_server().unwrap()).await;
+async fn client() -> (TestHttpServer, Modern) {
+    let server =
+        TestHttpServer::serve(vellum_demos::everything::everything_server().unwrap()).await;
     let c = Modern::new(&server.url);
     (server, c)
 }

@@ -13,13 +13,14 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures_util::StreamExt as _;
+use reqwest::Method;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use vellum::prelude::*;
 use vellum::store::MemoryEventStore;
 use vellum::transport::http::serve_listener;
+use vellum_testkit::http::{McpHttp, SseReader};
 
 const VERSION: &str = "2025-11-25";
 
@@ -83,44 +84,29 @@ impl Rng {
     }
 }
 
-/// One SSE event as the client sees it.
-#[derive(Debug)]
-struct Event {
-    id: Option<String>,
-    data: String,
-}
+/// How long the client waits for the next block of a stream.
+const BLOCK_WAIT: Duration = Duration::from_secs(15);
 
-/// Reads SSE events from a response body until `on_event` says stop or the stream ends.
-/// Returns false when the stream ended.
+/// Reads blocks of `reader` until `on_block` says stop or the stream ends. Returns false
+/// when the stream ended.
 async fn read_events(
-    resp: reqwest::Response,
-    mut on_event: impl FnMut(Event) -> bool,
+    mut reader: SseReader,
+    mut on_block: impl FnMut(Option<&str>, Option<&str>) -> bool,
 ) -> Result<bool, String> {
-    let mut body = resp.bytes_stream();
-    let mut buf = String::new();
     loop {
-        while let Some(end) = buf.find("\n\n") {
-            let frame: String = buf.drain(..end + 2).collect();
-            let mut ev = Event {
-                id: None,
-                data: String::new(),
-            };
-            for line in frame.lines() {
-                if let Some(v) = line.strip_prefix("id: ") {
-                    ev.id = Some(v.to_owned());
-                } else if let Some(v) = line.strip_prefix("data: ") {
-                    ev.data.push_str(v);
+        match reader.next_block_within(BLOCK_WAIT).await {
+            Err(()) => return Err(format!("no event for {} s", BLOCK_WAIT.as_secs())),
+            Ok(None) => {
+                return match reader.broken() {
+                    Some(e) => Err(format!("body error: {e}")),
+                    None => Ok(false),
+                };
+            }
+            Ok(Some(b)) => {
+                if !on_block(b.id.as_deref(), b.data.as_deref()) {
+                    return Ok(true); // Dropped by us: the body goes, the connection closes.
                 }
             }
-            if !on_event(ev) {
-                return Ok(true); // Dropped by us: the body goes, the connection closes.
-            }
-        }
-        match tokio::time::timeout(Duration::from_secs(15), body.next()).await {
-            Ok(Some(Ok(chunk))) => buf.push_str(&String::from_utf8_lossy(&chunk)),
-            Ok(Some(Err(e))) => return Err(format!("body error: {e}")),
-            Ok(None) => return Ok(false),
-            Err(_) => return Err("no event for 15 s".into()),
         }
     }
 }
@@ -135,23 +121,11 @@ struct Tally {
 }
 
 struct Client {
-    http: reqwest::Client,
-    url: String,
-    session: String,
-    next_id: i64,
+    mcp: McpHttp,
+    last_id: i64,
 }
 
 impl Client {
-    fn post(&self, body: &Value) -> reqwest::RequestBuilder {
-        self.http
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-session-id", &self.session)
-            .header("mcp-protocol-version", VERSION)
-            .body(body.to_string())
-    }
-
     /// Runs one call, dropping its stream at random and resuming it, and checks that its
     /// answer and every progress notification arrive exactly once and in order.
     async fn call(
@@ -163,19 +137,25 @@ impl Client {
         expect: &str,
         steps: u32,
     ) -> Result<(), String> {
-        self.next_id += 1;
-        let id = self.next_id;
+        let id = self.mcp.next_id();
+        self.last_id = id;
         let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
             "params": {"name": name, "arguments": args, "_meta": {"progressToken": id}}});
         tally.requests += 1;
-        let resp = self.post(&body).send().await.map_err(|e| e.to_string())?;
+        let resp = self
+            .mcp
+            .builder(Method::POST)
+            .body(body.to_string())
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
         if resp.status() != 200 {
             return Err(format!("call {id}: HTTP {}", resp.status()));
         }
         let mut answers = 0u32;
         let mut progress: Vec<u64> = Vec::new();
         let mut last_id: Option<String> = None;
-        let mut resp = resp;
+        let mut resp = SseReader::new(resp);
         let mut attempt = 0;
         loop {
             // Drop after a random number of events (or never).
@@ -185,12 +165,12 @@ impl Client {
                 None
             };
             let mut error = None;
-            let dropped = read_events(resp, |ev| {
-                if let Some(eid) = &ev.id {
-                    last_id = Some(eid.clone());
+            let dropped = read_events(resp, |eid, data| {
+                if let Some(eid) = eid {
+                    last_id = Some(eid.to_owned());
                 }
-                if !ev.data.is_empty() {
-                    match serde_json::from_str::<Value>(&ev.data) {
+                if let Some(data) = data.filter(|d| !d.is_empty()) {
+                    match serde_json::from_str::<Value>(data) {
                         Ok(v) if v["method"] == "notifications/progress" => {
                             progress.push(v["params"]["progress"].as_f64().unwrap_or(-1.0) as u64);
                         }
@@ -232,19 +212,16 @@ impl Client {
             tally.resumes += 1;
             // The server waits (briefly) for the dropped response to notice its broken
             // connection, so a resume right after a drop succeeds without client retries.
-            resp = self
-                .http
-                .get(&self.url)
-                .header("accept", "text/event-stream")
-                .header("mcp-session-id", &self.session)
-                .header("mcp-protocol-version", VERSION)
-                .header("last-event-id", last)
+            let resumed = self
+                .mcp
+                .get(Some(last))
                 .send()
                 .await
                 .map_err(|e| e.to_string())?;
-            if resp.status() != 200 {
-                return Err(format!("call {id}: resume HTTP {}", resp.status()));
+            if resumed.status() != 200 {
+                return Err(format!("call {id}: resume HTTP {}", resumed.status()));
             }
+            resp = SseReader::new(resumed);
         }
         if answers != 1 {
             return Err(format!("call {id}: answered {answers} times"));
@@ -260,32 +237,9 @@ impl Client {
 }
 
 async fn open(http: &reqwest::Client, url: &str) -> Client {
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "soak", "version": "1"}}});
-    let r = http
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(init.to_string())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    let session = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
-    let _ = r.bytes().await.unwrap();
-    let c = Client {
-        http: http.clone(),
-        url: url.to_owned(),
-        session,
-        next_id: 0,
-    };
-    let r = c
-        .post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 202);
-    c
+    let mut mcp = McpHttp::with_client(url, http.clone());
+    mcp.connect(VERSION).await;
+    Client { mcp, last_id: 0 }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -348,7 +302,7 @@ async fn sessions_with_random_drops_lose_and_duplicate_nothing() {
                 if let Err(e) = result {
                     return Err(format!("session {s} (seed {seed}): {e}"));
                 }
-                assert!(seen.insert(client.next_id), "ids are unique");
+                assert!(seen.insert(client.last_id), "ids are unique");
             }
             Ok(tally)
         }));

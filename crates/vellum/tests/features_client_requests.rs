@@ -4,17 +4,15 @@
 //! 2026-07-28. Over loopback HTTP.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod features_support;
-
 use std::time::Duration;
 
-use features_support::{Legacy, Modern, spawn};
 use serde_json::{Value, json};
 use vellum::prelude::*;
 use vellum::protocol::{
     CreateMessageParams, ElicitFormParams, ElicitParams, ElicitUrlParams, SamplingMessage,
 };
 use vellum::server::{NoArgs, RequestStateKey};
+use vellum_testkit::http::{Legacy, Modern, SseReader, TestHttpServer};
 
 fn form(message: &str) -> ElicitParams {
     let schema = json!({"type": "object",
@@ -105,7 +103,7 @@ fn answer(request: &Value) -> Value {
 
 #[tokio::test]
 async fn legacy_sessions_ask_with_requests_on_the_stream() {
-    let srv = spawn(server(ServerOptions::default())).await;
+    let srv = TestHttpServer::serve(server(ServerOptions::default())).await;
     let c = Legacy::connect(&srv.url).await;
     let a = c
         .request_answering(
@@ -145,17 +143,17 @@ async fn legacy_sessions_ask_with_requests_on_the_stream() {
 
 #[tokio::test]
 async fn legacy_questions_time_out_and_invalid_answers_are_refused() {
-    let srv = spawn(server(ServerOptions::default())).await;
+    let srv = TestHttpServer::serve(server(ServerOptions::default())).await;
     let c = Legacy::connect(&srv.url).await;
     // Never answer: the question is cancelled on the client's side and the call goes on.
     let resp = c
         .post(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
             "params": {"name": "impatient", "arguments": {}}}))
         .await;
-    let mut reader = features_support::SseReader::new(resp);
+    let mut reader = SseReader::new(resp);
     let mut seen = Vec::new();
     let result = loop {
-        let m = reader.next().await.expect("stream ended");
+        let m = reader.next_json().await.expect("stream ended");
         if m["id"] == 1 && m.get("method").is_none() {
             break m;
         }
@@ -188,7 +186,7 @@ async fn legacy_questions_time_out_and_invalid_answers_are_refused() {
 
 #[tokio::test]
 async fn missing_capabilities_are_refused_before_asking() {
-    let srv = spawn(server(ServerOptions::default())).await;
+    let srv = TestHttpServer::serve(server(ServerOptions::default())).await;
     let c = Legacy::connect_with(&srv.url, "2025-06-18", json!({})).await;
     let a = c
         .request(
@@ -243,7 +241,7 @@ async fn mrtr_rounds(c: &Modern, first_id: i64) -> (Value, usize) {
 
 #[tokio::test]
 async fn modern_handlers_ask_through_retries() {
-    let srv = spawn(server(ServerOptions::default())).await;
+    let srv = TestHttpServer::serve(server(ServerOptions::default())).await;
     let c = Modern::new(&srv.url);
     let (result, rounds) = mrtr_rounds(&c, 1).await;
     assert_eq!(rounds, 3, "three questions, three retries");
@@ -255,7 +253,7 @@ async fn modern_handlers_ask_through_retries() {
 
 #[tokio::test]
 async fn request_state_is_signed_and_bound() {
-    let srv = spawn(server(ServerOptions::default())).await;
+    let srv = TestHttpServer::serve(server(ServerOptions::default())).await;
     let c = Modern::new(&srv.url);
     // Round 1 and 2, to get a state that carries the first answer.
     let first = c
@@ -309,7 +307,7 @@ async fn request_state_is_signed_and_bound() {
         .await;
     assert_eq!(other.error_code(), -32602);
     // Another server with its own key does not accept it ...
-    let other_srv = spawn(server(ServerOptions::default())).await;
+    let other_srv = TestHttpServer::serve(server(ServerOptions::default())).await;
     let other_client = Modern::new(&other_srv.url);
     let r = other_client
         .request(
@@ -324,11 +322,12 @@ async fn request_state_is_signed_and_bound() {
 #[tokio::test]
 async fn instances_sharing_a_key_accept_each_others_states() {
     let key = RequestStateKey::from_secret("a shared secret for the whole deployment");
-    let a = spawn(server(
+    let a = TestHttpServer::serve(server(
         ServerOptions::default().with_request_state_key(key.clone()),
     ))
     .await;
-    let b = spawn(server(ServerOptions::default().with_request_state_key(key))).await;
+    let b =
+        TestHttpServer::serve(server(ServerOptions::default().with_request_state_key(key))).await;
     let ca = Modern::new(&a.url);
     let cb = Modern::new(&b.url);
     // Round 1 on A, round 2 on A (state issued), round 3 on B.

@@ -2,16 +2,15 @@
 //! what observers see, on HTTP (both eras) and on a message-stream connection.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod features_support;
-
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use features_support::{DEADLINE, Legacy, Modern, spawn};
 use serde_json::{Value, json};
 use vellum::prelude::*;
 use vellum::protocol::{ErrorObject, LoggingLevel};
 use vellum::server::{Connection, MessageEvent, Outcome};
+use vellum_testkit::DEADLINE;
+use vellum_testkit::http::{Legacy, Modern, TestHttpServer};
 
 type Log = Arc<Mutex<Vec<String>>>;
 
@@ -84,7 +83,7 @@ fn take(log: &Log) -> Vec<String> {
 #[tokio::test]
 async fn order_and_rejection_in_both_eras() {
     let log: Log = Arc::default();
-    let srv = spawn(server(&log)).await;
+    let srv = TestHttpServer::serve(server(&log)).await;
     let mut modern = Modern::new(&srv.url);
     modern.log_level = Some("info");
     let a = modern
@@ -132,7 +131,7 @@ async fn order_and_rejection_in_both_eras() {
 async fn middleware_applies_to_connections_too() {
     let log: Log = Arc::default();
     let (conn, mut rx) = Connection::new(server(&log));
-    let meta = features_support::modern_meta(&json!({}));
+    let meta = vellum_testkit::http::modern_meta(&json!({}));
     conn.handle_bytes(Bytes::from(
         json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
             "params": {"name": "secret", "arguments": {}, "_meta": meta}})

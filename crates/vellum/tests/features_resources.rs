@@ -2,12 +2,10 @@
 //! eras.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod features_support;
-
-use features_support::{Legacy, Modern, spawn};
 use serde_json::json;
 use vellum::prelude::*;
 use vellum::protocol::{CompleteParams, CompletionReference, ResourceLink, Role};
+use vellum_testkit::http::{Legacy, Modern, TestHttpServer};
 
 fn server() -> Server {
     let s = Server::new(
@@ -91,7 +89,7 @@ fn server() -> Server {
 
 #[tokio::test]
 async fn resources_and_templates_in_both_eras() {
-    let srv = spawn(server()).await;
+    let srv = TestHttpServer::serve(server()).await;
     let legacy = Legacy::connect(&srv.url).await;
     let modern = Modern::new(&srv.url);
 
@@ -150,7 +148,7 @@ async fn resources_and_templates_in_both_eras() {
 #[tokio::test]
 async fn subscriptions_in_both_eras() {
     let s = server();
-    let srv = spawn(s.clone()).await;
+    let srv = TestHttpServer::serve(s.clone()).await;
     let legacy = Legacy::connect(&srv.url).await;
     let mut get = legacy.listen().await;
     let sub = legacy
@@ -164,7 +162,7 @@ async fn subscriptions_in_both_eras() {
             json!({"resourceSubscriptions": ["mem://b"], "resourcesListChanged": true}),
         )
         .await;
-    let ack = listen.next().await.unwrap();
+    let ack = listen.next_json().await.unwrap();
     assert_eq!(
         ack["params"]["notifications"]["resourceSubscriptions"],
         json!(["mem://b"])
@@ -177,10 +175,10 @@ async fn subscriptions_in_both_eras() {
 
     s.notify_resource_updated("mem://b"); // only the listen stream
     s.notify_resource_updated("mem://a"); // only the legacy session
-    let n = get.next().await.unwrap();
+    let n = get.next_json().await.unwrap();
     assert_eq!(n["method"], "notifications/resources/updated");
     assert_eq!(n["params"]["uri"], "mem://a");
-    let n = listen.next().await.unwrap();
+    let n = listen.next_json().await.unwrap();
     assert_eq!(n["method"], "notifications/resources/updated");
     assert_eq!(n["params"]["uri"], "mem://b");
     assert_eq!(
@@ -196,19 +194,19 @@ async fn subscriptions_in_both_eras() {
     s.notify_resource_updated("mem://a");
     assert!(s.remove_resource("mem://c"));
     assert_eq!(
-        get.next().await.unwrap()["method"],
+        get.next_json().await.unwrap()["method"],
         "notifications/resources/list_changed",
         "the update of mem://a was not sent after unsubscribing"
     );
     assert_eq!(
-        listen.next().await.unwrap()["method"],
+        listen.next_json().await.unwrap()["method"],
         "notifications/resources/list_changed"
     );
 }
 
 #[tokio::test]
 async fn prompts_and_completion_in_both_eras() {
-    let srv = spawn(server()).await;
+    let srv = TestHttpServer::serve(server()).await;
     let legacy = Legacy::connect(&srv.url).await;
     let modern = Modern::new(&srv.url);
     let list = modern.request(1, "prompts/list", json!({})).await;

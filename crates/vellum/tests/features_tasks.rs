@@ -3,16 +3,15 @@
 //! (`resultType: "task"`, `tasks/get|update|cancel`, input via `tasks/update`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod features_support;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use features_support::{DEADLINE, Legacy, Modern, spawn};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use vellum::prelude::*;
 use vellum::protocol::{ElicitFormParams, ElicitParams, TaskSupport};
+use vellum_testkit::DEADLINE;
+use vellum_testkit::http::{Legacy, Modern, TestHttpServer};
 
 struct DropSignal(Arc<Notify>);
 impl Drop for DropSignal {
@@ -76,7 +75,7 @@ where
 async fn legacy_tasks() {
     let gate = Arc::new(Notify::new());
     let dropped = Arc::new(Notify::new());
-    let srv = spawn(server(gate.clone(), dropped.clone())).await;
+    let srv = TestHttpServer::serve(server(gate.clone(), dropped.clone())).await;
     let c = Legacy::connect(&srv.url).await;
     let other = Legacy::connect(&srv.url).await;
 
@@ -161,9 +160,10 @@ async fn legacy_tasks() {
 
 #[tokio::test]
 async fn tasks_are_advertised_per_era() {
-    let srv = spawn(server(Arc::default(), Arc::default())).await;
+    let srv = TestHttpServer::serve(server(Arc::default(), Arc::default())).await;
     let c = Legacy::connect(&srv.url).await;
     let init = c
+        .mcp
         .http
         .post(&srv.url)
         .header("accept", "application/json, text/event-stream")
@@ -191,7 +191,7 @@ async fn tasks_are_advertised_per_era() {
 #[tokio::test]
 async fn modern_tasks_with_input() {
     let gate = Arc::new(Notify::new());
-    let srv = spawn(server(gate.clone(), Arc::default())).await;
+    let srv = TestHttpServer::serve(server(gate.clone(), Arc::default())).await;
     let mut c = Modern::new(&srv.url);
     // Without the extension, a tool that only runs as a task is refused ...
     let refused = c

@@ -3,15 +3,13 @@
 //! notifications.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod features_support;
-
-use features_support::{Legacy, Modern, spawn};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use vellum::prelude::*;
 use vellum::protocol::{Icon, ListCapability, ServerCapabilities, TaskSupport, ToolAnnotations};
 use vellum::server::NoArgs;
+use vellum_testkit::http::{Legacy, Modern, TestHttpServer};
 
 #[derive(Deserialize, JsonSchema)]
 struct AddInput {
@@ -68,7 +66,7 @@ fn server(page_size: usize) -> Server {
 
 #[tokio::test]
 async fn typed_tools_in_both_eras() {
-    let srv = spawn(server(100)).await;
+    let srv = TestHttpServer::serve(server(100)).await;
     let legacy = Legacy::connect(&srv.url).await;
     let modern = Modern::new(&srv.url);
 
@@ -153,7 +151,7 @@ async fn typed_tools_in_both_eras() {
 #[tokio::test]
 async fn pagination_with_opaque_cursors() {
     let s = server(2);
-    let srv = spawn(s).await;
+    let srv = TestHttpServer::serve(s).await;
     let legacy = Legacy::connect(&srv.url).await;
     let modern = Modern::new(&srv.url);
     for era in ["legacy", "modern"] {
@@ -189,7 +187,7 @@ async fn pagination_with_opaque_cursors() {
 #[tokio::test]
 async fn tools_added_and_removed_at_run_time_are_announced() {
     let s = server(100);
-    let srv = spawn(s.clone()).await;
+    let srv = TestHttpServer::serve(s.clone()).await;
     let legacy = Legacy::connect(&srv.url).await;
     let modern = Modern::new(&srv.url);
     let mut get = legacy.listen().await;
@@ -199,7 +197,7 @@ async fn tools_added_and_removed_at_run_time_are_announced() {
             json!({"toolsListChanged": true, "promptsListChanged": true}),
         )
         .await;
-    let ack = listen.next().await.unwrap();
+    let ack = listen.next_json().await.unwrap();
     assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
     assert_eq!(
         ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
@@ -221,9 +219,9 @@ async fn tools_added_and_removed_at_run_time_are_announced() {
         )
         .unwrap();
     }
-    let n = get.next().await.unwrap();
+    let n = get.next_json().await.unwrap();
     assert_eq!(n["method"], "notifications/tools/list_changed");
-    let n = listen.next().await.unwrap();
+    let n = listen.next_json().await.unwrap();
     assert_eq!(n["method"], "notifications/tools/list_changed");
     assert_eq!(
         n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
@@ -242,11 +240,11 @@ async fn tools_added_and_removed_at_run_time_are_announced() {
     assert!(s.remove_tool("late2"));
     assert!(!s.remove_tool("late2"));
     assert_eq!(
-        get.next().await.unwrap()["method"],
+        get.next_json().await.unwrap()["method"],
         "notifications/tools/list_changed"
     );
     assert_eq!(
-        listen.next().await.unwrap()["method"],
+        listen.next_json().await.unwrap()["method"],
         "notifications/tools/list_changed"
     );
     let r = legacy.request(3, "tools/list", json!({})).await;
@@ -266,7 +264,7 @@ async fn changes_are_not_announced_where_the_capabilities_say_list_changed_false
         ..Default::default()
     });
     let s = Server::new(Implementation::new("quiet-tools", "1"), options);
-    let srv = spawn(s.clone()).await;
+    let srv = TestHttpServer::serve(s.clone()).await;
     let legacy = Legacy::connect(&srv.url).await;
     let mut get = legacy.listen().await;
     s.add_raw_tool(
@@ -283,7 +281,7 @@ async fn changes_are_not_announced_where_the_capabilities_say_list_changed_false
     )
     .unwrap();
     assert_eq!(
-        get.next().await.unwrap()["method"],
+        get.next_json().await.unwrap()["method"],
         "notifications/prompts/list_changed"
     );
 }
@@ -306,7 +304,7 @@ async fn raw_schemas_are_listed_verbatim_and_enforced() {
         },
     )
     .unwrap();
-    let srv = spawn(s).await;
+    let srv = TestHttpServer::serve(s).await;
     let modern = Modern::new(&srv.url);
     let list = modern.request(1, "tools/list", json!({})).await;
     assert_eq!(list.result()["tools"][0]["inputSchema"], schema);

@@ -2,16 +2,15 @@
 //! and over a message-stream [`Connection`] for the stdio rules.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod features_support;
-
 use bytes::Bytes;
-use features_support::{DEADLINE, Legacy, Modern, SseReader, spawn};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use tokio::sync::Notify;
 use vellum::prelude::*;
 use vellum::protocol::LoggingLevel;
 use vellum::server::{Connection, NoArgs};
+use vellum_testkit::DEADLINE;
+use vellum_testkit::http::{Legacy, Modern, SseReader, TestHttpServer};
 
 /// Signals when dropped: proves a handler's future was dropped (cancelled).
 struct DropSignal(Arc<Notify>);
@@ -58,7 +57,7 @@ fn server(dropped: Arc<Notify>, started: Arc<Notify>) -> Server {
     s
 }
 
-fn levels(a: &features_support::Answer) -> Vec<String> {
+fn levels(a: &vellum_testkit::http::Reply) -> Vec<String> {
     a.notifications("notifications/message")
         .iter()
         .map(|m| m["params"]["level"].as_str().unwrap().to_owned())
@@ -67,7 +66,7 @@ fn levels(a: &features_support::Answer) -> Vec<String> {
 
 #[tokio::test]
 async fn logging_follows_the_level_of_each_era() {
-    let srv = spawn(server(Arc::default(), Arc::default())).await;
+    let srv = TestHttpServer::serve(server(Arc::default(), Arc::default())).await;
     let legacy = Legacy::connect(&srv.url).await;
     let call = json!({"name": "chatty", "arguments": {}});
     // No level set: nothing is logged.
@@ -97,7 +96,7 @@ async fn logging_follows_the_level_of_each_era() {
 
 #[tokio::test]
 async fn progress_needs_a_token_and_must_increase() {
-    let srv = spawn(server(Arc::default(), Arc::default())).await;
+    let srv = TestHttpServer::serve(server(Arc::default(), Arc::default())).await;
     let legacy = Legacy::connect(&srv.url).await;
     let modern = Modern::new(&srv.url);
     let plain = json!({"name": "chatty", "arguments": {}});
@@ -130,7 +129,7 @@ async fn progress_needs_a_token_and_must_increase() {
 async fn legacy_cancellation_drops_the_handler_and_sends_nothing() {
     let dropped = Arc::new(Notify::new());
     let started = Arc::new(Notify::new());
-    let srv = spawn(server(dropped.clone(), started.clone())).await;
+    let srv = TestHttpServer::serve(server(dropped.clone(), started.clone())).await;
     let c = Legacy::connect(&srv.url).await;
     let resp = c
         .post(&json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
@@ -152,7 +151,7 @@ async fn legacy_cancellation_drops_the_handler_and_sends_nothing() {
     // The stream ends without a response for the cancelled request.
     let mut reader = SseReader::new(resp);
     assert!(
-        reader.next().await.is_none(),
+        reader.next_json().await.is_none(),
         "a cancelled request gets no answer"
     );
     // The session goes on.
@@ -164,7 +163,7 @@ async fn legacy_cancellation_drops_the_handler_and_sends_nothing() {
 async fn modern_cancellation_is_closing_the_stream() {
     let dropped = Arc::new(Notify::new());
     let started = Arc::new(Notify::new());
-    let srv = spawn(server(dropped.clone(), started.clone())).await;
+    let srv = TestHttpServer::serve(server(dropped.clone(), started.clone())).await;
     let c = Modern::new(&srv.url);
     let resp = c
         .post(&c.body(1, "tools/call", json!({"name": "forever", "arguments": {}})))
@@ -180,7 +179,7 @@ async fn modern_cancellation_is_closing_the_stream() {
 
 #[tokio::test]
 async fn ping_is_exactly_empty() {
-    let srv = spawn(server(Arc::default(), Arc::default())).await;
+    let srv = TestHttpServer::serve(server(Arc::default(), Arc::default())).await;
     let c = Legacy::connect(&srv.url).await;
     let raw = c
         .post(&json!({"jsonrpc": "2.0", "id": "p", "method": "ping"}))
@@ -216,7 +215,7 @@ async fn stdio_cancellation_in_both_eras() {
         async move { conn.handle_bytes(Bytes::from(v.to_string())).await }
     };
     // A modern request on stdio is cancelled with notifications/cancelled.
-    let meta = features_support::modern_meta(&json!({}));
+    let meta = vellum_testkit::http::modern_meta(&json!({}));
     send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": "forever", "arguments": {}, "_meta": meta}}))
     .await;

@@ -7,16 +7,14 @@
 // Test code: a panic is how a test fails (clippy.toml allows it only inside #[test] fns).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use vellum::prelude::{CallToolRequest, CallToolResult, HandlerError, RequestContext, Tool};
 use vellum::server::NoArgs;
 use vellum::transport::http::StreamableHttpOptions;
 
-use common::fixtures::http_test_server;
-use common::http::{
+use vellum_testkit::fixture::test_server;
+use vellum_testkit::http::{
     Answer, MODERN, PROTOCOL_VERSION, SESSION_ID, Streamed, TestHttpServer, assert_rejected,
     modern_body, text_of,
 };
@@ -40,8 +38,8 @@ fn modern_result(a: &Answer) -> &Value {
     r
 }
 
-async fn start() -> (common::fixtures::HttpFixture, TestHttpServer) {
-    let f = http_test_server();
+async fn start() -> (vellum_testkit::fixture::Fixture, TestHttpServer) {
+    let f = test_server();
     let srv = TestHttpServer::start(f.server.clone(), StreamableHttpOptions::default()).await;
     (f, srv)
 }
@@ -515,7 +513,7 @@ async fn one_standalone_stream_at_a_time() {
     let _theirs = other.listen().await;
     // Once the first is gone, a new one may open.
     drop(first);
-    let deadline = tokio::time::Instant::now() + common::DEADLINE;
+    let deadline = tokio::time::Instant::now() + vellum_testkit::DEADLINE;
     loop {
         match c.get_stream(None).await {
             Streamed::Stream(_) => break,

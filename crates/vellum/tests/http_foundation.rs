@@ -6,18 +6,16 @@
 // Test code: a panic is how a test fails (clippy.toml allows it only inside #[test] fns).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use futures_util::future::join_all;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use vellum::protocol::ProtocolVersion;
 use vellum::transport::http::StreamableHttpOptions;
 
-use common::fixtures::test_server;
-use common::hello_world::hello_world_server;
-use common::http::{SESSION_ID, TestHttpServer, parse_sse};
-use common::within;
+use vellum_demos::hello_world::hello_world_server;
+use vellum_testkit::fixture::test_server;
+use vellum_testkit::http::{SESSION_ID, TestHttpServer, parse_sse};
+use vellum_testkit::within;
 
 const LEGACY: [&str; 3] = ["2025-03-26", "2025-06-18", "2025-11-25"];
 

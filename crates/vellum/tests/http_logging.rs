@@ -8,8 +8,6 @@
 // Test code: a panic is how a test fails (clippy.toml allows it only inside #[test] fns).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
@@ -24,8 +22,8 @@ use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::{Layer, Registry};
 use vellum::transport::http::StreamableHttpOptions;
 
-use common::fixtures::http_test_server;
-use common::http::TestHttpServer;
+use vellum_testkit::fixture::test_server;
+use vellum_testkit::http::TestHttpServer;
 
 type Fields = BTreeMap<String, String>;
 
@@ -119,7 +117,7 @@ impl Capture {
 #[tokio::test]
 async fn with_a_logger_each_request_gets_a_span_with_the_mcp_fields() {
     let capture = Capture::default();
-    let f = http_test_server();
+    let f = test_server();
     let srv = TestHttpServer::start(
         f.server,
         StreamableHttpOptions::default().logger(capture.dispatch()),
@@ -201,7 +199,7 @@ async fn without_a_logger_the_handler_logs_nothing_under_a_global_subscriber() {
     let global = Capture::default();
     tracing::subscriber::set_global_default(Registry::default().with(global.clone()))
         .expect("no other global subscriber in this test binary");
-    let f = http_test_server();
+    let f = test_server();
     let srv = TestHttpServer::start(f.server, StreamableHttpOptions::default()).await;
     let mut c = srv.client();
     c.connect("2025-11-25").await;

@@ -7,19 +7,17 @@
 // Test code: a panic is how a test fails (clippy.toml allows it only inside #[test] fns).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use vellum::transport::http::{StreamableHttpHandler, StreamableHttpOptions};
 
-use common::fixtures::{HttpFixture, http_test_server};
-use common::http::{
+use vellum_testkit::fixture::{Fixture, test_server};
+use vellum_testkit::http::{
     Answer, McpHttp, SESSION_ID, SseBlock, TestHttpServer, assert_rejected, text_of,
 };
-use common::within;
+use vellum_testkit::within;
 
 fn options() -> StreamableHttpOptions {
     StreamableHttpOptions::default()
@@ -46,7 +44,7 @@ fn progress_of(messages: &[Value], token: &str) -> Vec<f64> {
 
 #[tokio::test]
 async fn stateless_mints_and_checks_no_session_id() {
-    let f = http_test_server();
+    let f = test_server();
     let srv = TestHttpServer::start(f.server, options().stateless(true)).await;
 
     // `initialize` still negotiates, but no session id comes back.
@@ -83,7 +81,7 @@ async fn stateless_mints_and_checks_no_session_id() {
 
 #[tokio::test]
 async fn stateful_default_mints_and_checks_session_ids() {
-    let f = http_test_server();
+    let f = test_server();
     let srv = TestHttpServer::start(f.server, options()).await;
     let mut c = srv.client();
     c.connect("2025-06-18").await;
@@ -104,7 +102,7 @@ async fn stateful_default_mints_and_checks_session_ids() {
 
 #[tokio::test]
 async fn stateless_get_and_delete_are_405_allowing_post() {
-    let f = http_test_server();
+    let f = test_server();
     let srv = TestHttpServer::start(f.server, options().stateless(true)).await;
     let mut c = srv.client();
     c.session = Some("any".into());
@@ -120,7 +118,7 @@ async fn stateless_get_and_delete_are_405_allowing_post() {
     }
     // Stateful, the same methods are served (or refused for another reason), and PUT's
     // 405 allows all three.
-    let f = http_test_server();
+    let f = test_server();
     let stateful = TestHttpServer::start(f.server, options()).await;
     let c = stateful.client();
     let a = c.send(c.builder(Method::PUT)).await;
@@ -130,7 +128,7 @@ async fn stateless_get_and_delete_are_405_allowing_post() {
 
 #[tokio::test]
 async fn stateless_server_to_client_request_fails_at_once() {
-    let f = http_test_server();
+    let f = test_server();
     let srv = TestHttpServer::start(f.server, options().stateless(true)).await;
     let c = srv.client();
     // The tool waits up to 60 s for the client's answer; a stateless server must not even
@@ -149,7 +147,7 @@ async fn stateless_server_to_client_request_fails_at_once() {
 
 #[tokio::test]
 async fn stateful_server_to_client_request_reaches_the_client() {
-    let f = http_test_server();
+    let f = test_server();
     let srv = TestHttpServer::start(f.server, options()).await;
     let mut c = srv.client();
     c.connect("2025-06-18").await;
@@ -169,7 +167,7 @@ async fn stateful_server_to_client_request_reaches_the_client() {
 
 #[tokio::test]
 async fn stateless_notifications_reach_the_requests_response() {
-    let f = http_test_server();
+    let f = test_server();
     let srv = TestHttpServer::start(f.server, options().stateless(true)).await;
     let c = srv.client();
     let a = c
@@ -187,7 +185,7 @@ async fn stateless_notifications_reach_the_requests_response() {
 
 #[tokio::test]
 async fn stateless_log_messages_reach_the_requests_response() {
-    let f = http_test_server();
+    let f = test_server();
     let srv = TestHttpServer::start(f.server, options().stateless(true)).await;
     let c = srv.client();
     let a = c
@@ -203,7 +201,7 @@ async fn stateless_log_messages_reach_the_requests_response() {
 
 #[tokio::test]
 async fn json_response_answers_with_one_json_body() {
-    let f = http_test_server();
+    let f = test_server();
     let srv = TestHttpServer::start(f.server, options().json_response(true)).await;
     let mut c = srv.client();
     c.connect("2025-06-18").await;
@@ -233,7 +231,7 @@ async fn json_response_answers_with_one_json_body() {
 
 #[tokio::test]
 async fn without_json_response_requests_are_answered_with_sse() {
-    let f = http_test_server();
+    let f = test_server();
     let srv = TestHttpServer::start(f.server, options()).await;
     let mut c = srv.client();
     c.connect("2025-06-18").await;
@@ -251,7 +249,7 @@ async fn without_json_response_requests_are_answered_with_sse() {
 
 #[tokio::test]
 async fn json_response_upgrades_to_sse_when_notifications_come_first() {
-    let f = http_test_server();
+    let f = test_server();
     let srv = TestHttpServer::start(f.server, options().json_response(true)).await;
     let mut c = srv.client();
     c.connect("2025-06-18").await;
@@ -291,7 +289,7 @@ async fn json_response_upgrades_to_sse_when_notifications_come_first() {
 #[tokio::test]
 async fn a_client_accepting_only_json_gets_json() {
     for json_response in [true, false] {
-        let f = http_test_server();
+        let f = test_server();
         let srv = TestHttpServer::start(f.server, options().json_response(json_response)).await;
         let mut c = srv.client();
         c.connect("2025-06-18").await;
@@ -324,7 +322,7 @@ fn assert_json_answer_to(a: &Answer, id: &Value) {
 
 /// A JSON-mode session with a `slow` call in flight: the client, the call, its answer.
 async fn json_call_in_flight(
-    f: &HttpFixture,
+    f: &Fixture,
     srv: &TestHttpServer,
 ) -> (McpHttp, Value, tokio::task::JoinHandle<Answer>) {
     let mut c = srv.client();
@@ -340,7 +338,7 @@ async fn json_call_in_flight(
 
 #[tokio::test]
 async fn a_json_request_whose_session_ends_gets_a_json_rpc_answer() {
-    let f = http_test_server();
+    let f = test_server();
     let srv = TestHttpServer::start(f.server.clone(), options().json_response(true)).await;
     let (c, call, in_flight) = json_call_in_flight(&f, &srv).await;
     assert_eq!(c.delete().await, StatusCode::NO_CONTENT);
@@ -352,7 +350,7 @@ async fn a_json_request_whose_session_ends_gets_a_json_rpc_answer() {
 
 #[tokio::test]
 async fn a_cancelled_json_request_gets_no_empty_json_body() {
-    let f = http_test_server();
+    let f = test_server();
     let srv = TestHttpServer::start(f.server.clone(), options().json_response(true)).await;
     let (c, call, in_flight) = json_call_in_flight(&f, &srv).await;
     let cancel = json!({"requestId": call["id"]});
@@ -392,7 +390,7 @@ fn chunked(body: String) -> reqwest::Body {
 
 #[tokio::test]
 async fn max_body_bytes_limits_bodies_chunked_or_not() {
-    let f = http_test_server();
+    let f = test_server();
     let mut o = options().stateless(true);
     o.max_body_bytes = 1000;
     let srv = TestHttpServer::start(f.server, o).await;
@@ -421,7 +419,7 @@ async fn max_body_bytes_limits_bodies_chunked_or_not() {
 #[tokio::test]
 async fn max_body_bytes_defaults_to_4_mib() {
     assert_eq!(options().max_body_bytes, 4 << 20);
-    let f = http_test_server();
+    let f = test_server();
     let srv = TestHttpServer::start(f.server, options().stateless(true)).await;
     let c = srv.client();
     let a = c.post_raw(body_of_size(4 << 20)).await;
@@ -435,11 +433,11 @@ async fn max_body_bytes_defaults_to_4_mib() {
 #[tokio::test]
 async fn idle_streams_get_keep_alive_comments_at_the_configured_interval() {
     let interval = Duration::from_millis(100);
-    let f = http_test_server();
+    let f = test_server();
     let mut on = options();
     on.sse_keep_alive = Some(interval);
     let srv = TestHttpServer::start(f.server, on).await;
-    let f = http_test_server();
+    let f = test_server();
     let mut off = options();
     off.sse_keep_alive = None;
     let quiet = TestHttpServer::start(f.server, off).await;
@@ -479,7 +477,7 @@ async fn idle_streams_get_keep_alive_comments_at_the_configured_interval() {
 
 #[tokio::test]
 async fn a_long_post_stream_gets_keep_alives_too() {
-    let f = http_test_server();
+    let f = test_server();
     let mut o = options();
     o.sse_keep_alive = Some(Duration::from_millis(50));
     let srv = TestHttpServer::start(f.server, o).await;
@@ -501,7 +499,7 @@ async fn a_long_post_stream_gets_keep_alives_too() {
 
 #[tokio::test]
 async fn live_sse_answers_carry_the_headers_that_stop_proxy_buffering() {
-    let f = http_test_server();
+    let f = test_server();
     let srv = TestHttpServer::start(f.server, options()).await;
     let mut c = srv.client();
     c.connect("2025-11-25").await;
@@ -527,7 +525,7 @@ async fn live_sse_answers_carry_the_headers_that_stop_proxy_buffering() {
 
 #[tokio::test]
 async fn graceful_shutdown_ends_idle_streams_with_retry_and_finishes_calls() {
-    let f = http_test_server();
+    let f = test_server();
     let mut srv = TestHttpServer::start(f.server, options()).await;
     let mut c = srv.client();
     c.connect("2025-11-25").await;
@@ -566,7 +564,7 @@ async fn graceful_shutdown_ends_idle_streams_with_retry_and_finishes_calls() {
 
 #[tokio::test]
 async fn graceful_shutdown_lets_in_flight_requests_finish() {
-    let f = http_test_server();
+    let f = test_server();
     let mut srv = TestHttpServer::start(f.server.clone(), options().json_response(true)).await;
     let (_c, _call, in_flight) = json_call_in_flight(&f, &srv).await;
     srv.begin_stop();
@@ -592,7 +590,7 @@ async fn serve_unix_serves_mcp_on_a_unix_socket() {
     std::fs::create_dir_all(&dir).expect("a temp dir");
     let path = dir.join("mcp.sock");
     let _ = std::fs::remove_file(&path);
-    let f = http_test_server();
+    let f = test_server();
     let handler = StreamableHttpHandler::for_server(f.server, options());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(vellum::transport::http::serve_unix(
@@ -602,7 +600,7 @@ async fn serve_unix_serves_mcp_on_a_unix_socket() {
             let _ = stopped.await;
         },
     ));
-    common::eventually("the socket file", || path.exists()).await;
+    vellum_testkit::eventually("the socket file", || path.exists()).await;
 
     let http = reqwest::Client::builder()
         .unix_socket(path.clone())

@@ -8,8 +8,6 @@
 // Test code: a panic is how a test fails (clippy.toml allows it only inside #[test] fns).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -23,8 +21,8 @@ use vellum::protocol::RequestId;
 use vellum::store::{EventId, EventStore, MemoryEventStore, StoreError, StoredEvent, StreamId};
 use vellum::transport::http::{StreamableHttpHandler, StreamableHttpOptions};
 
-use common::fixtures::http_test_server;
-use common::http::{
+use vellum_testkit::fixture::test_server;
+use vellum_testkit::http::{
     ACCEPT_BOTH, Answer, MODERN, McpHttp, PROTOCOL_VERSION, SESSION_ID, TestHttpServer,
     message_ids, modern_body, paced_answer,
 };
@@ -243,8 +241,10 @@ fn every_row_of_the_doc_is_tested() {
 
 // ---- helpers --------------------------------------------------------------------------------------
 
-async fn server(options: StreamableHttpOptions) -> (common::fixtures::HttpFixture, TestHttpServer) {
-    let f = http_test_server();
+async fn server(
+    options: StreamableHttpOptions,
+) -> (vellum_testkit::fixture::Fixture, TestHttpServer) {
+    let f = test_server();
     let srv = TestHttpServer::start(f.server.clone(), options).await;
     (f, srv)
 }
@@ -460,7 +460,7 @@ async fn raw_http(srv: &TestHttpServer, request: &[u8], half_close: bool) -> Ans
         s.shutdown().await.expect("half-close");
     }
     let mut raw = Vec::new();
-    common::within("the raw answer", s.read_to_end(&mut raw))
+    vellum_testkit::within("the raw answer", s.read_to_end(&mut raw))
         .await
         .expect("read");
     let split = raw
@@ -757,14 +757,14 @@ async fn row_unknown_session() {
     let (_f, srv) = server(o).await;
     let mut c = srv.client();
     assert_eq!(c.initialize("2025-06-18").await.status, StatusCode::OK);
-    common::eventually("the session to expire", || srv.handler.session_count() == 0).await;
+    vellum_testkit::eventually("the session to expire", || srv.handler.session_count() == 0).await;
     check(LEGACY, UNKNOWN_SESSION, &c.post(&body).await, None);
 }
 
 #[tokio::test]
 async fn row_other_principal() {
-    let f = http_test_server();
-    let srv = TestHttpServer::start_with_principals(StreamableHttpHandler::for_server(
+    let f = test_server();
+    let srv = TestHttpServer::start_instrumented(StreamableHttpHandler::for_server(
         f.server,
         StreamableHttpOptions::default(),
     ))
@@ -818,11 +818,11 @@ async fn row_max_sessions() {
     check(LEGACY, MAX_SESSIONS, &a, None);
 
     // Per principal.
-    let f = http_test_server();
+    let f = test_server();
     let mut o = StreamableHttpOptions::default();
     o.max_sessions_per_principal = Some(1);
     let srv =
-        TestHttpServer::start_with_principals(StreamableHttpHandler::for_server(f.server, o)).await;
+        TestHttpServer::start_instrumented(StreamableHttpHandler::for_server(f.server, o)).await;
     let c = srv.client();
     let init_as = |who: &str| {
         c.builder(Method::POST)
@@ -885,7 +885,9 @@ async fn row_duplicate_id() {
         assert_eq!(e["id"], 77);
         f.slow.release();
         // The first request with that id is untouched.
-        let a = common::within("the first request", first).await.unwrap();
+        let a = vellum_testkit::within("the first request", first)
+            .await
+            .unwrap();
         assert_eq!(
             a.messages.last().unwrap()["result"]["content"][0]["text"],
             "slow done"

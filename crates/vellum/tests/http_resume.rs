@@ -6,8 +6,6 @@
 // Test code: a panic is how a test fails (clippy.toml allows it only inside #[test] fns).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,12 +14,12 @@ use serde_json::{Value, json};
 use vellum::store::MemoryEventStore;
 use vellum::transport::http::StreamableHttpOptions;
 
-use common::fixtures::{HttpFixture, http_test_server};
-use common::http::{
+use vellum_testkit::fixture::{Fixture, test_server};
+use vellum_testkit::http::{
     McpHttp, SseBlock, SseReader, Streamed, TestHttpServer, assert_rejected, message_ids,
     paced_answer, text_of,
 };
-use common::within;
+use vellum_testkit::within;
 
 fn with_store() -> StreamableHttpOptions {
     StreamableHttpOptions::default().event_store(Arc::new(MemoryEventStore::default()))
@@ -55,7 +53,7 @@ async fn streaming_answers_carry_ids_and_complete_answers_do_not() {
         } else {
             "without a store"
         };
-        let f = http_test_server();
+        let f = test_server();
         let o = if store {
             with_store()
         } else {
@@ -93,7 +91,7 @@ async fn priming_event_and_retry_open_2025_11_25_streams() {
         ("2025-11-25", false, true, false),
     ];
     for (version, store, post_primed, get_primed) in cases {
-        let f = http_test_server();
+        let f = test_server();
         let mut o = if store {
             with_store()
         } else {
@@ -141,7 +139,7 @@ async fn priming_event_and_retry_open_2025_11_25_streams() {
 /// attached (409: the server waits a second for it first); returns the stream and how many
 /// 409s it took.
 async fn resume(c: &McpHttp, last_id: &str) -> (SseReader, u32) {
-    let deadline = tokio::time::Instant::now() + common::DEADLINE;
+    let deadline = tokio::time::Instant::now() + vellum_testkit::DEADLINE;
     let mut conflicts = 0;
     loop {
         match c.get_stream(Some(last_id)).await {
@@ -154,7 +152,7 @@ async fn resume(c: &McpHttp, last_id: &str) -> (SseReader, u32) {
                 assert!(
                     tokio::time::Instant::now() < deadline,
                     "resuming after {last_id} stayed 409 for {:?}",
-                    common::DEADLINE
+                    vellum_testkit::DEADLINE
                 );
                 tokio::time::sleep(Duration::from_millis(2)).await;
             }
@@ -211,7 +209,7 @@ impl Delivered {
 /// One paced call of `steps` progress notifications, its connection dropped at random
 /// points and resumed, events released at random points (while connected or not).
 async fn resumed_round(
-    f: &HttpFixture,
+    f: &Fixture,
     c: &McpHttp,
     rng: &mut Rng,
     steps: u32,
@@ -268,7 +266,7 @@ async fn resumed_round(
 #[tokio::test]
 async fn resumption_after_random_drops_delivers_every_event_exactly_once_in_order() {
     const STEPS: u32 = 100;
-    let f = http_test_server();
+    let f = test_server();
     let srv = TestHttpServer::start(f.server.clone(), with_store()).await;
     let mut rng = Rng(0x5EED_0003);
     let (mut drops, mut conflicts) = (0, 0);
@@ -293,7 +291,7 @@ async fn resumption_after_random_drops_delivers_every_event_exactly_once_in_orde
 
 #[tokio::test]
 async fn the_standalone_stream_resumes_too() {
-    let f = http_test_server();
+    let f = test_server();
     let srv = TestHttpServer::start(f.server.clone(), with_store()).await;
     let mut c = srv.client();
     c.connect("2025-11-25").await;
@@ -336,7 +334,7 @@ async fn the_standalone_stream_resumes_too() {
 async fn a_resume_takes_the_stream_over_from_a_get_the_server_still_holds() {
     // A client whose connection silently died (the server has not noticed) resumes at once:
     // the new GET gets the stream, the old response ends, and events go to the new one.
-    let f = http_test_server();
+    let f = test_server();
     let srv = TestHttpServer::start(f.server.clone(), with_store()).await;
     let mut c = srv.client();
     c.connect("2025-11-25").await;
@@ -375,7 +373,7 @@ async fn a_resume_takes_the_stream_over_from_a_get_the_server_still_holds() {
 
 #[tokio::test]
 async fn evicted_events_give_a_clear_error_not_an_empty_stream() {
-    let f = http_test_server();
+    let f = test_server();
     let store = Arc::new(MemoryEventStore::new(600));
     let srv = TestHttpServer::start(
         f.server.clone(),
@@ -408,7 +406,7 @@ async fn evicted_events_give_a_clear_error_not_an_empty_stream() {
 
 #[tokio::test]
 async fn a_bad_last_event_id_is_refused_at_once() {
-    let f = http_test_server();
+    let f = test_server();
     let srv = TestHttpServer::start(f.server.clone(), with_store()).await;
     let mut c = srv.client();
     c.connect("2025-11-25").await;
@@ -442,7 +440,7 @@ async fn a_bad_last_event_id_is_refused_at_once() {
     assert_rejected(&r, StatusCode::BAD_REQUEST, -32600);
 
     // Without a store, only a stream this instance still holds can be resumed.
-    let f = http_test_server();
+    let f = test_server();
     let plain = TestHttpServer::start(f.server.clone(), StreamableHttpOptions::default()).await;
     let mut p = plain.client();
     p.connect("2025-11-25").await;
@@ -457,7 +455,7 @@ async fn a_bad_last_event_id_is_refused_at_once() {
 
 #[tokio::test]
 async fn without_a_store_the_standalone_stream_cannot_be_resumed() {
-    let f = http_test_server();
+    let f = test_server();
     let srv = TestHttpServer::start(f.server, StreamableHttpOptions::default()).await;
     let mut c = srv.client();
     c.connect("2025-11-25").await;
@@ -473,7 +471,7 @@ async fn without_a_store_the_standalone_stream_cannot_be_resumed() {
 
 /// A `close_stream` call on `c`: the POST answer ends with the handler's `retry` after
 /// progress 1; the resumed GET delivers progress 2 and the result, then ends.
-async fn close_and_resume(f: &HttpFixture, c: &McpHttp) {
+async fn close_and_resume(f: &Fixture, c: &McpHttp) {
     let call = c.call_tool("close_stream", json!({"retry_ms": 250}), Some("t"));
     let mut s = c.post_stream(&call).await.expect_stream("close_stream");
     let blocks = s.rest().await;
@@ -524,7 +522,7 @@ async fn a_handler_closing_its_stream_has_its_result_delivered_on_the_resumed_ge
         ),
     ];
     for (what, o) in cases {
-        let f = http_test_server();
+        let f = test_server();
         let srv = TestHttpServer::start(f.server.clone(), o).await;
         let mut c = srv.client();
         c.connect("2025-11-25").await;

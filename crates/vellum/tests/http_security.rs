@@ -6,14 +6,12 @@
 // Test code: a panic is how a test fails (clippy.toml allows it only inside #[test] fns).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use vellum::transport::http::{CrossOriginProtection, StreamableHttpOptions};
 
-use common::fixtures::http_test_server;
-use common::http::{ACCEPT_BOTH, Answer, McpHttp, TestHttpServer};
+use vellum_testkit::fixture::test_server;
+use vellum_testkit::http::{ACCEPT_BOTH, Answer, McpHttp, TestHttpServer};
 
 const TRUSTED: &str = "http://app.test:3000";
 
@@ -75,7 +73,7 @@ async fn origin_matrix(c: &McpHttp, pass: &[Headers<'_>], refuse: &[Headers<'_>]
 
 #[tokio::test]
 async fn localhost_protection_checks_the_host_of_loopback_requests() {
-    let f = http_test_server();
+    let f = test_server();
     let srv = TestHttpServer::start(f.server, StreamableHttpOptions::default()).await;
     let port = srv.addr.port();
     let c = srv.client();
@@ -114,7 +112,7 @@ async fn localhost_protection_checks_the_host_of_loopback_requests() {
 
 #[tokio::test]
 async fn disabled_localhost_protection_accepts_any_host() {
-    let f = http_test_server();
+    let f = test_server();
     let mut o = StreamableHttpOptions::default();
     o.disable_localhost_protection = true;
     let srv = TestHttpServer::start(f.server, o).await;
@@ -129,7 +127,7 @@ async fn disabled_localhost_protection_accepts_any_host() {
 
 #[tokio::test]
 async fn cross_origin_protection_by_default() {
-    let f = http_test_server();
+    let f = test_server();
     let srv = TestHttpServer::start(f.server, StreamableHttpOptions::default()).await;
     let same = format!("http://{}", srv.addr);
     let c = srv.client();
@@ -167,7 +165,7 @@ async fn cross_origin_protection_by_default() {
 
 #[tokio::test]
 async fn trusted_origins_pass_cross_origin_protection() {
-    let f = http_test_server();
+    let f = test_server();
     let srv = TestHttpServer::start(
         f.server,
         with_origin_policy(trusting(CrossOriginProtection::default())),
@@ -190,7 +188,7 @@ async fn trusted_origins_pass_cross_origin_protection() {
 
 #[tokio::test]
 async fn bypass_prefixes_skip_sec_fetch_site_but_not_the_origin_rule() {
-    let f = http_test_server();
+    let f = test_server();
     let mut p = CrossOriginProtection::default();
     p.add_insecure_bypass_prefix("/open");
     let srv = TestHttpServer::start(f.server, with_origin_policy(p)).await;
@@ -210,7 +208,7 @@ async fn bypass_prefixes_skip_sec_fetch_site_but_not_the_origin_rule() {
 
 #[tokio::test]
 async fn disabled_cross_origin_protection_still_refuses_a_foreign_origin() {
-    let f = http_test_server();
+    let f = test_server();
     let srv = TestHttpServer::start(
         f.server,
         with_origin_policy(trusting(CrossOriginProtection::disabled())),
@@ -254,7 +252,7 @@ fn cors_options() -> StreamableHttpOptions {
 
 #[tokio::test]
 async fn cors_preflight_from_a_trusted_origin() {
-    let f = http_test_server();
+    let f = test_server();
     let srv = TestHttpServer::start(f.server, cors_options()).await;
     let c = srv.client();
     let a = send(
@@ -319,7 +317,7 @@ async fn cors_preflight_from_a_trusted_origin() {
 
 #[tokio::test]
 async fn cors_responses_to_a_trusted_origin_expose_the_session_id() {
-    let f = http_test_server();
+    let f = test_server();
     let srv = TestHttpServer::start(f.server, cors_options()).await;
     let c = srv.client();
     let a = send(
@@ -350,7 +348,7 @@ async fn cors_responses_to_a_trusted_origin_expose_the_session_id() {
 
 #[tokio::test]
 async fn cors_gives_nothing_to_an_untrusted_origin() {
-    let f = http_test_server();
+    let f = test_server();
     let srv = TestHttpServer::start(f.server, cors_options()).await;
     let c = srv.client();
     for method in [Method::OPTIONS, Method::POST] {
@@ -375,7 +373,7 @@ async fn cors_gives_nothing_to_an_untrusted_origin() {
 
 #[tokio::test]
 async fn without_cors_there_are_no_preflights_or_cors_headers() {
-    let f = http_test_server();
+    let f = test_server();
     let srv = TestHttpServer::start(
         f.server,
         with_origin_policy(trusting(CrossOriginProtection::default())),

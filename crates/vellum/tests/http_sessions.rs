@@ -10,8 +10,6 @@
 // Test code: a panic is how a test fails (clippy.toml allows it only inside #[test] fns).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use std::collections::HashSet;
 use std::time::Duration;
 
@@ -20,9 +18,11 @@ use reqwest::StatusCode;
 use serde_json::json;
 use vellum::transport::http::StreamableHttpOptions;
 
-use common::eventually;
-use common::fixtures::http_test_server;
-use common::http::{McpHttp, SseReader, Streamed, TestHttpServer, assert_rejected, text_of};
+use vellum_testkit::eventually;
+use vellum_testkit::fixture::test_server;
+use vellum_testkit::http::{
+    McpHttp, SseReader, Streamed, TestHttpServer, assert_rejected, text_of,
+};
 
 const TIMEOUT: Duration = Duration::from_millis(200);
 
@@ -75,7 +75,7 @@ fn with_timeout() -> StreamableHttpOptions {
 
 #[tokio::test]
 async fn idle_sessions_are_reaped_and_then_unknown() {
-    let f = http_test_server();
+    let f = test_server();
     let srv = TestHttpServer::start(f.server, with_timeout()).await;
     let c = fresh_session(&srv).await;
     eventually("the idle session to be reaped", || {
@@ -91,7 +91,7 @@ async fn idle_sessions_are_reaped_and_then_unknown() {
 
 #[tokio::test]
 async fn without_a_timeout_idle_sessions_live_on() {
-    let f = http_test_server();
+    let f = test_server();
     let forever = TestHttpServer::start(f.server.clone(), StreamableHttpOptions::default()).await;
     let reaping = TestHttpServer::start(f.server, with_timeout()).await;
     let mut kept = forever.client();
@@ -108,7 +108,7 @@ async fn without_a_timeout_idle_sessions_live_on() {
 
 #[tokio::test]
 async fn a_request_in_flight_keeps_its_session_alive() {
-    let f = http_test_server();
+    let f = test_server();
     let srv = TestHttpServer::start(f.server, with_timeout()).await;
     let (busy, mut slow) = session_holding(&srv, Some("slow")).await;
     f.slow.entered().await;
@@ -135,7 +135,7 @@ async fn a_request_in_flight_keeps_its_session_alive() {
 
 #[tokio::test]
 async fn an_open_get_stream_keeps_its_session_alive() {
-    let f = http_test_server();
+    let f = test_server();
     let srv = TestHttpServer::start(f.server, with_timeout()).await;
     let (listening, mut stream) = session_holding(&srv, None).await;
     stream.next_block().await.expect("the opening comment");
@@ -154,7 +154,7 @@ async fn an_open_get_stream_keeps_its_session_alive() {
 
 #[tokio::test]
 async fn a_reaped_sessions_get_stream_ends() {
-    let f = http_test_server();
+    let f = test_server();
     let srv = TestHttpServer::start(f.server, StreamableHttpOptions::default()).await;
     let mut c = srv.client();
     c.connect("2025-06-18").await;
@@ -169,7 +169,7 @@ async fn a_reaped_sessions_get_stream_ends() {
 
 #[tokio::test]
 async fn a_session_that_never_sends_initialized_is_closed() {
-    let f = http_test_server();
+    let f = test_server();
     let mut o = StreamableHttpOptions::default();
     o.initialize_timeout = Some(TIMEOUT);
     let srv = TestHttpServer::start(f.server, o).await;
@@ -188,7 +188,7 @@ async fn a_session_that_never_sends_initialized_is_closed() {
 
 #[tokio::test]
 async fn without_an_initialize_timeout_a_pending_handshake_stays() {
-    let f = http_test_server();
+    let f = test_server();
     let mut off = StreamableHttpOptions::default();
     off.initialize_timeout = None;
     let patient = TestHttpServer::start(f.server.clone(), off).await;
@@ -219,7 +219,7 @@ async fn without_an_initialize_timeout_a_pending_handshake_stays() {
 
 #[tokio::test]
 async fn max_sessions_refuses_initialize_beyond_the_cap_with_503() {
-    let f = http_test_server();
+    let f = test_server();
     let mut o = StreamableHttpOptions::default();
     o.max_sessions = Some(2);
     let srv = TestHttpServer::start(f.server, o).await;
@@ -241,7 +241,7 @@ async fn max_sessions_refuses_initialize_beyond_the_cap_with_503() {
 
 #[tokio::test]
 async fn without_max_sessions_many_sessions_are_served() {
-    let f = http_test_server();
+    let f = test_server();
     let srv = TestHttpServer::start(f.server, StreamableHttpOptions::default()).await;
     for _ in 0..20 {
         let mut c = srv.client();
@@ -254,7 +254,7 @@ async fn without_max_sessions_many_sessions_are_served() {
 
 #[tokio::test]
 async fn max_in_flight_refuses_requests_beyond_the_cap_with_429() {
-    let f = http_test_server();
+    let f = test_server();
     let mut o = StreamableHttpOptions::default();
     o.max_in_flight_per_session = Some(2);
     let srv = TestHttpServer::start(f.server, o).await;
@@ -299,7 +299,7 @@ async fn max_in_flight_refuses_requests_beyond_the_cap_with_429() {
 
 #[tokio::test]
 async fn max_in_flight_is_not_triggered_by_sequential_requests() {
-    let f = http_test_server();
+    let f = test_server();
     let mut o = StreamableHttpOptions::default();
     o.max_in_flight_per_session = Some(2);
     let srv = TestHttpServer::start(f.server, o.clone()).await;
@@ -319,7 +319,7 @@ async fn max_in_flight_is_not_triggered_by_sequential_requests() {
         assert_eq!(a.status, StatusCode::OK, "request {i}: {}", a.text());
     }
     // JSON answers too.
-    let f = http_test_server();
+    let f = test_server();
     let srv = TestHttpServer::start(f.server, o.json_response(true)).await;
     let mut c = srv.client();
     c.connect("2025-06-18").await;
@@ -333,7 +333,7 @@ async fn max_in_flight_is_not_triggered_by_sequential_requests() {
 
 #[tokio::test]
 async fn without_max_in_flight_many_requests_run_at_once() {
-    let f = http_test_server();
+    let f = test_server();
     let mut o = StreamableHttpOptions::default();
     o.max_in_flight_per_session = None;
     let srv = TestHttpServer::start(f.server, o).await;
@@ -364,7 +364,7 @@ async fn concurrent_sessions_never_see_each_others_messages() {
     const SESSIONS: usize = 16;
     const CALLS: usize = 4;
     const STEPS: u32 = 5;
-    let f = http_test_server();
+    let f = test_server();
     let srv = TestHttpServer::start(f.server, StreamableHttpOptions::default()).await;
     let mut clients = Vec::new();
     for _ in 0..SESSIONS {

@@ -1,5 +1,5 @@
 //! Data-driven protocol tests: every file in `tests/protocol/` is one scripted conversation
-//! with the test server (see `common::fixtures`), run through [`vellum::server::Connection`]
+//! with the test server (see `vellum_testkit::fixture`), run through [`vellum::server::Connection`]
 //! without HTTP. Adding a case means adding a file; the format is described in
 //! `tests/README.md`:
 //!
@@ -21,16 +21,14 @@
 // Test code: a panic is how a test fails (clippy.toml allows it only inside #[test] fns).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::Value;
 
-use common::conn::Conn;
-use common::fixtures::test_server;
+use vellum_testkit::conn::Conn;
+use vellum_testkit::fixture::test_server;
 
 /// The file extension of a case.
 const EXTENSION: &str = "mcp";

@@ -18,13 +18,13 @@ use http_body_util::{BodyExt, Full};
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use reqwest::Method;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 use vellum::auth::{
     AuthLayer, ClientAuth, IntrospectionVerifier, JwksCache, JwtVerifier, Principal, TokenVerifier,
 };
 use vellum::prelude::*;
-use vellum::transport::http::serve_listener_with;
+use vellum_testkit::http::{McpHttp, TestHttpServer};
 
 const ISSUER: &str = "http://127.0.0.1:1/issuer";
 const AUDIENCE: &str = "vellum-test";
@@ -170,32 +170,10 @@ fn mcp_server() -> Server {
     server
 }
 
-struct Mcp {
-    base: String,
-    stop: CancellationToken,
-}
-
-impl Drop for Mcp {
-    fn drop(&mut self) {
-        self.stop.cancel();
-    }
-}
-
-async fn start_mcp(layer: impl FnOnce(String) -> AuthLayer) -> Mcp {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let base = format!("http://{addr}");
+async fn start_mcp(layer: impl FnOnce(String) -> AuthLayer) -> TestHttpServer {
     let options = StreamableHttpOptions::default().json_response(true);
     let handler = StreamableHttpHandler::for_server(mcp_server(), options);
-    let layer = layer(format!("{base}/mcp"));
-    let stop = CancellationToken::new();
-    let s = stop.clone();
-    tokio::spawn(async move {
-        serve_listener_with(listener, handler, layer, s.cancelled_owned())
-            .await
-            .unwrap();
-    });
-    Mcp { base, stop }
+    TestHttpServer::start_with_layer(handler, |url| layer(url.to_owned())).await
 }
 
 fn jwt_layer(resource: String, jwks: Arc<JwksCache>, scope: Option<&str>) -> AuthLayer {
@@ -218,18 +196,12 @@ async fn post(
     session: Option<&str>,
     body: &'static str,
 ) -> reqwest::Response {
-    let mut r = c
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(body);
+    let mut m = McpHttp::with_client(url, c.clone());
+    m.session = session.map(str::to_owned);
+    m.protocol_version = session.map(|_| "2025-11-25".to_owned());
+    let mut r = m.builder(Method::POST).body(body);
     if let Some(t) = token {
         r = r.bearer_auth(t);
-    }
-    if let Some(s) = session {
-        r = r
-            .header("mcp-session-id", s)
-            .header("mcp-protocol-version", "2025-11-25");
     }
     r.send().await.unwrap()
 }
@@ -283,11 +255,11 @@ async fn no_token_gets_a_challenge_naming_the_metadata() {
     let jwks = Arc::new(JwksCache::new(jwks_url).unwrap());
     let mcp = start_mcp(|r| jwt_layer(r, jwks, None)).await;
     let c = http();
-    let url = format!("{}/mcp", mcp.base);
+    let url = format!("{}/mcp", mcp.base());
 
     let r = post(&c, &url, None, None, INIT).await;
     assert_eq!(r.status(), 401);
-    let metadata_url = format!("{}/.well-known/oauth-protected-resource/mcp", mcp.base);
+    let metadata_url = format!("{}/.well-known/oauth-protected-resource/mcp", mcp.base());
     assert_eq!(
         challenge(&r),
         format!("Bearer resource_metadata=\"{metadata_url}\"")
@@ -296,13 +268,13 @@ async fn no_token_gets_a_challenge_naming_the_metadata() {
     // Both well-known forms serve the metadata, without a token.
     for u in [
         metadata_url.clone(),
-        format!("{}/.well-known/oauth-protected-resource", mcp.base),
+        format!("{}/.well-known/oauth-protected-resource", mcp.base()),
     ] {
         let r = c.get(&u).send().await.unwrap();
         assert_eq!(r.status(), 200, "{u}");
         assert_eq!(r.headers()["content-type"], "application/json");
         let m: Value = r.json().await.unwrap();
-        assert_eq!(m["resource"], format!("{}/mcp", mcp.base));
+        assert_eq!(m["resource"], format!("{}/mcp", mcp.base()));
         assert_eq!(m["authorization_servers"], json!([ISSUER]));
         assert_eq!(m["bearer_methods_supported"], json!(["header"]));
     }
@@ -330,7 +302,7 @@ async fn the_principal_reaches_the_tool_and_tokens_are_checked() {
     let jwks = Arc::new(JwksCache::new(jwks_url).unwrap());
     let mcp = start_mcp(|r| jwt_layer(r, jwks, None)).await;
     let c = http();
-    let url = format!("{}/mcp", mcp.base);
+    let url = format!("{}/mcp", mcp.base());
 
     let token = key.sign(&claims("alice", "files:read mcp"));
     let sid = open_session(&c, &url, &token).await;
@@ -401,7 +373,7 @@ async fn insufficient_scope_is_403_naming_the_scope() {
     let jwks = Arc::new(JwksCache::new(jwks_url).unwrap());
     let mcp = start_mcp(|r| jwt_layer(r, jwks, Some("mcp:tools"))).await;
     let c = http();
-    let url = format!("{}/mcp", mcp.base);
+    let url = format!("{}/mcp", mcp.base());
 
     let r = post(&c, &url, None, None, INIT).await;
     assert_eq!(r.status(), 401);
@@ -426,7 +398,7 @@ async fn a_stolen_session_id_is_refused_and_a_refreshed_token_keeps_its_session(
     let jwks = Arc::new(JwksCache::new(jwks_url).unwrap());
     let mcp = start_mcp(|r| jwt_layer(r, jwks, None)).await;
     let c = http();
-    let url = format!("{}/mcp", mcp.base);
+    let url = format!("{}/mcp", mcp.base());
 
     let alice = key.sign(&claims("alice", ""));
     let sid = open_session(&c, &url, &alice).await;
@@ -524,7 +496,7 @@ async fn an_unreachable_key_set_is_503_not_401() {
     let c = http();
     let r = post(
         &c,
-        &format!("{}/mcp", mcp.base),
+        &format!("{}/mcp", mcp.base()),
         Some(&key.sign(&claims("alice", ""))),
         None,
         INIT,
@@ -546,7 +518,7 @@ async fn host_and_origin_checks_run_before_the_token_check() {
     let jwks = Arc::new(JwksCache::new(jwks_url).unwrap());
     let mcp = start_mcp(|r| jwt_layer(r, jwks, None)).await;
     let c = http();
-    let url = format!("{}/mcp", mcp.base);
+    let url = format!("{}/mcp", mcp.base());
     let token = key.sign(&claims("alice", ""));
     for tok in [None, Some(token.as_str())] {
         // DNS rebinding: a loopback connection naming a foreign host.

@@ -15,8 +15,6 @@
 // Test code: a panic is how a test fails (clippy.toml allows it only inside #[test] fns).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
@@ -37,9 +35,9 @@ use vellum::protocol::{
 };
 use vellum::transport::http::StreamableHttpOptions;
 
-use common::conn::Conn;
-use common::fixtures::test_server;
-use common::http::TestHttpServer;
+use vellum_testkit::conn::Conn;
+use vellum_testkit::fixture::test_server;
+use vellum_testkit::http::TestHttpServer;
 
 const VERSIONS: [&str; 4] = ["2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"];
 const MODERN: &str = "2026-07-28";

@@ -16,13 +16,13 @@ use super::callbacks::ServerNotification;
 use super::config::{self, Config, ProtocolChoice};
 use super::handle::{Client, Inner};
 use super::reader::read_loop;
+use crate::client::transport::Transport;
 use crate::error::Error;
 use crate::peer::{InflightRequests, PendingAnswers, RequestIds};
 use crate::protocol::{
     CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult, ErrorObject,
     Implementation, JsonObject, ListRootsResult, LoggingLevel,
 };
-use crate::transport::client_transport::Transport;
 
 impl Client {
     /// Starts the reader and runs the handshake; closes again if the handshake fails.

@@ -16,13 +16,13 @@ use tokio::sync::Notify;
 use super::call_options::CallOptions;
 use super::handle::{CallMeta, Client};
 use super::mirror::mirror_values;
+use crate::client::transport::{OutgoingKind, OutgoingMessage};
 use crate::error::{Error, TransportError};
 use crate::peer::{Waiter, cancelled_notification};
 use crate::protocol::{
     ProtocolVersion, RawJson, RequestId, encode_notification, encode_request, meta_keys, methods,
 };
 use crate::sync::read;
-use crate::transport::client_transport::{OutgoingKind, OutgoingMessage};
 
 /// The era a request is sent in.
 #[derive(Clone, Copy, Debug)]

@@ -18,13 +18,13 @@ use tokio_util::sync::CancellationToken;
 use super::callbacks::ProgressHandler;
 use super::config::Config;
 use super::mirror::ParamHeader;
+use crate::client::transport::Transport;
 use crate::error::{Error, TransportError};
 use crate::peer::{InflightRequests, PendingAnswers, RequestIds};
 use crate::protocol::{
     Implementation, LoggingLevel, RawJson, ServerCapabilities, SubscriptionFilter,
 };
 use crate::sync::{read, write};
-use crate::transport::client_transport::Transport;
 
 /// What the handshake established.
 #[derive(Debug, Clone)]

@@ -48,6 +48,7 @@ mod input_rounds;
 mod mirror;
 mod reader;
 mod subscriptions;
+pub(crate) mod transport;
 
 pub use builder::ClientBuilder;
 pub use call_options::CallOptions;
@@ -60,4 +61,4 @@ pub use handle::Client;
 pub use subscriptions::Listen;
 
 pub use crate::error::TransportError;
-pub use crate::transport::client_transport::{Incoming, OutgoingKind, OutgoingMessage, Transport};
+pub use transport::{Incoming, OutgoingKind, OutgoingMessage, Transport};

@@ -13,13 +13,13 @@ use tokio_util::sync::CancellationToken;
 use super::answers::answer_request;
 use super::callbacks::ServerNotification;
 use super::handle::Inner;
+use crate::client::transport::{Incoming, OutgoingKind, OutgoingMessage, Transport};
 use crate::error::Error;
 use crate::protocol::{
     ErrorObject, Message, Notification, Request, RequestId, Response, encode_error,
     encode_response, meta_keys,
 };
 use crate::sync::read;
-use crate::transport::client_transport::{Incoming, OutgoingKind, OutgoingMessage, Transport};
 
 /// Reads until the transport ends or the last `Client` handle is dropped.
 pub(super) async fn read_loop(

@@ -4,6 +4,9 @@
 //!
 //! A session owns no task. Its state is a few atomics and small maps that stay empty
 //! (allocation-free) until used.
+//!
+//! Not here: serving the session's requests (`exchange.rs`, `methods/`), and HTTP's view of
+//! sessions (the transport's session table).
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
@@ -15,12 +18,13 @@ use futures_util::future::BoxFuture;
 use serde::Serialize;
 
 use super::Server;
-use super::context::{RequestShared, encode_client_request};
 use super::outbox::Outbox;
+use super::redact::redact_session_id;
 use crate::error::Error;
 use crate::peer::{
     Cancel, InflightRequests, PendingAnswers, RequestIds, Ticket, cancelled_notification,
 };
+use crate::protocol::encode_request;
 use crate::protocol::{
     ClientCapabilities, ErrorObject, Implementation, LoggingLevel, ProtocolVersion, RawJson,
     RequestId,
@@ -59,6 +63,15 @@ pub(crate) trait SessionHooks: Send + Sync {
     }
 }
 
+/// A request of the client being served, as its session sees it: an id it answers, and a
+/// way to stop it (`notifications/cancelled`, the session's end).
+pub(crate) trait InflightRequest: Send + Sync {
+    /// The request's id.
+    fn request_id(&self) -> &RequestId;
+    /// Cancels the request: its driver drops the handler and sends nothing more.
+    fn cancel(&self);
+}
+
 /// One legacy session.
 pub(crate) struct Session {
     id: Option<Arc<str>>,
@@ -74,7 +87,7 @@ pub(crate) struct Session {
     /// Our requests to the client, waiting for answers.
     pending: PendingAnswers<Result<RawJson, ErrorObject>>,
     /// The client's requests being served (for cancellation and duplicate-id detection).
-    inflight: InflightRequests<Weak<RequestShared>>,
+    inflight: InflightRequests<Weak<dyn InflightRequest>>,
     /// Resource URIs the client subscribed to.
     subscriptions: Mutex<BTreeSet<String>>,
     hooks: OnceLock<Arc<dyn SessionHooks>>,
@@ -85,10 +98,7 @@ pub(crate) struct Session {
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Session")
-            .field(
-                "id",
-                &self.id.as_deref().map(crate::transport::redact_session_id),
-            )
+            .field("id", &self.id.as_deref().map(redact_session_id))
             .field("temporary", &self.temporary)
             .finish_non_exhaustive()
     }
@@ -297,17 +307,19 @@ impl Session {
     }
 
     /// Registers a request being served. Fails if a request with this id is still running.
-    pub(crate) fn register_inflight(
+    pub(crate) fn register_inflight<R: InflightRequest + 'static>(
         self: &Arc<Self>,
-        shared: &Arc<RequestShared>,
+        request: &Arc<R>,
     ) -> Result<InflightGuard, ()> {
+        let id = request.request_id();
+        let weak: Weak<dyn InflightRequest> = Arc::downgrade(request) as Weak<R>;
         let ticket = self
             .inflight
-            .start(&shared.id, |_| Arc::downgrade(shared))
+            .start(id, |_| weak)
             .map_err(|_still_running| ())?;
         Ok(InflightGuard {
             session: Arc::downgrade(self),
-            id: shared.id.clone(),
+            id: id.clone(),
             ticket,
         })
     }
@@ -342,7 +354,7 @@ impl Session {
         }
         let prefix = self.hooks.get().and_then(|h| h.request_id_prefix());
         let id = self.request_ids.next(prefix);
-        let message = encode_client_request(&id, method, params)?;
+        let message = encode_request(&id, method, Some(params))?;
         // Dropping the waiter (the handler gave up) forgets the question.
         let mut waiter = self.pending.wait_for(id, ());
         outbox
@@ -426,7 +438,7 @@ impl Drop for InflightGuard {
 }
 
 /// A request being served is cancelled through its shared state, while it still runs.
-impl Cancel for Weak<RequestShared> {
+impl Cancel for Weak<dyn InflightRequest> {
     fn cancel(&self) -> bool {
         match self.upgrade() {
             Some(shared) => {

@@ -1,17 +1,27 @@
 //! Storage behind the Streamable HTTP transport: the [`EventStore`] that makes SSE streams
 //! resumable (`Last-Event-ID`), the [`SessionStore`] that lets any instance serve a session,
-//! and the [`MessageBus`] between instances; in-memory implementations of each.
+//! and the [`MessageBus`] between instances; in-memory implementations of each, and Redis
+//! ones behind the `redis` feature ([`redis`]).
 //!
-//! Not here: anything about HTTP. A store sees sessions, streams and encoded messages only.
+//! Every kind has the same layout: its trait and the types the trait speaks of in
+//! `<kind>/mod.rs`, then one file per implementation, `<kind>/memory.rs` and `<kind>/redis.rs`
+//! (`event_store/`, `session_store/`, `bus/`). [`StoreError`] is shared by all three; the Redis
+//! connection they share is in `redis/`.
+//!
+//! Not here: anything about HTTP, or about the server. A store sees sessions, streams and
+//! encoded messages only.
 
 mod bus;
-mod event;
-mod memory;
+mod error;
+mod event_store;
 #[cfg(feature = "redis")]
 pub mod redis;
-mod session;
+mod session_store;
 
-pub use bus::{BusMessage, MemoryBus, MessageBus};
-pub use event::{EventId, EventStore, StoreError, StoredEvent, StreamId};
-pub use memory::MemoryEventStore;
-pub use session::{MemorySessionStore, SessionRecord, SessionStore};
+pub use bus::memory::MemoryBus;
+pub use bus::{BusMessage, MessageBus};
+pub use error::StoreError;
+pub use event_store::memory::MemoryEventStore;
+pub use event_store::{EventId, EventStore, StoredEvent, StreamId};
+pub use session_store::memory::MemorySessionStore;
+pub use session_store::{SessionRecord, SessionStore};

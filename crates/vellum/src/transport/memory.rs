@@ -9,7 +9,7 @@ use futures_util::future::BoxFuture;
 use tokio::sync::{Mutex, mpsc};
 use tokio_util::sync::CancellationToken;
 
-use super::client_transport::{Incoming, OutgoingMessage, Transport, decode_incoming};
+use crate::client::transport::{Incoming, OutgoingMessage, Transport, decode_incoming};
 use crate::error::TransportError;
 use crate::server::{Connection, Server};
 

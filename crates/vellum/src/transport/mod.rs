@@ -5,20 +5,13 @@
 //! - [`stdio`]: newline-delimited JSON-RPC on stdin/stdout, server and client.
 //! - [`memory`]: a client wired to a server in the same process.
 //!
-//! The contract every client transport implements is published with the client, as
-//! `vellum::client::Transport` (defined in `client_transport.rs`, below both).
+//! The contract every client transport implements belongs to the client, as
+//! [`vellum::client::Transport`](crate::client::Transport): transports import the client's
+//! contract, the client imports no transport.
 
-#[cfg(feature = "client")]
-pub(crate) mod client_transport;
 pub mod http;
 #[cfg(feature = "client")]
 pub mod http_client;
 #[cfg(feature = "client")]
 pub mod memory;
 pub mod stdio;
-
-/// A session id shortened for logs: never log one in full (it is a bearer secret).
-pub(crate) fn redact_session_id(id: &str) -> String {
-    let keep: String = id.chars().take(6).collect();
-    format!("{keep}…")
-}

@@ -10,7 +10,7 @@ use redis::Script;
 /// Opens a stream: ARGV = base, owner instance, requests (JSON), ttl ms, max streams,
 /// whether the session record must exist ('1' when sessions are stored here too). Returns
 /// the new stream id, or -1 when the session is gone.
-pub(super) static OPEN: LazyLock<Script> = LazyLock::new(|| {
+pub(in crate::store) static OPEN: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
 local base, ttl = ARGV[1], ARGV[4]
@@ -34,7 +34,7 @@ return n
 /// Appends: ARGV = base, stream, message, ttl ms, max events, whether the session record
 /// must exist. Returns the seq, or -1 for an unknown stream or session (the standalone
 /// stream `0` of a live session always exists).
-pub(super) static APPEND: LazyLock<Script> = LazyLock::new(|| {
+pub(in crate::store) static APPEND: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
 local base, stream, ttl = ARGV[1], ARGV[2], ARGV[4]
@@ -52,7 +52,7 @@ return seq
 
 /// Replays: ARGV = base, stream, after seq. Returns `{0, seq1, msg1, …}`, `{-1}` for an
 /// unknown stream or an id it never issued, `{-2}` when events after `after` were trimmed.
-pub(super) static REPLAY: LazyLock<Script> = LazyLock::new(|| {
+pub(in crate::store) static REPLAY: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
 local base, stream = ARGV[1], ARGV[2]
@@ -82,7 +82,7 @@ return out
 
 /// The state of a followed stream: ARGV = base, stream, instance key prefix.
 /// Returns `{done, writer alive, requests JSON}`.
-pub(super) static STATUS: LazyLock<Script> = LazyLock::new(|| {
+pub(in crate::store) static STATUS: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
 local meta = ARGV[1] .. ':m:' .. ARGV[2]
@@ -95,7 +95,7 @@ return {v[1] and 1 or 0, alive, v[3] or '[]'}
 });
 
 /// Drops a session's events (and, with ARGV[2] = '1', its record): ARGV = base, all.
-pub(super) static DROP: LazyLock<Script> = LazyLock::new(|| {
+pub(in crate::store) static DROP: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
 local base = ARGV[1]
@@ -113,7 +113,7 @@ return 1
 });
 
 /// Renews a session's keys: ARGV = base, ttl ms. Returns 0 when the session is gone.
-pub(super) static TOUCH: LazyLock<Script> = LazyLock::new(|| {
+pub(in crate::store) static TOUCH: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
 local base, ttl = ARGV[1], ARGV[2]
@@ -132,7 +132,7 @@ return 1
 });
 
 /// Marks a stream complete, if it still exists: ARGV = base, stream.
-pub(super) static CLOSE: LazyLock<Script> = LazyLock::new(|| {
+pub(in crate::store) static CLOSE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
 local meta = ARGV[1] .. ':m:' .. ARGV[2]

@@ -16,12 +16,10 @@ use http::header::CONTENT_TYPE;
 use super::event_reader::{Cursor, EventReader, Lost};
 use super::response::{connect_error, content_type, status_error};
 use super::shared::{ACCEPT_BOTH, FallbackConnection, Shared};
+use crate::client::transport::{Incoming, OutgoingKind, OutgoingMessage, decode_incoming};
 use crate::error::TransportError;
 use crate::protocol::{Message, RequestId};
 use crate::sync::lock;
-use crate::transport::client_transport::{
-    Incoming, OutgoingKind, OutgoingMessage, decode_incoming,
-};
 
 /// How long the server may take to name its POST endpoint.
 const ENDPOINT_TIMEOUT: Duration = Duration::from_secs(10);

@@ -49,10 +49,10 @@ use self::http_sse_fallback::send as send_by_fallback;
 use self::post::{cancelled_id, post_one_way, request};
 use self::shared::Shared;
 use self::standalone_stream::standalone;
+use crate::client::transport::{Incoming, OutgoingKind, OutgoingMessage, Transport};
 use crate::error::TransportError;
 use crate::protocol::methods;
 use crate::sync::{lock, read, write};
-use crate::transport::client_transport::{Incoming, OutgoingKind, OutgoingMessage, Transport};
 
 /// Why a URL or option could not be used.
 #[derive(Debug, thiserror::Error)]

@@ -14,10 +14,10 @@ use super::response::{
 };
 use super::response_stream::read_response_stream;
 use super::shared::Shared;
+use crate::client::transport::{Incoming, OutgoingMessage, decode_incoming};
 use crate::error::TransportError;
 use crate::protocol::{CancelledParams, Message, Payload, RequestId, decode, methods};
 use crate::sync::write;
-use crate::transport::client_transport::{Incoming, OutgoingMessage, decode_incoming};
 use crate::transport::http::headers::names;
 
 /// POSTs a notification or a response: 202 (any 2xx) is success.

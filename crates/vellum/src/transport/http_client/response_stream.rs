@@ -10,8 +10,8 @@ use bytes::Bytes;
 use super::event_reader::{Cursor, End, EventReader, Lost, ResumeFailure};
 use super::response::content_type;
 use super::shared::Shared;
+use crate::client::transport::{Incoming, decode_incoming};
 use crate::protocol::{Message, RequestId};
-use crate::transport::client_transport::{Incoming, decode_incoming};
 
 /// Delivers the events of a POST's SSE answer until the response to `id`; resumes a
 /// broken legacy stream with `Last-Event-ID`.

@@ -12,11 +12,11 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::client_options::HttpClientOptions;
+use crate::client::transport::{Incoming, OutgoingMessage};
 use crate::error::TransportError;
 use crate::peer::InflightRequests;
 use crate::protocol::RequestId;
 use crate::sync::{read, write};
-use crate::transport::client_transport::{Incoming, OutgoingMessage};
 use crate::transport::http::headers::names;
 
 /// The `Accept` of a POST: the server may answer with JSON or an event stream.

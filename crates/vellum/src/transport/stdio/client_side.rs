@@ -16,8 +16,8 @@ use tokio::sync::{Mutex, mpsc};
 use tokio::task::JoinHandle;
 
 use super::{DEFAULT_MAX_LINE_BYTES, Line, next_line, write_line};
+use crate::client::transport::{Incoming, OutgoingMessage, Transport, decode_incoming};
 use crate::error::TransportError;
-use crate::transport::client_transport::{Incoming, OutgoingMessage, Transport, decode_incoming};
 
 type Writer = Pin<Box<dyn AsyncWrite + Send>>;
 

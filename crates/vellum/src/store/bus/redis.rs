@@ -1,0 +1,49 @@
+//! [`RedisBus`]: bus messages over one Redis pub/sub channel (`<prefix>:bus`), each in an
+//! envelope naming its sender. The connection's listener decodes what arrives.
+
+use futures_util::future::BoxFuture;
+use redis::AsyncCommands;
+use tokio::sync::broadcast;
+
+use super::{BusMessage, MessageBus};
+use crate::store::error::StoreError;
+use crate::store::redis::{Envelope, Redis, retrying};
+
+impl Redis {
+    /// The bus on this connection.
+    pub fn bus(&self) -> RedisBus {
+        RedisBus(self.clone())
+    }
+}
+
+/// [`MessageBus`] on Redis pub/sub.
+#[derive(Clone, Debug)]
+pub struct RedisBus(Redis);
+
+impl MessageBus for RedisBus {
+    fn instance_id(&self) -> &str {
+        self.0.instance_id()
+    }
+
+    fn publish(&self, message: BusMessage) -> BoxFuture<'static, Result<(), StoreError>> {
+        let conn = self.0.conn();
+        let channel = format!("{}:bus", self.0.options().prefix);
+        let env = serde_json::to_string(&Envelope {
+            from: self.0.instance_id().to_owned(),
+            message,
+        });
+        Box::pin(async move {
+            let env = env.map_err(|e| StoreError::Backend(e.to_string()))?;
+            let _: i64 = retrying(conn, |mut c| {
+                let (channel, env) = (channel.clone(), env.clone());
+                async move { c.publish(channel, env).await }
+            })
+            .await?;
+            Ok(())
+        })
+    }
+
+    fn subscribe(&self) -> broadcast::Receiver<BusMessage> {
+        self.0.bus_messages()
+    }
+}
