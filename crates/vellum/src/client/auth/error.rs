@@ -170,6 +170,27 @@ fn description_suffix(d: &Option<String>) -> String {
 }
 
 impl AuthError {
+    /// The authorization failure behind `err` (a [`crate::Error`], a transport error, or
+    /// anything wrapping them), if that is why it failed: e.g. [`AuthError::LoginRequired`]
+    /// to tell the user to log in.
+    pub fn find_in<'a>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a AuthError> {
+        let mut next = Some(err);
+        while let Some(e) = next {
+            if let Some(a) = e.downcast_ref::<AuthError>() {
+                return Some(a);
+            }
+            // A shared source (`Arc<dyn Error>`) is an error of its own type: look inside.
+            if let Some(a) = e
+                .downcast_ref::<Arc<dyn std::error::Error + Send + Sync>>()
+                .and_then(|inner| inner.downcast_ref::<AuthError>())
+            {
+                return Some(a);
+            }
+            next = e.source();
+        }
+        None
+    }
+
     pub(crate) fn http(what: &'static str, e: reqwest::Error) -> Self {
         AuthError::Http {
             what,
