@@ -21,7 +21,7 @@ use vellum::client::auth::{
     AuthError, DpopMode, EnterpriseConfig, Grant, LoopbackRedirect, OAuth, PreregisteredClient,
     Secret,
 };
-use vellum::client::{Client, form_defaults};
+use vellum::client::{Client, ProtocolChoice, form_defaults};
 use vellum::jose::{Algorithm, SigningKey};
 use vellum::protocol::{ElicitAction, ElicitParams, ElicitResult, Tool};
 use vellum::transport::http_client::{HttpClientOptions, StreamableHttpClientTransport};
@@ -133,12 +133,31 @@ fn first_text(r: &vellum::protocol::CallToolResult) -> Option<&str> {
 async fn run(scenario: &str, url: &str) -> Result<(), Box<dyn std::error::Error>> {
     let ctx = context();
     let mut options = HttpClientOptions::default();
+    // The suite's Node mocks close keep-alive connections idle for 5 s; on a loaded machine
+    // a request written into one being closed is reset, so idle ones are dropped sooner.
+    options.client = Some(
+        reqwest::Client::builder()
+            .connect_timeout(options.connect_timeout)
+            .read_timeout(options.read_timeout)
+            .pool_idle_timeout(std::time::Duration::from_secs(4))
+            .build()?,
+    );
     if scenario.starts_with("auth/") {
         options.auth = Some(oauth(scenario, &ctx, url)?);
     }
     let transport = StreamableHttpClientTransport::with_options(url, options)?;
+    // The suite says which wire the scenario runs at. A legacy wire needs no probe; at the
+    // 2026-07-28 wire the probe also settles the version (a -32022 names the ones offered).
+    let protocol = match std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION").as_deref() {
+        Ok(v) if v.starts_with("2024-") || v.starts_with("2025-") => ProtocolChoice::Legacy,
+        _ => ProtocolChoice::Auto,
+    };
     let client = Client::builder()
         .name("vellum-conformance-client", env!("CARGO_PKG_VERSION"))
+        .protocol(protocol)
+        // The suite runs every scenario at once: on a small machine the first answer (and
+        // an authorization flow inside the probe) can take longer than the default 10 s.
+        .probe_timeout(std::time::Duration::from_secs(25))
         .on_elicitation(|p| async move { Ok(answer(&p)) })
         .connect(transport)
         .await?;

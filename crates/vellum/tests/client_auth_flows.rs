@@ -383,6 +383,16 @@ async fn a_scope_that_is_never_granted_stops_after_three_authorizations() {
         "{err}"
     );
     assert_eq!(auth.requests_to("/authorize").len(), 3);
+    // Another request (as a client that gives up on one call and tries another) gets no
+    // fourth authorization: the limit holds until the server accepts a request.
+    let err = within(
+        "the second request",
+        send_authorized(&oauth, &rs.url, &list()),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, AuthError::TooManyAttempts { .. }), "{err}");
+    assert_eq!(auth.requests_to("/authorize").len(), 3);
 }
 
 #[tokio::test]

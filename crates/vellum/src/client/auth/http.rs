@@ -8,6 +8,10 @@ use serde::de::DeserializeOwned;
 
 use super::{AuthError, urls};
 
+/// How long an idle connection to an authorization server is kept: under the 5 s after
+/// which common servers close it.
+const POOL_IDLE: Duration = Duration::from_secs(4);
+
 /// The largest metadata, registration or token document read.
 const MAX_DOCUMENT_BYTES: usize = 256 * 1024;
 
@@ -59,6 +63,10 @@ impl Http {
             .redirect(policy)
             .connect_timeout(timeout.min(Duration::from_secs(10)))
             .timeout(timeout)
+            // Authorization requests come in bursts minutes apart: a pooled connection the
+            // server closed meanwhile (Node closes idle ones after 5 s) would be reset when
+            // reused, so idle connections are dropped first.
+            .pool_idle_timeout(POOL_IDLE)
             .user_agent(concat!("vellum/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| AuthError::Config(format!("HTTP client: {e}")))?;

@@ -43,6 +43,10 @@ struct State {
     /// Bumped whenever the tokens change: a 401 to a request sent with older tokens is
     /// retried with the new ones instead of starting another flow.
     generation: u64,
+    /// Authorizations since the server last accepted a request: the retry limit holds across
+    /// requests too (a client that gives up on one request and tries another, as the era
+    /// probe does, must not start a fourth flow against a server that refuses every token).
+    unanswered: u32,
 }
 
 impl std::fmt::Debug for OAuth {
@@ -202,6 +206,7 @@ impl OAuth {
             _ => false,
         };
         if status != http::StatusCode::UNAUTHORIZED && status != http::StatusCode::FORBIDDEN {
+            st.unanswered = 0;
             return Ok(false);
         }
         let values = headers
@@ -270,6 +275,8 @@ impl OAuth {
         let mut st = self.inner.state.lock().await;
         self.ensure_loaded(&mut st).await?;
         let disc = self.discover(None).await?;
+        // The user asked: a fresh start for the retry limit too.
+        st.unanswered = 0;
         self.acquire_locked(&mut st, disc, &[]).await?;
         st.record
             .as_ref()
@@ -356,10 +363,9 @@ impl OAuth {
         challenge: &AuthChallenge,
         step_up: bool,
     ) -> Result<(), AuthError> {
-        if attempt.authorizations >= self.inner.cfg.max_authorizations {
-            return Err(AuthError::TooManyAttempts {
-                attempts: attempt.authorizations,
-            });
+        let made = attempt.authorizations.max(st.unanswered);
+        if made >= self.inner.cfg.max_authorizations {
+            return Err(AuthError::TooManyAttempts { attempts: made });
         }
         if matches!(self.inner.cfg.grant, Grant::AuthorizationCode)
             && self.inner.cfg.redirect.is_none()
@@ -373,6 +379,7 @@ impl OAuth {
             _ => self.discover(challenge.resource_metadata()).await?,
         };
         attempt.authorizations += 1;
+        st.unanswered += 1;
         self.acquire_locked(st, disc, &challenge.scopes()).await
     }
 
