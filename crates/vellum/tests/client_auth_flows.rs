@@ -12,7 +12,7 @@ use vellum::client::auth::{
 };
 use vellum_testkit::oauth::{
     AsOptions, IssInResponse, MetadataForm, PrmAt, RsOptions, ScriptedBrowser, TestAuthServer,
-    TestClient, TestResourceServer, send_authorized,
+    TestClient, send_authorized, start_pair as servers, tools_list as list,
 };
 use vellum_testkit::{DEADLINE, within};
 
@@ -20,18 +20,8 @@ fn client(url: &str, browser: &ScriptedBrowser) -> OAuthBuilder {
     OAuth::builder(url).redirect(LoopbackRedirect::new(browser.clone()).timeout(DEADLINE))
 }
 
-fn list() -> serde_json::Value {
-    json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
-}
-
 fn call() -> serde_json::Value {
     json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "x"}})
-}
-
-async fn servers(a: AsOptions, r: RsOptions) -> (TestAuthServer, TestResourceServer) {
-    let auth = TestAuthServer::start(a).await;
-    let rs = TestResourceServer::start(r, &[&auth]).await;
-    (auth, rs)
 }
 
 #[tokio::test]

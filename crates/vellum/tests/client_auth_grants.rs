@@ -13,27 +13,10 @@ use vellum::client::auth::{
 };
 use vellum::jose::SigningKey;
 use vellum_testkit::oauth::{
-    AsOptions, RsOptions, ScriptedBrowser, TestAuthServer, TestClient, TestResourceServer,
-    send_authorized,
+    AsOptions, RsOptions, ScriptedBrowser, TestAuthServer, TestClient, send_authorized,
+    start_pair as servers, tools_list as list, unix_now as now,
 };
 use vellum_testkit::{DEADLINE, within};
-
-fn list() -> serde_json::Value {
-    json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
-}
-
-fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-}
-
-async fn servers(a: AsOptions, r: RsOptions) -> (TestAuthServer, TestResourceServer) {
-    let auth = TestAuthServer::start(a).await;
-    let rs = TestResourceServer::start(r, &[&auth]).await;
-    (auth, rs)
-}
 
 #[tokio::test]
 async fn client_credentials_with_a_secret_or_a_private_key() {

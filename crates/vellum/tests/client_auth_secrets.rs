@@ -9,14 +9,13 @@
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
-use serde_json::json;
 use vellum::client::auth::{
     AuthError, Grant, LoopbackRedirect, MemoryTokenStore, OAuth, PreregisteredClient, TokenStore,
 };
 use vellum::jose::SigningKey;
 use vellum_testkit::oauth::{
     AsOptions, RsOptions, ScriptedBrowser, TestAuthServer, TestClient, TestResourceServer,
-    send_authorized,
+    send_authorized, tools_list as list,
 };
 use vellum_testkit::{DEADLINE, within};
 
@@ -31,10 +30,6 @@ impl Write for Log {
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }
-}
-
-fn list() -> serde_json::Value {
-    json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,28 +7,17 @@
 
 use std::path::PathBuf;
 
-use serde_json::json;
 use vellum::client::auth::{
     AuthError, FileTokenStore, LoopbackRedirect, MemoryTokenStore, OAuth, OAuthBuilder, TokenStore,
 };
 use vellum_testkit::oauth::{
     AsOptions, RsOptions, ScriptedBrowser, TestAuthServer, TestResourceServer, send_authorized,
+    tools_list as list, unix_now as now,
 };
 use vellum_testkit::{DEADLINE, eventually, within};
 
 fn client(url: &str) -> OAuthBuilder {
     OAuth::builder(url).redirect(LoopbackRedirect::new(ScriptedBrowser::new()).timeout(DEADLINE))
-}
-
-fn list() -> serde_json::Value {
-    json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
-}
-
-fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
 }
 
 fn temp_dir(name: &str) -> PathBuf {

@@ -77,3 +77,26 @@ pub async fn send_authorized(
         return Ok((status.as_u16(), json));
     }
 }
+
+/// An authorization server started with `a`, and a resource server started with `r` that
+/// trusts it.
+pub async fn start_pair(
+    a: super::AsOptions,
+    r: super::RsOptions,
+) -> (super::TestAuthServer, super::TestResourceServer) {
+    let auth = super::TestAuthServer::start(a).await;
+    let rs = super::TestResourceServer::start(r, &[&auth]).await;
+    (auth, rs)
+}
+
+/// A JSON-RPC `tools/list` request.
+pub fn tools_list() -> serde_json::Value {
+    serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+}
+
+/// Seconds since the Unix epoch.
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}

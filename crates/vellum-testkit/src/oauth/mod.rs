@@ -19,7 +19,7 @@ mod endpoints;
 mod grants;
 mod resource;
 
-pub use browser::{ScriptedBrowser, send_authorized};
+pub use browser::{ScriptedBrowser, send_authorized, start_pair, tools_list, unix_now};
 pub use resource::{PrmAt, RsOptions, SeenRsRequest, TestResourceServer};
 
 use std::collections::HashMap;
