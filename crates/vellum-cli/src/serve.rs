@@ -98,6 +98,18 @@ pub(crate) struct ServeArgs {
     /// The largest request body accepted (413 beyond it).
     #[arg(long, value_name = "BYTES", default_value_t = StreamableHttpOptions::DEFAULT_MAX_BODY_BYTES)]
     max_body_bytes: usize,
+    /// The whole request body must arrive within this time after its headers (408 and the
+    /// connection closed otherwise; `0s` turns it off).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "30s")]
+    body_timeout: Duration,
+    /// The slowest a request body may arrive, in bytes per second on average after 5 s
+    /// (408 and the connection closed otherwise; 0 = no minimum).
+    #[arg(long, value_name = "BYTES_PER_SEC", default_value_t = StreamableHttpOptions::DEFAULT_MIN_BODY_RATE)]
+    min_body_rate: u64,
+    /// The most bytes buffered for request bodies across all connections (the first 64 KiB
+    /// of each not counted); bodies past it get 503 with Retry-After (0 = no cap).
+    #[arg(long, value_name = "BYTES", default_value_t = StreamableHttpOptions::DEFAULT_MAX_BUFFERED_BODY_BYTES)]
+    max_buffered_body_bytes: usize,
     /// The most live sessions (503 with Retry-After beyond it).
     #[arg(long, value_name = "N")]
     max_sessions: Option<usize>,
@@ -229,6 +241,10 @@ async fn options(args: &ServeArgs) -> anyhow::Result<StreamableHttpOptions> {
     }
     o.cross_origin_protection = Some(cop);
     o.max_body_bytes = args.max_body_bytes;
+    o.body_timeout = (!args.body_timeout.is_zero()).then_some(args.body_timeout);
+    o.min_body_rate = (args.min_body_rate > 0).then_some(args.min_body_rate);
+    o.max_buffered_body_bytes =
+        (args.max_buffered_body_bytes > 0).then_some(args.max_buffered_body_bytes);
     o.max_sessions = args.max_sessions;
     o.sse_keep_alive = (!args.sse_keep_alive.is_zero()).then_some(args.sse_keep_alive);
     o.cors = args.cors;

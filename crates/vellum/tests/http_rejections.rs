@@ -174,6 +174,8 @@ const TESTED: &[(&str, &str)] = &[
     (EVERY, ACCEPT),
     (EVERY, TOO_LARGE),
     (EVERY, UNREADABLE),
+    (EVERY, BODY_TIMEOUT),
+    (EVERY, BODY_BUDGET),
     (EVERY, NOT_JSON),
     (EVERY, NOT_JSON_RPC),
     (EVERY, NO_SERVER),
@@ -299,6 +301,8 @@ const CONTENT_TYPE: &str = "POST without `Content-Type: application/json`";
 const ACCEPT: &str = "POST whose `Accept` allows neither `application/json` nor `text/event-stream` (a missing `Accept` allows both)";
 const TOO_LARGE: &str = "body larger than `max_body_bytes` (default 4 MiB), chunked or not";
 const UNREADABLE: &str = "body cannot be read (connection broke)";
+const BODY_TIMEOUT: &str = "body not received within `body_timeout` (default 30 s), or arriving slower than `min_body_rate` (default 1 KiB/s, after 5 s); the connection is closed";
+const BODY_BUDGET: &str = "body would pass `max_buffered_body_bytes`, the bytes buffered for bodies across all connections (default 256 MiB; the first 64 KiB of each body not counted); the connection is closed";
 const NOT_JSON: &str = "body is not JSON";
 const NOT_JSON_RPC: &str = "body is JSON but not JSON-RPC 2.0 (wrong `jsonrpc`, `\"id\": null`, non-object params, empty batch, …)";
 const NO_SERVER: &str = "the server factory returned `None`";
@@ -535,6 +539,46 @@ async fn row_unreadable() {
     );
     let a = raw_http(&srv, short.as_bytes(), true).await;
     check(EVERY, UNREADABLE, &a, None);
+}
+
+#[tokio::test]
+async fn row_body_timeout() {
+    let mut o = StreamableHttpOptions::default();
+    o.body_timeout = Some(std::time::Duration::from_millis(300));
+    let (_f, srv) = server(o).await;
+    let host = srv.addr.to_string();
+    // The body stops part-way and the client waits (no half-close): the deadline ends it.
+    let short = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+         Accept: {ACCEPT_BOTH}\r\nContent-Length: 100\r\n\r\n{{\"jsonrpc\""
+    );
+    let a = raw_http(&srv, short.as_bytes(), false).await;
+    check(EVERY, BODY_TIMEOUT, &a, None);
+    assert_eq!(a.header("connection"), Some("close"));
+}
+
+#[tokio::test]
+async fn row_body_budget() {
+    let mut o = StreamableHttpOptions::default();
+    o.max_buffered_body_bytes = Some(0);
+    let (_f, srv) = server(o).await;
+    let host = srv.addr.to_string();
+    // Past the uncounted first 64 KiB, a budget of 0 refuses the body.
+    let mut big = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+         Accept: {ACCEPT_BOTH}\r\nContent-Length: 200000\r\n\r\n"
+    )
+    .into_bytes();
+    big.extend(std::iter::repeat_n(b' ', 100_000));
+    let a = raw_http(&srv, &big, false).await;
+    check(EVERY, BODY_BUDGET, &a, None);
+    assert_eq!(srv.handler.buffered_body_bytes(), 0);
+    // A body within the uncounted part is served whatever the budget.
+    let c = session(&srv, "2025-06-18").await;
+    let a = c
+        .post(&c.call_tool("add", json!({"a": 1, "b": 2}), None))
+        .await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.text());
 }
 
 #[tokio::test]

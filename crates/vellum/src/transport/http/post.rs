@@ -6,15 +6,14 @@
 //! Not here: the session lookups (`session_routing.rs`) and the 2026-07-28 header checks
 //! (`modern_headers.rs`).
 
-use bytes::Bytes;
 use http::{Response, StatusCode};
 use http_body::Body;
-use http_body_util::BodyExt;
 
 use crate::protocol::{Message, Payload, ProtocolVersion, decode, methods};
 use crate::server::{handle_notification, handle_response};
 
 use super::body::ResponseBody;
+use super::body_reader::{BodyLimits, read_body};
 use super::endpoint::Inner;
 use super::headers::{Accepts, is_json_content_type, names, text};
 use super::modern_headers;
@@ -44,8 +43,15 @@ impl Inner {
                 "Not Acceptable: Accept must allow application/json or text/event-stream",
             ));
         }
-        let bytes = read_body(body, self.options.max_body_bytes).await?;
+        let limits = BodyLimits {
+            max_bytes: self.options.max_body_bytes,
+            timeout: self.options.body_timeout,
+            min_rate: self.options.min_body_rate,
+        };
+        let (bytes, held) = read_body(body, limits, &self.bodies).await?;
         let payload = decode(&bytes).map_err(Rejection::Decode)?;
+        // The decoded messages share the bytes; what the budget bounds is bodies in transit.
+        drop(held);
         let header_version = text(&parts.headers, &names::PROTOCOL_VERSION);
 
         // Era routing (the spec's dual-era order): a modern version header, then a session,
@@ -141,29 +147,5 @@ impl Inner {
             });
         }
         self.respond(parts, requests, accepts, route).await
-    }
-}
-
-/// Reads a body up to `limit` bytes: 413 beyond it, 400 if it breaks off.
-async fn read_body<B>(body: B, limit: usize) -> Result<Bytes, Rejection>
-where
-    B: Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    if let Some(upper) = body.size_hint().upper()
-        && upper > limit as u64
-    {
-        return Err(Rejection::PayloadTooLarge(limit));
-    }
-    match http_body_util::Limited::new(body, limit).collect().await {
-        Ok(c) => Ok(c.to_bytes()),
-        Err(e)
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some() =>
-        {
-            Err(Rejection::PayloadTooLarge(limit))
-        }
-        Err(_) => Err(Rejection::UnreadableBody),
     }
 }

@@ -1,0 +1,228 @@
+//! What one client may cost the server, over real HTTP on loopback: body deadlines (whole
+//! body, minimum rate), the budget of buffered body bytes across connections, and the
+//! in-flight cap counted per message and released when a connection goes.
+
+// Test code: a panic is how a test fails (clippy.toml allows it only inside #[test] fns).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use serde_json::json;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::TcpStream;
+use vellum::transport::http::StreamableHttpOptions;
+
+use vellum_testkit::fixture::test_server;
+use vellum_testkit::http::TestHttpServer;
+use vellum_testkit::{eventually, within};
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+
+/// The head of a POST announcing a body of `len` bytes.
+fn post_head(addr: SocketAddr, len: usize) -> String {
+    format!(
+        "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {len}\r\n\r\n"
+    )
+}
+
+/// Reads until the status line is complete; `None` if the connection closed first.
+async fn read_status(s: &mut TcpStream) -> Option<u16> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 1024];
+    loop {
+        if let Some(end) = buf.windows(2).position(|w| w == b"\r\n") {
+            let line = String::from_utf8_lossy(&buf[..end]).into_owned();
+            return line.split_whitespace().nth(1).and_then(|c| c.parse().ok());
+        }
+        match s.read(&mut chunk).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+/// Reads to the end of the connection (the server closes it after a refusal).
+async fn read_to_close(s: &mut TcpStream) -> String {
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out).await;
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The resident set of this process (the server runs in it), in KiB.
+fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+// ---- body deadlines -----------------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_body_that_never_finishes_gets_408_at_its_deadline_and_its_connection_closes() {
+    let mut o = StreamableHttpOptions::default();
+    o.body_timeout = Some(Duration::from_millis(800));
+    o.min_body_rate = None;
+    let srv = TestHttpServer::start(test_server().server, o).await;
+
+    let mut s = TcpStream::connect(srv.addr).await.unwrap();
+    s.write_all(post_head(srv.addr, INIT.len()).as_bytes())
+        .await
+        .unwrap();
+    s.write_all(&INIT.as_bytes()[..20]).await.unwrap();
+    let started = Instant::now();
+    let answer = within("the 408", read_to_close(&mut s)).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "not a 408: {answer:?}");
+    assert!(
+        answer.to_ascii_lowercase().contains("connection: close"),
+        "{answer}"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(700),
+        "refused before its deadline: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(srv.handler.buffered_body_bytes(), 0);
+
+    // The deadline is for the body, not for the connection: a fresh client is served.
+    let mut c = srv.client();
+    c.connect("2025-06-18").await;
+}
+
+#[tokio::test]
+async fn a_body_that_trickles_below_the_minimum_rate_gets_408() {
+    let mut o = StreamableHttpOptions::default();
+    o.body_timeout = None;
+    o.min_body_rate = Some(10_000);
+    let srv = TestHttpServer::start(test_server().server, o).await;
+
+    // 100 KiB announced; one byte every 100 ms is far below 10 kB/s. The rate applies
+    // after the 5 s grace, so the refusal comes a little after 5 s.
+    let mut s = TcpStream::connect(srv.addr).await.unwrap();
+    s.write_all(post_head(srv.addr, 100 * 1024).as_bytes())
+        .await
+        .unwrap();
+    let (mut rd, mut wr) = s.into_split();
+    let trickle = tokio::spawn(async move {
+        for _ in 0..200 {
+            if wr.write_all(b" ").await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await; // the client's pace
+        }
+    });
+    let started = Instant::now();
+    let mut out = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(15), rd.read_to_end(&mut out)).await;
+    assert!(read.is_ok(), "no answer within 15 s to a trickling body");
+    let answer = String::from_utf8_lossy(&out);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer:?}");
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_secs(5) && took < Duration::from_secs(12),
+        "refused after {took:?}"
+    );
+    trickle.abort();
+}
+
+// ---- the budget of buffered bodies --------------------------------------------------------------
+
+/// Hundreds of clients each send half of a 1 MiB body and stall. Without a budget they hold
+/// all of it (150 MiB here); with a 16 MiB budget, the bodies past it get 503 at once and
+/// their connections close, the server's RSS stays bounded, and a fresh client is served
+/// while the stalled bodies are still held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hundreds_of_stalled_bodies_stay_within_the_budget() {
+    const CLIENTS: usize = 300;
+    const BUDGET: usize = 16 << 20;
+    const SENT: usize = 512 * 1024;
+    let mut o = StreamableHttpOptions::default();
+    o.max_buffered_body_bytes = Some(BUDGET);
+    o.body_timeout = Some(Duration::from_secs(120));
+    o.min_body_rate = None;
+    let srv = TestHttpServer::start(test_server().server, o).await;
+    // Warm the allocator and the server once, so the baseline is a serving server.
+    srv.client().connect("2025-06-18").await;
+    let before = rss_kib();
+
+    let half = bytes::Bytes::from(vec![b' '; SENT]);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(u16, Option<TcpStream>)>();
+    for _ in 0..CLIENTS {
+        let (tx, half, addr) = (tx.clone(), half.clone(), srv.addr);
+        tokio::spawn(async move {
+            let mut s = TcpStream::connect(addr).await.unwrap();
+            s.write_all(post_head(addr, 1 << 20).as_bytes())
+                .await
+                .unwrap();
+            // A refused body's connection closes: the write may fail part-way.
+            let _ = s.write_all(&half).await;
+            // A held body gets no answer: report it once it has been sent, keeping it open.
+            match tokio::time::timeout(Duration::from_millis(1500), read_status(&mut s)).await {
+                Ok(status) => {
+                    let _ = tx.send((status.unwrap_or(0), None));
+                }
+                Err(_) => {
+                    let _ = tx.send((0, Some(s)));
+                }
+            }
+        });
+    }
+    drop(tx);
+    let mut refused = 0;
+    let mut held = Vec::new();
+    within("every client's fate", async {
+        while let Some((status, stream)) = rx.recv().await {
+            match stream {
+                Some(s) => held.push(s),
+                None => {
+                    assert!(
+                        status == 503 || status == 0,
+                        "a stalled body answered {status}"
+                    );
+                    refused += 1;
+                }
+            }
+        }
+    })
+    .await;
+    let per_body = (SENT - 64 * 1024) as f64;
+    let most_held = (BUDGET as f64 / per_body).ceil() as usize + 1;
+    assert!(
+        held.len() <= most_held,
+        "{} bodies held, more than the budget allows ({most_held})",
+        held.len()
+    );
+    assert!(refused >= CLIENTS - most_held, "only {refused} refused");
+    assert!(srv.handler.buffered_body_bytes() <= BUDGET);
+    let grown_mib = (rss_kib().saturating_sub(before)) as f64 / 1024.0;
+    eprintln!(
+        "{} held, {refused} refused, RSS grew {grown_mib:.1} MiB, {} bytes buffered",
+        held.len(),
+        srv.handler.buffered_body_bytes()
+    );
+    // The held bodies (~36 MiB with their buffers' spare capacity), 300 client tasks and
+    // allocator slack; 150 MiB and more without the budget.
+    assert!(grown_mib < 100.0, "RSS grew {grown_mib:.1} MiB");
+
+    // A fresh client is served while the stalled bodies are still held.
+    let mut c = srv.client();
+    within("a fresh client", c.connect("2025-06-18")).await;
+    let call = c
+        .post(&c.call_tool("add", json!({"a": 1, "b": 2}), None))
+        .await;
+    assert_eq!(call.status, StatusCode::OK, "{}", call.text());
+    assert_eq!(call.last()["result"]["structuredContent"]["sum"], 3);
+
+    // The held bodies give their budget back as soon as their connections go.
+    drop(held);
+    eventually("the budget given back", || {
+        srv.handler.buffered_body_bytes() == 0
+    })
+    .await;
+    let a = srv.client().post_raw(INIT).await;
+    assert_eq!(a.status, StatusCode::OK);
+}
