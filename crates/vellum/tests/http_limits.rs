@@ -226,3 +226,175 @@ async fn hundreds_of_stalled_bodies_stay_within_the_budget() {
     let a = srv.client().post_raw(INIT).await;
     assert_eq!(a.status, StatusCode::OK);
 }
+
+// ---- the in-flight cap counts messages ----------------------------------------------------------
+
+/// A batch of `n` calls of the fixture's `slow` tool, ids from `first`.
+fn slow_batch(first: i64, n: i64) -> serde_json::Value {
+    let calls: Vec<_> = (first..first + n)
+        .map(|id| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "slow", "arguments": {}}}))
+        .collect();
+    serde_json::Value::Array(calls)
+}
+
+/// POSTs `body` in `session` on a connection of its own, reads the status line, and returns
+/// the connection (its answer still streaming) with the status.
+async fn post_on_own_connection(
+    addr: SocketAddr,
+    session: &str,
+    body: &serde_json::Value,
+) -> (u16, TcpStream) {
+    let body = body.to_string();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nmcp-session-id: {session}\r\nmcp-protocol-version: 2025-03-26\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(head.as_bytes()).await.unwrap();
+    let status = within("a status line", read_status(&mut s)).await.unwrap();
+    (status, s)
+}
+
+#[tokio::test]
+async fn every_request_of_a_batch_counts_against_the_in_flight_cap() {
+    let f = test_server();
+    let mut o = StreamableHttpOptions::default();
+    o.max_in_flight_per_session = Some(4);
+    let srv = TestHttpServer::start(f.server.clone(), o).await;
+    let mut c = srv.client();
+    c.connect("2025-03-26").await;
+    let session = c.session.clone().unwrap();
+
+    // Five requests in one POST pass a cap of four: refused whole, nothing starts.
+    let (status, _) = post_on_own_connection(srv.addr, &session, &slow_batch(10, 5)).await;
+    assert_eq!(status, 429, "a batch of 5 under a cap of 4");
+    assert_eq!(f.slow.dropped_count(), 0);
+    // Four fit; then one more is one too many.
+    let (status, held) = post_on_own_connection(srv.addr, &session, &slow_batch(20, 4)).await;
+    assert_eq!(status, 200);
+    for _ in 0..4 {
+        f.slow.entered().await;
+    }
+    let one = c
+        .post(&c.call_tool("add", json!({"a": 1, "b": 1}), None))
+        .await;
+    assert_eq!(one.status, StatusCode::TOO_MANY_REQUESTS, "{}", one.text());
+    f.slow.release();
+    drop(held);
+}
+
+/// A client fills its session's in-flight cap and hangs up. Its requests go on in the
+/// background (a GET may resume their stream), but they no longer count: the session is
+/// back under its cap at once. Hanging up again while the detached ones still run cancels
+/// the new ones (detached requests are capped too), so hanging up cannot pile up work.
+#[tokio::test]
+async fn a_session_is_back_under_its_cap_right_after_its_abusive_connection_closed() {
+    let f = test_server();
+    let mut o = StreamableHttpOptions::default();
+    o.max_in_flight_per_session = Some(4);
+    let srv = TestHttpServer::start(f.server.clone(), o).await;
+    let mut c = srv.client();
+    c.connect("2025-03-26").await;
+    let session = c.session.clone().unwrap();
+    let add = |c: &vellum_testkit::http::McpHttp| c.call_tool("add", json!({"a": 2, "b": 3}), None);
+
+    let (status, abusive) = post_on_own_connection(srv.addr, &session, &slow_batch(100, 4)).await;
+    assert_eq!(status, 200);
+    for _ in 0..4 {
+        f.slow.entered().await;
+    }
+    assert_eq!(c.post(&add(&c)).await.status, StatusCode::TOO_MANY_REQUESTS);
+    drop(abusive);
+    // The server notices the hang-up as soon as the socket closes; allow it 2 s.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let a = c.post(&add(&c)).await;
+        if a.status == StatusCode::OK {
+            assert_eq!(a.last()["result"]["structuredContent"]["sum"], 5);
+            break;
+        }
+        assert_eq!(a.status, StatusCode::TOO_MANY_REQUESTS, "{}", a.text());
+        assert!(
+            Instant::now() < deadline,
+            "still at its cap 2 s after the abusive connection closed"
+        );
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(
+        f.slow.dropped_count(),
+        0,
+        "detached requests were cancelled"
+    );
+
+    // Four more, and hang up again: no room left to run detached, so they are cancelled.
+    let (status, again) = post_on_own_connection(srv.addr, &session, &slow_batch(200, 4)).await;
+    assert_eq!(status, 200);
+    for _ in 0..4 {
+        f.slow.entered().await;
+    }
+    drop(again);
+    for _ in 0..4 {
+        f.slow.dropped().await;
+    }
+    f.slow.release();
+}
+
+// ---- batches are linear -------------------------------------------------------------------------
+
+/// Decoding, dispatching and answering a batch cost time linear in its entries: 10× the
+/// entries may cost at most 40× the time (a quadratic step costs 100×; the 100k batch's
+/// ~200 MB of live requests miss the caches, which costs linear code up to ~25× in a
+/// debug build). Judged by ratio, so the machine's speed does not matter. (Before the
+/// requests of a POST were polled from a cursor, 1k -> 10k took 28x and 100k minutes.)
+#[tokio::test]
+async fn a_batch_costs_time_linear_in_its_entries() {
+    let mut o = StreamableHttpOptions::default();
+    o.max_batch_entries = 100_000;
+    o.max_in_flight_per_session = None;
+    o.max_body_bytes = 64 << 20;
+    o.json_response = true;
+    let srv = TestHttpServer::start(test_server().server, o).await;
+    let mut c = srv.client();
+    c.connect("2025-03-26").await;
+    let batch = |n: usize| {
+        let mut b = String::from("[");
+        for i in 0..n {
+            if i > 0 {
+                b.push(',');
+            }
+            b.push_str(&format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"ping"}}"#));
+        }
+        b.push(']');
+        b
+    };
+    let mut times = Vec::new();
+    for n in [1_000usize, 10_000, 100_000] {
+        let body = batch(n);
+        let mut best = Duration::MAX;
+        // The largest takes seconds in a debug build: once is enough to see a square.
+        for _ in 0..if n >= 100_000 { 1 } else { 3 } {
+            let started = Instant::now();
+            let r = c.builder(reqwest::Method::POST).body(body.clone()).send();
+            let r = tokio::time::timeout(Duration::from_secs(90), r)
+                .await
+                .expect("an answer within 90 s")
+                .unwrap();
+            assert_eq!(r.status(), StatusCode::OK, "{n} entries");
+            let answers: Vec<serde_json::Value> = r.json().await.unwrap();
+            let took = started.elapsed();
+            assert_eq!(answers.len(), n, "{n} entries: every one answered");
+            best = best.min(took);
+        }
+        eprintln!("{n} entries: {best:?}");
+        times.push(best);
+    }
+    for w in times.windows(2) {
+        let ratio = w[1].as_secs_f64() / w[0].as_secs_f64().max(1e-6);
+        assert!(
+            ratio < 40.0,
+            "10x the entries took {ratio:.1}x the time ({:?} -> {:?})",
+            w[0],
+            w[1]
+        );
+    }
+}

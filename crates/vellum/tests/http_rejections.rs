@@ -182,6 +182,7 @@ const TESTED: &[(&str, &str)] = &[
     (EVERY, ONLY_NOTIFICATIONS),
     (LEGACY, BAD_VERSION),
     (LEGACY, BATCH_VERSION),
+    (LEGACY, BATCH_CAP),
     (LEGACY, INITIALIZE_IN_BATCH),
     (LEGACY, NO_SESSION),
     (LEGACY, UNKNOWN_SESSION),
@@ -687,16 +688,16 @@ async fn row_only_notifications() {
 // ---- legacy -----------------------------------------------------------------------------------------
 
 const BAD_VERSION: &str = "`MCP-Protocol-Version` names a version this server does not speak";
-const BATCH_VERSION: &str =
-    "a JSON array (batch) when the version header is not absent / 2025-03-26";
+const BATCH_VERSION: &str = "a JSON array (batch) when the request's version is not 2025-03-26: its `MCP-Protocol-Version`, else its session's negotiated version (2025-03-26 for a stateless request without the header)";
+const BATCH_CAP: &str =
+    "a batch of more than `max_batch_entries` entries (default 64), counted before any runs";
 const INITIALIZE_IN_BATCH: &str = "`initialize` inside a batch";
 const NO_SESSION: &str = "stateful mode, no `Mcp-Session-Id`, body is not `initialize`";
 const UNKNOWN_SESSION: &str = "`Mcp-Session-Id` unknown, expired or deleted";
 const OTHER_PRINCIPAL: &str = "the session belongs to another authenticated principal";
 const MAX_SESSIONS: &str =
     "`initialize` beyond `max_sessions`, or beyond `max_sessions_per_principal`";
-const MAX_IN_FLIGHT: &str =
-    "the session already has `max_in_flight_per_session` requests running (default 256)";
+const MAX_IN_FLIGHT: &str = "the session already has `max_in_flight_per_session` requests running (default 256), each request of a batch counted, a request whose connection went not counted";
 const DUPLICATE_ID: &str = "a request id that is still in flight in the session";
 const STATELESS_GET_DELETE: &str = "GET or DELETE in stateless mode";
 const GET_ACCEPT: &str = "GET whose `Accept` lacks `text/event-stream`";
@@ -744,6 +745,38 @@ async fn row_batch_version() {
     }
     c.protocol_version = Some("2025-03-26".into());
     assert_eq!(c.post(&batch).await.status, StatusCode::OK);
+    // Without the header, the session's version decides: 2025-11-25 has no batches.
+    c.protocol_version = None;
+    let a = c.post(&batch).await;
+    check(LEGACY, BATCH_VERSION, &a, None);
+    // A 2025-03-26 session takes them without the header.
+    let mut old = session(&srv, "2025-03-26").await;
+    old.protocol_version = None;
+    let a = old.post(&batch).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.text());
+    assert_eq!(a.messages.len(), 2);
+}
+
+#[tokio::test]
+async fn row_batch_cap() {
+    let mut o = StreamableHttpOptions::default();
+    o.max_batch_entries = 3;
+    let (_f, srv) = server(o).await;
+    let c = session(&srv, "2025-03-26").await;
+    let calls = |n: i64| {
+        Value::Array(
+            (1..=n)
+                .map(|i| call(i, "hello_world", json!({"user_name": "a"})))
+                .collect(),
+        )
+    };
+    let a = c.post(&calls(4)).await;
+    check(LEGACY, BATCH_CAP, &a, None);
+    assert_eq!(c.post(&calls(3)).await.status, StatusCode::OK);
+    // The default is 64.
+    let (_f, srv) = server(StreamableHttpOptions::default()).await;
+    let c = session(&srv, "2025-03-26").await;
+    check(LEGACY, BATCH_CAP, &c.post(&calls(65)).await, None);
 }
 
 #[tokio::test]

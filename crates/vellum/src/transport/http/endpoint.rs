@@ -94,7 +94,10 @@ impl StreamableHttpHandler {
             inner: Arc::new(Inner {
                 factory: Box::new(factory),
                 security,
-                sessions: Arc::new(SessionTable::new(cluster)),
+                sessions: Arc::new(SessionTable::new(
+                    cluster,
+                    options.max_in_flight_per_session,
+                )),
                 bodies: BodyBudget::new(options.max_buffered_body_bytes),
                 options,
                 shutdown: CancellationToken::new(),

@@ -19,7 +19,7 @@ use super::headers::{Accepts, is_json_content_type, names, text};
 use super::modern_headers;
 use super::rejection::Rejection;
 use super::response::status_only;
-use super::session_routing::{Route, has_request, is_initialize};
+use super::session_routing::{Route, is_initialize, request_count};
 
 impl Inner {
     /// Serves a POST: checks its headers, reads and decodes its body, routes it to its era
@@ -74,26 +74,9 @@ impl Inner {
                     .ok_or_else(|| Rejection::UnsupportedLegacyVersion(v.to_owned()))?,
             ),
         };
-        if let Payload::Batch(_) = &payload
-            && !version
-                .unwrap_or(ProtocolVersion::DEFAULT_LEGACY)
-                .allows_batches()
-        {
-            return Err(Rejection::BadRequest {
-                id: None,
-                message: "Invalid request: batches are only allowed in protocol version 2025-03-26"
-                    .into(),
-            });
-        }
         let route = if self.options.stateless {
             self.stateless_route(&parts, &payload, version)?
         } else if let Some(http) = self.session(&parts).await? {
-            if let Some(max) = self.options.max_in_flight_per_session
-                && has_request(&payload)
-                && http.core.inflight_count() >= max
-            {
-                return Err(Rejection::TooManyRequests);
-            }
             let activity = http.activity(&self.sessions);
             Route::Legacy {
                 session: http.core.clone(),
@@ -106,7 +89,50 @@ impl Inner {
         } else {
             return Err(Rejection::MissingSession);
         };
+        if let Route::Legacy { session, http, .. } = &route {
+            // A request without a version header speaks its session's version (the one
+            // negotiated; 2025-03-26 for a stateless request without the header).
+            let version = match (version, http) {
+                (Some(v), _) => v,
+                (None, Some(_)) => session.protocol_version(),
+                (None, None) => ProtocolVersion::DEFAULT_LEGACY,
+            };
+            self.check_batch(&payload, version)?;
+            if let (Some(h), Some(max)) = (http, self.options.max_in_flight_per_session)
+                && h.attached_inflight()
+                    .saturating_add(request_count(&payload))
+                    > max
+            {
+                // Every request of a batch counts, not the POST that carries them.
+                return Err(Rejection::TooManyRequests);
+            }
+        }
         self.serve_payload(parts, payload, accepts, route).await
+    }
+
+    /// Refuses a batch the version does not allow, or one of more entries than the cap.
+    fn check_batch(&self, payload: &Payload, version: ProtocolVersion) -> Result<(), Rejection> {
+        let Payload::Batch(entries) = payload else {
+            return Ok(());
+        };
+        if !version.allows_batches() {
+            return Err(Rejection::BadRequest {
+                id: None,
+                message: "Invalid request: batches are only allowed in protocol version 2025-03-26"
+                    .into(),
+            });
+        }
+        if entries.len() > self.options.max_batch_entries {
+            return Err(Rejection::BadRequest {
+                id: None,
+                message: format!(
+                    "Invalid request: a batch of {} entries (at most {} allowed)",
+                    entries.len(),
+                    self.options.max_batch_entries
+                ),
+            });
+        }
+        Ok(())
     }
 
     /// Serves the messages of a POST: answers, notifications, then requests.
