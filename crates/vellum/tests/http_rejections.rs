@@ -166,12 +166,15 @@ fn check(section: &str, condition: &str, a: &Answer, produced: Option<i64>) -> V
 
 /// Every row the tests below prove, by section and condition.
 const TESTED: &[(&str, &str)] = &[
+    (EVERY, SINGLETON),
     (EVERY, HOST),
+    (EVERY, ABSOLUTE_FORM),
     (EVERY, ORIGIN),
     (EVERY, SEC_FETCH_SITE),
     (EVERY, METHOD),
     (EVERY, CONTENT_TYPE),
     (EVERY, ACCEPT),
+    (EVERY, ACCEPT_Q0),
     (EVERY, TOO_LARGE),
     (EVERY, UNREADABLE),
     (EVERY, BODY_TIMEOUT),
@@ -295,6 +298,9 @@ async fn send(
 // ---- every era ----------------------------------------------------------------------------------
 
 const HOST: &str = "loopback connection and `Host` is not `localhost` / `127.x.y.z` / `[::1]` (localhost protection on)";
+const SINGLETON: &str = "a singleton header (`Host`, `Content-Type`, `Origin`, `Sec-Fetch-Site`, `Mcp-Session-Id`, `MCP-Protocol-Version`, `Last-Event-ID`) sent more than once";
+const ABSOLUTE_FORM: &str = "loopback connection, absolute-form target (`POST http://authority/mcp`) whose authority is not loopback, whatever `Host` says (RFC 9112 §3.2.2)";
+const ACCEPT_Q0: &str = "POST whose `Accept` excludes both with quality 0 (`application/json;q=0`; the most specific matching range decides)";
 const ORIGIN: &str = "`Origin` present and neither same-origin with `Host` nor trusted (including `Origin: null`), any method";
 const SEC_FETCH_SITE: &str = "cross-origin protection on, unsafe method, `Sec-Fetch-Site` other than `same-origin`/`none` from an untrusted origin";
 const METHOD: &str = "method other than GET, POST, DELETE (or OPTIONS preflight with CORS on)";
@@ -543,6 +549,83 @@ async fn row_unreadable() {
 }
 
 #[tokio::test]
+async fn row_singleton() {
+    let (_f, srv) = server(StreamableHttpOptions::default()).await;
+    let host = srv.addr.to_string();
+    let init = initialize().to_string();
+    for (name, a, b) in [
+        ("Host", host.as_str(), "evil.com"),
+        ("Host", host.as_str(), host.as_str()),
+        ("Content-Type", "application/json", "text/plain"),
+        ("Origin", "http://evil.com", "http://evil.com"),
+        ("Sec-Fetch-Site", "same-origin", "cross-site"),
+        ("Mcp-Session-Id", "a", "b"),
+        ("MCP-Protocol-Version", "2025-06-18", "2025-03-26"),
+        ("Last-Event-ID", "1", "2"),
+    ] {
+        // Content-Type and Host are written once by the request itself unless repeated here.
+        let mut req = format!("POST /mcp HTTP/1.1\r\nAccept: {ACCEPT_BOTH}\r\n");
+        if name != "Host" {
+            req.push_str(&format!("Host: {host}\r\n"));
+        }
+        if name != "Content-Type" {
+            req.push_str("Content-Type: application/json\r\n");
+        }
+        req.push_str(&format!(
+            "{name}: {a}\r\n{name}: {b}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{init}",
+            init.len()
+        ));
+        let answer = raw_http(&srv, req.as_bytes(), false).await;
+        check(EVERY, SINGLETON, &answer, None);
+    }
+    assert_eq!(srv.handler.session_count(), 0);
+}
+
+#[tokio::test]
+async fn row_absolute_form() {
+    let (_f, srv) = server(StreamableHttpOptions::default()).await;
+    let host = srv.addr.to_string();
+    let init = initialize().to_string();
+    let req = |target: &str| {
+        format!(
+            "POST {target} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+             Accept: {ACCEPT_BOTH}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{init}",
+            init.len()
+        )
+    };
+    for target in ["http://evil.com/mcp", "http://[::1]evil.com/mcp"] {
+        let a = raw_http(&srv, req(target).as_bytes(), false).await;
+        check(EVERY, ABSOLUTE_FORM, &a, None);
+    }
+    // A loopback authority in the target is served.
+    let a = raw_http(&srv, req(&format!("http://{host}/mcp")).as_bytes(), false).await;
+    assert_eq!(a.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn row_accept_q0() {
+    let (_f, srv) = server(StreamableHttpOptions::default()).await;
+    let c = srv.client();
+    for accept in [
+        "application/json;q=0, text/event-stream;q=0",
+        "*/*;q=0",
+        "application/json;q=0, text/*;q=0.0",
+    ] {
+        let a = c.post_accepting(Some(accept), &initialize()).await;
+        check(EVERY, ACCEPT_Q0, &a, None);
+    }
+    // One type left acceptable is served in it.
+    let a = c
+        .post_accepting(
+            Some("text/event-stream;q=0, application/json"),
+            &initialize(),
+        )
+        .await;
+    assert_eq!(a.status, StatusCode::OK);
+    assert_eq!(a.content_type(), "application/json");
+}
+
+#[tokio::test]
 async fn row_body_timeout() {
     let mut o = StreamableHttpOptions::default();
     o.body_timeout = Some(std::time::Duration::from_millis(300));
@@ -703,7 +786,7 @@ const STATELESS_GET_DELETE: &str = "GET or DELETE in stateless mode";
 const GET_ACCEPT: &str = "GET whose `Accept` lacks `text/event-stream`";
 const GET_DELETE_NO_SESSION: &str = "GET or DELETE without `Mcp-Session-Id`";
 const GET_CONFLICT: &str = "GET of a stream another connection is reading (a second standalone GET; a resume of a stream a POST response still writes, after waiting 1 s for that response to notice a dropped connection; a resume of a stream another GET reads takes it over instead)";
-const BAD_LAST_EVENT_ID: &str = "GET with a malformed `Last-Event-ID`, or, without an event store, one of a stream this instance no longer holds";
+const BAD_LAST_EVENT_ID: &str = "GET with a malformed `Last-Event-ID` (not visible ASCII, or not in the store's `<stream>-<seq>` form), or, without an event store, one of a stream this instance no longer holds";
 const FOREIGN_STREAM: &str = "GET with a `Last-Event-ID` of a stream this session does not have";
 const EVICTED: &str =
     "GET with a `Last-Event-ID` whose following events were evicted from the store";
