@@ -166,6 +166,7 @@ fn check(section: &str, condition: &str, a: &Answer, produced: Option<i64>) -> V
 
 /// Every row the tests below prove, by section and condition.
 const TESTED: &[(&str, &str)] = &[
+    (EVERY, HEAD_SIZE),
     (EVERY, SINGLETON),
     (EVERY, HOST),
     (EVERY, ABSOLUTE_FORM),
@@ -298,6 +299,8 @@ async fn send(
 // ---- every era ----------------------------------------------------------------------------------
 
 const HOST: &str = "loopback connection and `Host` is not `localhost` / `127.x.y.z` / `[::1]` (localhost protection on)";
+const HEAD_SIZE: &str =
+    "request head (target and header lines) larger than 64 KiB, whatever the packets it came in";
 const SINGLETON: &str = "a singleton header (`Host`, `Content-Type`, `Origin`, `Sec-Fetch-Site`, `Mcp-Session-Id`, `MCP-Protocol-Version`, `Last-Event-ID`) sent more than once";
 const ABSOLUTE_FORM: &str = "loopback connection, absolute-form target (`POST http://authority/mcp`) whose authority is not loopback, whatever `Host` says (RFC 9112 §3.2.2)";
 const ACCEPT_Q0: &str = "POST whose `Accept` excludes both with quality 0 (`application/json;q=0`; the most specific matching range decides)";
@@ -546,6 +549,34 @@ async fn row_unreadable() {
     );
     let a = raw_http(&srv, short.as_bytes(), true).await;
     check(EVERY, UNREADABLE, &a, None);
+}
+
+#[tokio::test]
+async fn row_head_size() {
+    let (_f, srv) = server(StreamableHttpOptions::default()).await;
+    let host = srv.addr.to_string();
+    let init = initialize().to_string();
+    // 70 KiB of headers, sent at once and in small pieces: the same answer either way.
+    let filler = "a".repeat(1000);
+    let mut req = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nAccept: {ACCEPT_BOTH}\r\n"
+    );
+    for i in 0..70 {
+        req.push_str(&format!("x-filler-{i}: {filler}\r\n"));
+    }
+    req.push_str(&format!(
+        "Content-Length: {}\r\nConnection: close\r\n\r\n{init}",
+        init.len()
+    ));
+    let a = raw_http(&srv, req.as_bytes(), false).await;
+    check(EVERY, HEAD_SIZE, &a, None);
+    // Within the limit: served.
+    let ok = req.replacen(&format!("x-filler-69: {filler}\r\n"), "", 1);
+    let ok = (0..10).fold(ok, |r, i| {
+        r.replacen(&format!("x-filler-{i}: {filler}\r\n"), "", 1)
+    });
+    let a = raw_http(&srv, ok.as_bytes(), false).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.text());
 }
 
 #[tokio::test]

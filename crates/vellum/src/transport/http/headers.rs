@@ -20,6 +20,24 @@ const SINGLETONS: [HeaderName; 7] = [
     names::LAST_EVENT_ID,
 ];
 
+/// The most bytes of request head (target and header lines) a request may have: what the
+/// accept loop's read buffer holds. Checked on the parsed head, so the limit is the same
+/// whatever the packets the head came in (the buffer alone cut at different points).
+pub(crate) const MAX_HEAD_BYTES: usize = 64 * 1024;
+
+/// Refuses (431) a request whose head is larger than [`MAX_HEAD_BYTES`].
+pub(crate) fn check_head_size(uri: &http::Uri, headers: &HeaderMap) -> Result<(), Rejection> {
+    let mut size = uri.to_string().len();
+    for (name, value) in headers {
+        // `name: value\r\n`
+        size += name.as_str().len() + value.len() + 4;
+        if size > MAX_HEAD_BYTES {
+            return Err(Rejection::HeadersTooLarge);
+        }
+    }
+    Ok(())
+}
+
 /// Refuses (400) a request that repeats a singleton header, or whose `Last-Event-ID` is not
 /// visible ASCII (the only form event ids take).
 pub(crate) fn check_singletons(headers: &HeaderMap) -> Result<(), Rejection> {

@@ -23,6 +23,8 @@ pub(crate) enum Rejection {
     UnsupportedMediaType,
     /// `Accept` allows neither JSON nor SSE (406).
     NotAcceptable(&'static str),
+    /// The request head (target and headers) exceeds 64 KiB (431).
+    HeadersTooLarge,
     /// The body exceeds the limit (413).
     PayloadTooLarge(usize),
     /// The body could not be read (400).
@@ -109,6 +111,12 @@ impl Rejection {
                 None,
                 invalid("Bad Request: the body could not be read"),
                 None,
+            ),
+            R::HeadersTooLarge => (
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                None,
+                invalid("Request Header Fields Too Large: the request head exceeds 64 KiB"),
+                Some((header::CONNECTION, HeaderValue::from_static("close"))),
             ),
             R::BodyTimeout => (
                 StatusCode::REQUEST_TIMEOUT,

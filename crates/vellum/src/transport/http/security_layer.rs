@@ -77,6 +77,7 @@ impl SecurityLayer {
         {
             return Ok(());
         }
+        super::headers::check_head_size(uri, headers)?;
         super::headers::check_singletons(headers)?;
         if self.policy.localhost {
             check_localhost(headers, uri, connection)?;
