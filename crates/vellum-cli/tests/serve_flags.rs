@@ -445,3 +445,32 @@ async fn body_timeout_and_buffered_body_budget() {
         StatusCode::OK
     );
 }
+
+#[tokio::test]
+async fn network_defaults_on_a_non_loopback_address() {
+    let start = |extra: &[&str]| {
+        let mut cmd = Command::new(vellum_testkit::process::vellum_bin());
+        cmd.args(["serve", "--addr", "0.0.0.0:0"]).args(extra);
+        ServerProcess::spawn(cmd)
+    };
+    let s = start(&[]);
+    let line = s
+        .next_line(DEADLINE)
+        .expect("a line naming the network defaults");
+    assert!(
+        line.contains("at most 10000 sessions") && line.contains("30m"),
+        "{line}"
+    );
+    // The session cap is live: a client on loopback (the wildcard address covers it).
+    let mut c = McpHttp::new(&format!("http://127.0.0.1:{}/mcp", s.addr().port()));
+    c.connect("2025-06-18").await;
+    // Naming a cap, or the flag, turns them off: the next line is not about them.
+    for extra in [&["--max-sessions", "5"][..], &["--no-network-defaults"]] {
+        let s = start(extra);
+        let next = s.next_line(Duration::from_millis(500));
+        assert!(
+            next.as_deref().is_none_or(|l| !l.contains("network defaults")),
+            "{extra:?}: {next:?}"
+        );
+    }
+}
