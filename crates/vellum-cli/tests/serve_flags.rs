@@ -469,7 +469,8 @@ async fn network_defaults_on_a_non_loopback_address() {
         let s = start(extra);
         let next = s.next_line(Duration::from_millis(500));
         assert!(
-            next.as_deref().is_none_or(|l| !l.contains("network defaults")),
+            next.as_deref()
+                .is_none_or(|l| !l.contains("network defaults")),
             "{extra:?}: {next:?}"
         );
     }
