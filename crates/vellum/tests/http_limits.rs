@@ -255,8 +255,13 @@ async fn post_on_own_connection(
     (status, s)
 }
 
-#[tokio::test]
-async fn every_request_of_a_batch_counts_against_the_in_flight_cap() {
+/// A server whose sessions may have 4 requests in flight, and a 2025-03-26 session of it.
+async fn capped_session() -> (
+    vellum_testkit::fixture::Fixture,
+    TestHttpServer,
+    vellum_testkit::http::McpHttp,
+    String,
+) {
     let f = test_server();
     let mut o = StreamableHttpOptions::default();
     o.max_in_flight_per_session = Some(4);
@@ -264,6 +269,12 @@ async fn every_request_of_a_batch_counts_against_the_in_flight_cap() {
     let mut c = srv.client();
     c.connect("2025-03-26").await;
     let session = c.session.clone().unwrap();
+    (f, srv, c, session)
+}
+
+#[tokio::test]
+async fn every_request_of_a_batch_counts_against_the_in_flight_cap() {
+    let (f, srv, c, session) = capped_session().await;
 
     // Five requests in one POST pass a cap of four: refused whole, nothing starts.
     let (status, _) = post_on_own_connection(srv.addr, &session, &slow_batch(10, 5)).await;
@@ -289,13 +300,7 @@ async fn every_request_of_a_batch_counts_against_the_in_flight_cap() {
 /// the new ones (detached requests are capped too), so hanging up cannot pile up work.
 #[tokio::test]
 async fn a_session_is_back_under_its_cap_right_after_its_abusive_connection_closed() {
-    let f = test_server();
-    let mut o = StreamableHttpOptions::default();
-    o.max_in_flight_per_session = Some(4);
-    let srv = TestHttpServer::start(f.server.clone(), o).await;
-    let mut c = srv.client();
-    c.connect("2025-03-26").await;
-    let session = c.session.clone().unwrap();
+    let (f, srv, c, session) = capped_session().await;
     let add = |c: &vellum_testkit::http::McpHttp| c.call_tool("add", json!({"a": 2, "b": 3}), None);
 
     let (status, abusive) = post_on_own_connection(srv.addr, &session, &slow_batch(100, 4)).await;
