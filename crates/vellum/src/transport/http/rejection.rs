@@ -23,10 +23,17 @@ pub(crate) enum Rejection {
     UnsupportedMediaType,
     /// `Accept` allows neither JSON nor SSE (406).
     NotAcceptable(&'static str),
+    /// The request head (target and headers) exceeds 64 KiB (431).
+    HeadersTooLarge,
     /// The body exceeds the limit (413).
     PayloadTooLarge(usize),
     /// The body could not be read (400).
     UnreadableBody,
+    /// The body did not arrive within the body deadline or at the minimum rate (408).
+    BodyTimeout,
+    /// The bytes buffered for bodies across all connections reached their budget (503,
+    /// `Retry-After`).
+    BodyBudgetExhausted,
     /// The body is not JSON or not JSON-RPC (400, -32700 / -32600).
     Decode(DecodeError),
     /// A malformed request (400, -32600).
@@ -104,6 +111,27 @@ impl Rejection {
                 None,
                 invalid("Bad Request: the body could not be read"),
                 None,
+            ),
+            R::HeadersTooLarge => (
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                None,
+                invalid("Request Header Fields Too Large: the request head exceeds 64 KiB"),
+                Some((header::CONNECTION, HeaderValue::from_static("close"))),
+            ),
+            R::BodyTimeout => (
+                StatusCode::REQUEST_TIMEOUT,
+                None,
+                invalid("Request Timeout: the body did not arrive in time"),
+                Some((header::CONNECTION, HeaderValue::from_static("close"))),
+            ),
+            R::BodyBudgetExhausted => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                None,
+                ErrorObject::new(
+                    code::INTERNAL_ERROR,
+                    "Service Unavailable: too many request bodies are being received",
+                ),
+                Some((header::RETRY_AFTER, HeaderValue::from_static("1"))),
             ),
             R::Decode(e) => (
                 StatusCode::BAD_REQUEST,

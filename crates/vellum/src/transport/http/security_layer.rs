@@ -77,6 +77,8 @@ impl SecurityLayer {
         {
             return Ok(());
         }
+        super::headers::check_head_size(uri, headers)?;
+        super::headers::check_singletons(headers)?;
         if self.policy.localhost {
             check_localhost(headers, uri, connection)?;
         }
