@@ -13,6 +13,7 @@ mod jsonrpc;
 mod lifecycle;
 mod mrtr;
 mod notifications;
+mod param_headers;
 mod prompts;
 mod resources;
 mod tasks;
@@ -31,6 +32,10 @@ pub use jsonrpc::{
 pub use lifecycle::*;
 pub use mrtr::*;
 pub use notifications::*;
+pub use param_headers::{
+    InvalidParamHeader, PARAM_HEADER_PREFIX, ParamHeader, ParamHeaderMismatch, X_MCP_HEADER,
+    decode_header_value, encode_header_value,
+};
 pub use prompts::*;
 pub use resources::*;
 pub use tasks::*;
