@@ -32,12 +32,11 @@ const SENTINEL_END: &str = "?=";
 /// surrounding whitespace, else `=?base64?{standard Base64 of its UTF-8}?=` (also when the
 /// plain value would read as that form).
 pub fn encode_header_value(value: &str) -> Cow<'_, str> {
-    let plain = value
-        .bytes()
-        .all(|b| b == b' ' || b == b'\t' || (0x21..=0x7e).contains(&b))
+    let looks_encoded = value.starts_with(SENTINEL_START) && value.ends_with(SENTINEL_END);
+    let plain = is_header_text(value.as_bytes())
         && !value.starts_with([' ', '\t'])
         && !value.ends_with([' ', '\t'])
-        && !(value.starts_with(SENTINEL_START) && value.ends_with(SENTINEL_END));
+        && !looks_encoded;
     if plain {
         Cow::Borrowed(value)
     } else {
@@ -46,6 +45,13 @@ pub fn encode_header_value(value: &str) -> Cow<'_, str> {
             STANDARD.encode(value)
         ))
     }
+}
+
+/// Visible ASCII, spaces and tabs: what a header value may hold as is.
+fn is_header_text(bytes: &[u8]) -> bool {
+    bytes
+        .iter()
+        .all(|&b| b == b' ' || b == b'\t' || (0x21..=0x7e).contains(&b))
 }
 
 /// The value a header carries: surrounding whitespace dropped (RFC 9110 §5.5), then a
@@ -196,10 +202,7 @@ impl ParamHeader {
         // it is compared (a client encodes such values).
         let text = std::str::from_utf8(raw)
             .ok()
-            .filter(|t| {
-                t.bytes()
-                    .all(|b| b == b' ' || b == b'\t' || (0x21..=0x7e).contains(&b))
-            })
+            .filter(|t| is_header_text(t.as_bytes()))
             .and_then(decode_header_value)
             .ok_or_else(|| ParamHeaderMismatch::Invalid(header()))?;
         let Some(body) = body else {
