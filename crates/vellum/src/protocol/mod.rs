@@ -16,6 +16,7 @@ mod notifications;
 mod param_headers;
 mod prompts;
 mod resources;
+mod skills;
 mod tasks;
 mod tools;
 mod version;
@@ -38,6 +39,7 @@ pub use param_headers::{
 };
 pub use prompts::*;
 pub use resources::*;
+pub use skills::*;
 pub use tasks::*;
 pub use tools::*;
 pub use version::{Era, ProtocolVersion};

@@ -19,6 +19,7 @@ mod resource;
 #[allow(clippy::module_inception)]
 mod server;
 pub(crate) mod session;
+mod skill_files;
 mod tasks;
 mod tool;
 pub mod uri_template;
@@ -32,6 +33,7 @@ pub use mrtr::RequestStateKey;
 pub use prompt::GetPromptRequest;
 pub use resource::ReadResourceRequest;
 pub use server::{Server, ServerOptions};
+pub use skill_files::{MAX_SKILL_BYTES, MAX_SKILL_FILES, SkillError, SkillFiles};
 pub use tool::{
     CallToolRequest, HandlerError, IntoToolResult, NoArgs, RegistrationError, Structured,
     is_valid_tool_name, schema_for,
