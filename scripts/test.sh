@@ -24,6 +24,10 @@ step "format and lints"
 cargo fmt --all -- --check
 cargo clippy --all-targets --all-features -- -D warnings
 
+step "import layers (scripts/layers.sh: the rule table, no circles between files; self-test first)"
+bash scripts/layers.sh --self-test
+bash scripts/layers.sh
+
 step "node packages of the TypeScript SDK interop tests (tests/interop/ts)"
 # `npm ci` installs exactly the pinned lock file; a stamp of the lock file's hash skips it
 # when node_modules already matches.

@@ -28,13 +28,17 @@
 //! ```
 //!
 //! ## Layout
+//! Each module is a layer and imports only the ones below it (`docs/architecture.md` draws
+//! them; `scripts/layers.sh` checks them):
 //! - [`protocol`]: JSON-RPC framing and the MCP types of every version (no I/O).
+//! - [`store`]: event stores for SSE resumption, session stores and the message bus.
 //! - [`server`]: [`Server`](server::Server), its registries, the handler context, sessions and
-//!   the one dispatch path.
-//! - [`transport`]: Streamable HTTP (a tower `Service`), with its security checks and options.
+//!   the one method table.
 //! - [`client`]: the MCP client (both eras, every transport), behind the default `client`
 //!   feature.
-//! - [`store`]: event stores for SSE resumption.
+//! - [`transport`]: Streamable HTTP (a tower `Service`), with its security layer and
+//!   options; the client side of HTTP; stdio; in-memory.
+//! - [`auth`]: the OAuth 2.1 resource-server layer, behind the `auth` feature.
 
 #![forbid(unsafe_code)]
 

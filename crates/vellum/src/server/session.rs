@@ -4,6 +4,9 @@
 //!
 //! A session owns no task. Its state is a few atomics and small maps that stay empty
 //! (allocation-free) until used.
+//!
+//! Not here: serving the session's requests (`exchange.rs`, `methods/`), and HTTP's view of
+//! sessions (the transport's session table).
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering};
@@ -16,14 +19,14 @@ use serde::Serialize;
 use tokio::sync::oneshot;
 
 use super::Server;
-use super::context::{RequestShared, encode_client_request};
 use super::outbox::Outbox;
+use super::redact::redact_session_id;
 use crate::error::Error;
-use crate::protocol::encode_notification;
 use crate::protocol::{
     CancelledParams, ClientCapabilities, ErrorObject, Implementation, LoggingLevel,
     ProtocolVersion, RawJson, RequestId, methods,
 };
+use crate::protocol::{encode_notification, encode_request};
 use crate::store::SessionRecord;
 use crate::sync::lock;
 
@@ -58,6 +61,15 @@ pub(crate) trait SessionHooks: Send + Sync {
     }
 }
 
+/// A request of the client being served, as its session sees it: an id it answers, and a
+/// way to stop it (`notifications/cancelled`, the session's end).
+pub(crate) trait InflightRequest: Send + Sync {
+    /// The request's id.
+    fn request_id(&self) -> &RequestId;
+    /// Cancels the request: its driver drops the handler and sends nothing more.
+    fn cancel(&self);
+}
+
 type Pending = oneshot::Sender<Result<RawJson, ErrorObject>>;
 
 /// One legacy session.
@@ -74,7 +86,7 @@ pub(crate) struct Session {
     /// Our requests to the client, waiting for answers.
     pending: Mutex<HashMap<RequestId, Pending>>,
     /// The client's requests being served (for cancellation and duplicate-id detection).
-    inflight: Mutex<HashMap<RequestId, Weak<RequestShared>>>,
+    inflight: Mutex<HashMap<RequestId, Weak<dyn InflightRequest>>>,
     /// Resource URIs the client subscribed to.
     subscriptions: Mutex<BTreeSet<String>>,
     hooks: OnceLock<Arc<dyn SessionHooks>>,
@@ -85,10 +97,7 @@ pub(crate) struct Session {
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Session")
-            .field(
-                "id",
-                &self.id.as_deref().map(crate::transport::redact_session_id),
-            )
+            .field("id", &self.id.as_deref().map(redact_session_id))
             .field("temporary", &self.temporary)
             .finish_non_exhaustive()
     }
@@ -297,19 +306,20 @@ impl Session {
     }
 
     /// Registers a request being served. Fails if a request with this id is still running.
-    pub(crate) fn register_inflight(
+    pub(crate) fn register_inflight<R: InflightRequest + 'static>(
         self: &Arc<Self>,
-        shared: &Arc<RequestShared>,
+        request: &Arc<R>,
     ) -> Result<InflightGuard, ()> {
+        let id = request.request_id();
         let mut map = lock(&self.inflight);
-        if map.contains_key(&shared.id) {
+        if map.contains_key(id) {
             return Err(());
         }
-        let weak = Arc::downgrade(shared);
-        map.insert(shared.id.clone(), weak.clone());
+        let weak: Weak<dyn InflightRequest> = Arc::downgrade(request) as Weak<R>;
+        map.insert(id.clone(), weak.clone());
         Ok(InflightGuard {
             session: Arc::downgrade(self),
-            id: shared.id.clone(),
+            id: id.clone(),
             request: weak,
         })
     }
@@ -319,8 +329,8 @@ impl Session {
     pub(crate) fn cancel_inflight(&self, id: &RequestId) -> bool {
         let target = lock(&self.inflight).get(id).and_then(Weak::upgrade);
         match target {
-            Some(shared) => {
-                shared.cancel();
+            Some(request) => {
+                request.cancel();
                 true
             }
             None => false,
@@ -357,7 +367,7 @@ impl Session {
             Some(prefix) => RequestId::String(format!("{prefix}-{n}").into()),
             None => RequestId::Number(n),
         };
-        let message = encode_client_request(&id, method, params)?;
+        let message = encode_request(&id, method, Some(params))?;
         let (tx, rx) = oneshot::channel();
         lock(&self.pending).insert(id.clone(), tx);
         let mut guard = PendingGuard {
@@ -437,7 +447,7 @@ impl Drop for Session {
 pub(crate) struct InflightGuard {
     session: Weak<Session>,
     id: RequestId,
-    request: Weak<RequestShared>,
+    request: Weak<dyn InflightRequest>,
 }
 
 impl Drop for InflightGuard {

@@ -11,9 +11,3 @@ pub mod http_client;
 #[cfg(feature = "client")]
 pub mod memory;
 pub mod stdio;
-
-/// A session id shortened for logs: never log one in full (it is a bearer secret).
-pub(crate) fn redact_session_id(id: &str) -> String {
-    let keep: String = id.chars().take(6).collect();
-    format!("{keep}…")
-}

@@ -1,6 +1,8 @@
 //! The one place that writes Server-Sent Events: event framing, priming events, `retry`,
 //! keep-alive comments, and [`SseStream`], the body that drives an [`EventSource`] and
 //! ends it cleanly (client gone, session closed, server shutting down).
+//!
+//! Not here: where events come from (`post_events.rs`, `resume_stream.rs`).
 
 use std::collections::VecDeque;
 use std::future::Future as _;

@@ -1,17 +1,19 @@
 //! The checks of a 2026-07-28 request over HTTP: the version header against `_meta`, the
 //! required `_meta` fields, and the `Mcp-Method` / `Mcp-Name` mirror headers (SEP-2243).
+//!
+//! Not here: the HTTP status of a failed check (`rejection.rs`), and reading `_meta` itself
+//! (the server core's `modern_meta.rs`).
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use http::{HeaderMap, StatusCode};
+use http::HeaderMap;
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::protocol::{
     ErrorObject, Message, Payload, ProtocolVersion, RawJson, RequestId, code, methods,
 };
-use crate::server::ModernMeta;
-use crate::server::modern as server_modern;
+use crate::server::{ModernMeta, meta_version, parse_meta, unsupported_version};
 
 use super::headers::{names, text};
 use super::rejection::Rejection;
@@ -60,8 +62,7 @@ pub(crate) fn carries_modern_meta(payload: &Payload) -> bool {
 }
 
 fn reject(id: Option<&RequestId>, code: i64, message: String) -> Rejection {
-    Rejection::Rpc {
-        status: StatusCode::BAD_REQUEST,
+    Rejection::Modern {
         id: id.cloned(),
         error: ErrorObject::new(code, message),
     }
@@ -112,7 +113,7 @@ pub(crate) fn validate(headers: &HeaderMap, payload: &Payload) -> Result<ModernM
         ));
     };
     let header = text(headers, &names::PROTOCOL_VERSION);
-    let body_version = p.meta.as_ref().and_then(server_modern::meta_version);
+    let body_version = p.meta.as_ref().and_then(meta_version);
     let Some(header) = header else {
         return Err(reject(
             id,
@@ -135,26 +136,19 @@ pub(crate) fn validate(headers: &HeaderMap, payload: &Payload) -> Result<ModernM
         .filter(|v| v.is_modern())
         .is_none()
     {
-        return Err(Rejection::Rpc {
-            status: StatusCode::BAD_REQUEST,
+        return Err(Rejection::Modern {
             id: id.cloned(),
-            error: server_modern::unsupported_version(header),
+            error: unsupported_version(header),
         });
     }
     let meta = if id.is_some() {
-        server_modern::parse_meta(p.meta.as_ref()).map_err(|error| Rejection::Rpc {
-            status: StatusCode::BAD_REQUEST,
+        parse_meta(p.meta.as_ref()).map_err(|error| Rejection::Modern {
             id: id.cloned(),
             error,
         })?
     } else {
         // Notifications carry no required `_meta`.
-        ModernMeta {
-            version: ProtocolVersion::V2026_07_28,
-            capabilities: Default::default(),
-            client_info: None,
-            log_level: None,
-        }
+        ModernMeta::of_notification()
     };
     let got_method = text(headers, &names::METHOD).and_then(decode_header_value);
     if got_method.as_deref() != Some(method) {

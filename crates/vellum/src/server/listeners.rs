@@ -1,20 +1,18 @@
-//! `subscriptions/listen` (2026-07-28): the modern replacement of the legacy GET stream and
-//! `resources/subscribe`. A listen request is served like any other, except that its handler
-//! never finishes: it sends `notifications/subscriptions/acknowledged` (tagged with the
-//! subscription id, which is the listen request's id), registers itself here, and from then
-//! on the server pushes the notifications it asked for into the request's outbox, each tagged
-//! with the same id. The stream ends when the client closes it (HTTP) or cancels the request
-//! (stdio), which drops the handler and unregisters it.
+//! The open `subscriptions/listen` streams (2026-07-28) of a server, and the notifications
+//! pushed into them: a listen request registers here with the filter the server granted,
+//! and from then on each list change or resource update it asked for goes into the
+//! request's outbox, tagged with its subscription id (the listen request's id). Dropping the
+//! request's handler unregisters it.
 //!
-//! Not here: legacy sessions' unsolicited messages (those go to the session's standalone
-//! stream, see `Server::fan_out`).
+//! Not here: the `subscriptions/listen` method itself (`methods/listen.rs`), and legacy
+//! sessions' unsolicited messages (those go to the session's standalone stream, see
+//! `Server::fan_out`).
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
-use super::context::RequestShared;
-use super::server::ListKind;
+use super::list_kind::ListKind;
 use crate::protocol::encode_notification;
 use crate::protocol::{
     Meta, NotificationParams, RequestId, ResourceUpdatedParams, SubscriptionFilter, meta_keys,
@@ -23,10 +21,16 @@ use crate::protocol::{
 use crate::sync::lock;
 use bytes::Bytes;
 
+/// Where a listen stream's notifications go (the listen request's outbox).
+pub(crate) trait ListenTarget: Send + Sync {
+    /// Queues a message without waiting; a full queue drops it.
+    fn push(&self, message: Bytes);
+}
+
 /// One open listen stream.
 struct Listener {
     key: u64,
-    request: Weak<RequestShared>,
+    request: Weak<dyn ListenTarget>,
     subscription_id: RequestId,
     filter: SubscriptionFilter,
     uris: BTreeSet<String>,
@@ -46,7 +50,7 @@ impl Listener {
     /// misses the newest ones (each of these notifications only says "look again").
     fn push(&self, message: Bytes) {
         if let Some(r) = self.request.upgrade() {
-            r.outbox.try_send(message);
+            r.push(message);
         }
     }
 }
@@ -72,9 +76,10 @@ impl Listeners {
 
     /// Registers a listen request with the filter the server granted; the guard unregisters
     /// it when the request's handler is dropped.
-    pub(crate) fn register(
+    pub(crate) fn register<T: ListenTarget + 'static>(
         self: &Arc<Self>,
-        request: &Arc<RequestShared>,
+        request: &Arc<T>,
+        subscription_id: &RequestId,
         filter: SubscriptionFilter,
     ) -> ListenerGuard {
         let key = self.next_key.fetch_add(1, Ordering::Relaxed);
@@ -84,10 +89,11 @@ impl Listeners {
             .flatten()
             .cloned()
             .collect();
+        let request: Weak<dyn ListenTarget> = Arc::downgrade(request) as Weak<T>;
         self.lock().push(Listener {
             key,
-            request: Arc::downgrade(request),
-            subscription_id: request.id.clone(),
+            request,
+            subscription_id: subscription_id.clone(),
             filter,
             uris,
         });

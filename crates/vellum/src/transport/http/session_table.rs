@@ -1,27 +1,34 @@
 //! The HTTP side of legacy sessions: the table of live sessions, their activity (for the
-//! idle timeout), and the streams of each that a client can resume or attach to.
+//! idle timeout), committing a new session once its `initialize` succeeded, and the
+//! messages other instances send about them.
 //!
 //! Expiry is one sweeper task for the whole table, not a timer per session. With a session
 //! store the table is a cache: the store is the truth, the sweeper renews the store's TTL of
 //! sessions in use here and drops local copies of sessions that ended elsewhere.
+//!
+//! Not here: the streams of a session (`live_streams.rs`), its hooks (`session_hooks.rs`),
+//! and which session a request names (`session_routing.rs`).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use bytes::Bytes;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::server::outbox::Outbox;
-use crate::server::session::Session;
-use crate::store::{BusMessage, EventId, StreamId};
+use crate::protocol::{CancelledParams, Message, decode_message};
+use crate::server::Session;
+use crate::store::{BusMessage, EventId, StoreError, StreamId};
 use crate::sync::{lock, read, write};
 
-use super::cluster::{Cluster, HttpHooks};
-use super::sse::SseEvent;
+use super::cluster::{Cluster, spawn};
+use super::live_streams::LiveStreams;
+use super::session_hooks::{HttpHooks, Owner};
+use super::sse_writer::SseEvent;
 
 /// Mints a session id: 32 bytes from the OS CSPRNG, base64url (43 visible ASCII chars).
 pub(crate) fn new_session_id() -> Result<Arc<str>, getrandom::Error> {
@@ -29,229 +36,6 @@ pub(crate) fn new_session_id() -> Result<Arc<str>, getrandom::Error> {
     getrandom::fill(&mut raw)?;
     Ok(Arc::from(URL_SAFE_NO_PAD.encode(raw)))
 }
-
-/// A stream a GET can attach to: the standalone stream, or a POST stream whose response
-/// was cut short while its requests still run.
-#[derive(Default)]
-pub(crate) struct LiveSlot {
-    /// A connection is reading this stream now.
-    pub(crate) attached: bool,
-    /// When a GET reads it: that reader's number and how to make it let go.
-    reader: Option<(u64, CancellationToken)>,
-    /// The events for the GET reading (or about to resume) this stream.
-    pub(crate) sink: Option<LiveQueue>,
-    /// All its requests are answered (kept only until a GET reads what is held).
-    pub(crate) finished: bool,
-}
-
-#[derive(Default)]
-struct Slots {
-    map: HashMap<StreamId, LiveSlot>,
-    /// Finished streams holding unread events, oldest first.
-    unread: VecDeque<StreamId>,
-}
-
-/// How many finished streams with unread events a session keeps for a late GET.
-const MAX_UNREAD_STREAMS: usize = 16;
-
-/// The attachable streams of one session.
-#[derive(Default)]
-pub(crate) struct LiveStreams {
-    slots: Mutex<Slots>,
-    /// The newest event id of the standalone stream (for a new GET's priming event).
-    standalone_head: AtomicU64,
-    /// The last stream number given out here (streams without an event store).
-    local_streams: AtomicU64,
-    /// The last reader number given out (tells a replaced GET from its successor).
-    readers: AtomicU64,
-    /// Woken whenever a stream loses its reader.
-    let_go: tokio::sync::Notify,
-}
-
-/// A GET attached to a live stream.
-pub(crate) struct Attached {
-    /// The stream's live events.
-    pub(crate) queue: LiveQueue,
-    /// Detaches the GET when dropped.
-    pub(crate) attachment: Attachment,
-    /// Cancelled when a newer GET resuming the same stream takes it over.
-    pub(crate) superseded: CancellationToken,
-}
-
-/// Why a GET cannot attach.
-#[derive(Debug)]
-pub(crate) struct StreamBusy;
-
-/// The live events of a stream, read by the GET attached to it. (An empty queue allocates
-/// nothing: thousands of idle GET streams cost almost nothing here.)
-pub(crate) type LiveQueue = Arc<Outbox<SseEvent>>;
-
-impl LiveStreams {
-    /// A new stream number, for streams whose ids are given out here.
-    pub(crate) fn next_local_stream(&self) -> StreamId {
-        StreamId(self.local_streams.fetch_add(1, Ordering::AcqRel) + 1)
-    }
-
-    /// Registers a POST stream as attached to its response.
-    pub(crate) fn open(&self, stream: StreamId) {
-        lock(&self.slots).map.insert(
-            stream,
-            LiveSlot {
-                attached: true,
-                reader: None,
-                sink: None,
-                finished: false,
-            },
-        );
-    }
-
-    /// All requests of a POST stream are answered. A GET reading it ends once it has read
-    /// what is queued; events nobody read yet are kept for a late GET (a few streams per
-    /// session), else the stream is forgotten.
-    pub(crate) fn finish(&self, stream: StreamId) {
-        let mut slots = lock(&self.slots);
-        let Some(slot) = slots.map.get_mut(&stream) else {
-            return;
-        };
-        self.let_go.notify_waiters();
-        if let Some(q) = &slot.sink {
-            q.close();
-        }
-        if slot.attached || slot.sink.is_none() {
-            slots.map.remove(&stream);
-            return;
-        }
-        slot.finished = true;
-        slots.unread.push_back(stream);
-        while slots.unread.len() > MAX_UNREAD_STREAMS {
-            if let Some(old) = slots.unread.pop_front() {
-                slots.map.remove(&old);
-            }
-        }
-    }
-
-    /// The POST response went away while its requests run: the stream may now be resumed
-    /// by a GET, and until then its events are held here.
-    pub(crate) fn release(&self, stream: StreamId) {
-        if let Some(s) = lock(&self.slots).map.get_mut(&stream) {
-            s.attached = false;
-            s.sink.get_or_insert_with(LiveQueue::default);
-        }
-        self.let_go.notify_waiters();
-    }
-
-    /// Attaches a GET. `Ok(None)` when the stream is not live here (finished or unknown:
-    /// replay only); `Err` when another connection already reads it. With `take_over` (a
-    /// resume: the client lost the connection that reads it, though the server may not know
-    /// yet) a GET reading the stream is replaced; a POST response still writing it is not.
-    pub(crate) fn attach(
-        self: &Arc<Self>,
-        stream: StreamId,
-        take_over: bool,
-    ) -> Result<Option<Attached>, StreamBusy> {
-        let mut slots = lock(&self.slots);
-        let slot = match slots.map.get_mut(&stream) {
-            Some(s) => s,
-            None if stream == StreamId::STANDALONE => slots.map.entry(stream).or_default(),
-            None => return Ok(None),
-        };
-        if slot.attached {
-            match (&slot.reader, take_over) {
-                (Some((_, old)), true) => old.cancel(),
-                _ => return Err(StreamBusy),
-            }
-        }
-        let number = self.readers.fetch_add(1, Ordering::AcqRel) + 1;
-        let superseded = CancellationToken::new();
-        slot.attached = true;
-        slot.reader = Some((number, superseded.clone()));
-        Ok(Some(Attached {
-            queue: slot.sink.get_or_insert_with(LiveQueue::default).clone(),
-            attachment: Attachment {
-                live: self.clone(),
-                stream,
-                reader: number,
-            },
-            superseded,
-        }))
-    }
-
-    /// [`attach`](Self::attach), waiting up to `patience` for the stream's reader to let go:
-    /// a client resumes the moment its connection drops, usually before the server has seen
-    /// the drop.
-    pub(crate) async fn attach_within(
-        self: &Arc<Self>,
-        stream: StreamId,
-        take_over: bool,
-        patience: Duration,
-    ) -> Result<Option<Attached>, StreamBusy> {
-        let deadline = Instant::now() + patience;
-        loop {
-            let let_go = self.let_go.notified();
-            tokio::pin!(let_go);
-            // Registered before the check, so a release between the two is not missed.
-            let_go.as_mut().enable();
-            match self.attach(stream, take_over) {
-                Err(StreamBusy) if Instant::now() < deadline => {
-                    if tokio::time::timeout_at(deadline, let_go).await.is_err() {
-                        return self.attach(stream, take_over);
-                    }
-                }
-                done => return done,
-            }
-        }
-    }
-
-    /// The queue for `stream`'s reader: the attached GET's, or (for a released POST stream)
-    /// the one holding events for the next GET. `None` for a standalone stream nobody reads.
-    pub(crate) fn sink(&self, stream: StreamId) -> Option<LiveQueue> {
-        lock(&self.slots)
-            .map
-            .get(&stream)
-            .and_then(|s| s.sink.clone())
-    }
-
-    pub(crate) fn standalone_head(&self) -> u64 {
-        self.standalone_head.load(Ordering::Acquire)
-    }
-
-    /// Records a new standalone event id (for the next GET's priming event).
-    pub(crate) fn advance_standalone(&self, seq: u64) {
-        self.standalone_head.fetch_max(seq, Ordering::AcqRel);
-    }
-}
-
-/// Detaches a GET from its stream when the GET's response ends.
-pub(crate) struct Attachment {
-    live: Arc<LiveStreams>,
-    stream: StreamId,
-    reader: u64,
-}
-
-impl Drop for Attachment {
-    fn drop(&mut self) {
-        let mut slots = lock(&self.live.slots);
-        let Some(s) = slots.map.get_mut(&self.stream) else {
-            return;
-        };
-        if s.reader.as_ref().is_none_or(|(n, _)| *n != self.reader) {
-            return; // A newer GET took the stream over.
-        }
-        self.live.let_go.notify_waiters();
-        s.attached = false;
-        s.reader = None;
-        if self.stream == StreamId::STANDALONE {
-            // Nobody reads the standalone stream now (it may be read on another instance).
-            s.sink = None;
-        } else if s.finished {
-            slots.map.remove(&self.stream);
-            slots.unread.retain(|x| *x != self.stream);
-        }
-    }
-}
-
-/// Who owns a session: the `(issuer, subject)` of the principal that created it.
-pub(crate) type Owner = (String, String);
 
 /// One live legacy session over HTTP.
 pub(crate) struct HttpSession {
@@ -411,6 +195,37 @@ impl SessionTable {
         session
     }
 
+    /// Settles a new session once its `initialize` was answered: when it succeeded
+    /// (`initialized`), the session is stored (shared sessions exist in the store before
+    /// their id is handed out) and enters the table; otherwise it ends and whatever its
+    /// stream stored is forgotten. `Ok(true)`: the session exists now.
+    pub(crate) async fn commit(
+        &self,
+        session: &Arc<HttpSession>,
+        initialized: bool,
+    ) -> Result<bool, StoreError> {
+        if initialized && let Some(mut record) = session.core.record() {
+            record.owner = session.owner.clone();
+            if let Err(e) = self.cluster.create(&session.id, &record).await {
+                self.abandon(session);
+                return Err(e);
+            }
+        }
+        if !initialized {
+            self.abandon(session);
+            return Ok(false);
+        }
+        // A fresh random id cannot be in the table yet.
+        self.insert(session.clone());
+        Ok(true)
+    }
+
+    /// Ends a session that never entered the table.
+    fn abandon(&self, session: &HttpSession) {
+        session.core.close();
+        drop(self.cluster.session_ended(&session.id));
+    }
+
     /// Removes a session from this table and stops its work here.
     fn drop_local(&self, id: &str) -> Option<Arc<HttpSession>> {
         let s = self.write().remove(id)?;
@@ -447,7 +262,49 @@ impl SessionTable {
         };
         match message {
             BusMessage::SessionClosed { .. } => self.evict(&s.id),
-            other => self.cluster.apply_bus(&s, other),
+            other => self.apply_bus(&s, other),
+        }
+    }
+
+    /// Acts on a bus message about a session served here.
+    fn apply_bus(&self, s: &Arc<HttpSession>, message: BusMessage) {
+        match message {
+            BusMessage::ClientResponse { message, .. } => {
+                if let Ok(Message::Response(r)) = decode_message(&Bytes::from(message))
+                    && let Some(id) = &r.id
+                {
+                    s.core.resolve(id, r.outcome);
+                }
+            }
+            BusMessage::Cancel { message, .. } => {
+                if let Ok(Message::Notification(n)) = decode_message(&Bytes::from(message))
+                    && let Some(p) = n.params.and_then(|p| p.parse::<CancelledParams>().ok())
+                {
+                    s.core.cancel_inflight(&p.request_id);
+                }
+            }
+            BusMessage::Standalone { .. } => {
+                let id = message.event_id();
+                if let (Some(tx), Some(m)) =
+                    (s.live.sink(StreamId::STANDALONE), message.message_bytes())
+                {
+                    if let Some(id) = id {
+                        s.live.advance_standalone(id.seq);
+                    }
+                    let _ = tx.try_send(SseEvent { id, message: m });
+                }
+            }
+            BusMessage::SessionChanged { session } => {
+                let (Some(store), core) = (self.cluster.sessions.clone(), s.core.clone()) else {
+                    return;
+                };
+                spawn(async move {
+                    if let Ok(Some(record)) = store.load(&session).await {
+                        core.apply(&record);
+                    }
+                });
+            }
+            BusMessage::SessionClosed { .. } => {}
         }
     }
 

@@ -1,15 +1,36 @@
 //! Reading a 2026-07-28 request's context from its `_meta`: the one place that decides
-//! whether `_meta` is complete and what it says. Transports add their own checks (HTTP
-//! compares it with its headers).
+//! whether `_meta` is complete and what it says ([`ModernMeta`]).
+//!
+//! Not here: transport checks (HTTP compares `_meta` with its headers, in the transport).
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::context::ModernMeta;
 use crate::protocol::{
     ClientCapabilities, ErrorObject, Implementation, LoggingLevel, ProtocolVersion, RawJson, code,
     meta_keys,
 };
+
+/// What a modern (2026-07-28) request says about its client.
+#[derive(Debug, Clone)]
+pub(crate) struct ModernMeta {
+    pub(crate) version: ProtocolVersion,
+    pub(crate) capabilities: ClientCapabilities,
+    pub(crate) client_info: Option<Implementation>,
+    pub(crate) log_level: Option<LoggingLevel>,
+}
+
+impl ModernMeta {
+    /// The context of a modern notification, which carries no required `_meta`.
+    pub(crate) fn of_notification() -> Self {
+        ModernMeta {
+            version: ProtocolVersion::V2026_07_28,
+            capabilities: ClientCapabilities::default(),
+            client_info: None,
+            log_level: None,
+        }
+    }
+}
 
 /// The `_meta` of a request's params, if it has one (without decoding the rest).
 pub(crate) fn request_meta(

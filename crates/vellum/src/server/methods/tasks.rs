@@ -1,4 +1,6 @@
-//! Tasks: tool calls that run in the background while the client polls for them.
+//! The task methods: starting a tool call as a task (`tools/call` with a task), running its
+//! handler in the background, and `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel`
+//! and `tasks/update`.
 //!
 //! - 2025-11-25 (experimental core): the client asks with the `task` param of `tools/call`
 //!   (allowed by the tool's `execution.taskSupport`), gets a `CreateTaskResult`, and uses
@@ -12,115 +14,38 @@
 //!   question (`ctx.elicit` …) turns the task to `input_required`; once answered, the handler
 //!   runs again with the answers, exactly as a multi round-trip retry would.
 //!
-//! Task ids are 256 random bits (they are bearer handles in 2026-07-28); a task is bound to
-//! its session (legacy) or to its authenticated caller (modern, when an auth layer named
-//! one). Finished tasks are forgotten after their ttl.
-//!
-//! Not here: tasks the server asks the client to run (sampling or elicitation as tasks).
+//! Not here: the store the tasks live in (`task_store.rs`), and tasks the server asks the
+//! client to run (sampling or elicitation as tasks).
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
 
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::context::{RequestShared, Scope};
-use super::dispatch::{HasMeta, Outcome, complete, encode_result, execute_tool, is_modern, page};
-use super::tool::{CallToolRequest, HandlerError, ToolEntry};
-use crate::protocol::{
-    ErrorObject, InputRequests, InputResponses, JsonObject, ListTasksResult, Meta, PaginatedParams,
-    ResultType, TASKS_EXTENSION, Task, TaskIdParams, TaskStatus, TaskSupport, code, meta_keys,
+use super::super::handler_error::{Served, WireFailure};
+use super::super::pagination::page;
+use super::super::reply::{HasMeta, Outcome, complete, encode_result};
+use super::super::request::{RequestShared, Scope};
+use super::super::task_store::{
+    DEFAULT_TTL, MAX_TTL, Owner, POLL_INTERVAL_MS, TaskEntry, Tasks, answered_or_over, iso8601,
+    new_task_id, object, set_status, task_json,
 };
-use crate::sync::lock;
-
-/// How long a task is kept when the client names no ttl: one hour.
-const DEFAULT_TTL: Duration = Duration::from_secs(3600);
-/// The longest ttl granted.
-const MAX_TTL: Duration = Duration::from_secs(24 * 3600);
-/// The polling interval suggested to clients.
-const POLL_INTERVAL_MS: u64 = 500;
-
-/// Who may see a task.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Owner {
-    /// A legacy session (its registry key).
-    Session(u64),
-    /// A modern caller: the authenticated principal, or anyone holding the id.
-    Caller(Option<String>),
-}
-
-struct TaskEntry {
-    task: Task,
-    owner: Owner,
-    modern: bool,
-    /// The final result (as JSON) or error, once terminal.
-    outcome: Option<Result<Value, ErrorObject>>,
-    /// The questions waiting for `tasks/update` (modern).
-    input_requests: Option<InputRequests>,
-    /// Answers received so far (modern).
-    answers: InputResponses,
-    cancel: CancellationToken,
-    /// Woken on every change (terminal state, new answers).
-    changed: Arc<Notify>,
-    ttl: Duration,
-    started: Instant,
-}
-
-/// A server's tasks.
-#[derive(Default)]
-pub(crate) struct Tasks {
-    map: Mutex<HashMap<String, TaskEntry>>,
-}
-
-impl Tasks {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, TaskEntry>> {
-        lock(&self.map)
-    }
-
-    /// Forgets tasks that ended more than their ttl after creation.
-    fn purge(map: &mut HashMap<String, TaskEntry>) {
-        map.retain(|_, t| !(t.task.status.is_terminal() && t.started.elapsed() > t.ttl));
-    }
-}
+use super::super::tool::{CallToolRequest, ToolEntry, execute_tool};
+use crate::protocol::{
+    CallToolResult, ErrorObject, InputResponses, JsonObject, ListTasksResult, Meta,
+    PaginatedParams, ResultType, TASKS_EXTENSION, Task, TaskIdParams, TaskStatus, TaskSupport,
+    code, meta_keys,
+};
 
 fn owner_of(shared: &RequestShared) -> Owner {
     match &shared.scope {
         Scope::Legacy(s) => Owner::Session(s.registry_key()),
         Scope::Modern(_) => Owner::Caller(shared.principal_digest()),
     }
-}
-
-/// ISO 8601 (UTC, seconds) of a system time.
-fn iso8601(t: SystemTime) -> String {
-    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-fn new_task_id() -> Result<String, ErrorObject> {
-    let mut b = [0u8; 32];
-    getrandom::fill(&mut b).map_err(|_| ErrorObject::internal("no randomness for a task id"))?;
-    Ok(URL_SAFE_NO_PAD.encode(b))
 }
 
 /// Whether a tool call runs as a task: `Ok(Some(ttl))` when it does.
@@ -141,7 +66,7 @@ pub(crate) fn decide(
             .unwrap_or(DEFAULT_TTL)
             .min(MAX_TTL)
     };
-    if is_modern(shared) {
+    if shared.is_modern() {
         let declared = shared
             .client_capabilities()
             .supports_extension(TASKS_EXTENSION);
@@ -188,53 +113,6 @@ impl HasMeta for JsonResult {
     }
 }
 
-fn object(v: Value) -> JsonObject {
-    match v {
-        Value::Object(m) => m,
-        _ => JsonObject::new(),
-    }
-}
-
-/// The task as the request's era shows it (2026-07-28 renames `ttl` and `pollInterval` and
-/// inlines the result, error or questions).
-fn task_json(t: &TaskEntry, modern: bool) -> JsonObject {
-    let mut v = object(serde_json::to_value(&t.task).unwrap_or_default());
-    if modern {
-        if let Some(ttl) = v.remove("ttl") {
-            v.insert("ttlMs".into(), ttl);
-        }
-        if let Some(p) = v.remove("pollInterval") {
-            v.insert("pollIntervalMs".into(), p);
-        }
-        match &t.outcome {
-            Some(Ok(r)) => {
-                v.insert("result".into(), r.clone());
-            }
-            Some(Err(e)) => {
-                v.insert("error".into(), serde_json::to_value(e).unwrap_or_default());
-            }
-            None => {}
-        }
-        if let Some(q) = &t.input_requests {
-            v.insert(
-                "inputRequests".into(),
-                serde_json::to_value(q).unwrap_or_default(),
-            );
-        }
-    }
-    v
-}
-
-fn set_status(t: &mut TaskEntry, status: TaskStatus, message: Option<String>) {
-    if t.task.status.is_terminal() {
-        return; // Terminal states never change.
-    }
-    t.task.status = status;
-    t.task.status_message = message;
-    t.task.last_updated_at = iso8601(SystemTime::now());
-    t.changed.notify_waiters();
-}
-
 /// Starts a tool call as a task and answers with the task.
 pub(crate) fn start(
     shared: &Arc<RequestShared>,
@@ -250,7 +128,7 @@ pub(crate) fn start(
         Err(e) => return Outcome::Error(e),
     };
     let now = iso8601(SystemTime::now());
-    let modern = is_modern(shared);
+    let modern = shared.is_modern();
     let cancel = CancellationToken::new();
     let changed = Arc::new(Notify::new());
     let task = Task {
@@ -326,7 +204,7 @@ async fn run_task(
     id: String,
     tasks: Arc<Tasks>,
 ) {
-    let modern = is_modern(&origin);
+    let modern = origin.is_modern();
     let session = match &origin.scope {
         Scope::Legacy(s) => Some(s.clone()),
         Scope::Modern(_) => None,
@@ -360,34 +238,28 @@ async fn run_task(
                 }
             }
         };
-        let changed = {
+        let changed = 'recorded: {
             let mut map = tasks.lock();
             let Some(t) = map.get_mut(&id) else { return };
-            match outcome {
-                Ok(result) => {
-                    t.outcome = Some(Ok(serde_json::to_value(&result).unwrap_or_default()));
-                    set_status(t, TaskStatus::Completed, None);
-                    return;
-                }
-                Err(HandlerError::InputRequired(r)) if modern => {
+            let result = match outcome.map_err(|e| e.into_wire(Served::Task, modern)) {
+                Ok(result) => result,
+                // A failed tool is a result the model reads, as without a task.
+                Err(WireFailure::ToolError(m)) => CallToolResult::error(m),
+                Err(WireFailure::InputRequired(r)) => {
                     t.input_requests = r.input_requests;
                     set_status(t, TaskStatus::InputRequired, None);
-                    t.changed.clone()
+                    break 'recorded t.changed.clone();
                 }
-                Err(e) => {
-                    let e = match e {
-                        HandlerError::Protocol(e) => e,
-                        HandlerError::Failed(m) => ErrorObject::internal(m),
-                        HandlerError::InputRequired(_) => {
-                            ErrorObject::internal("the handler asked for input a task cannot carry")
-                        }
-                    };
+                Err(WireFailure::Error(e)) => {
                     let message = Some(e.message.to_string());
                     t.outcome = Some(Err(e));
                     set_status(t, TaskStatus::Failed, message);
                     return;
                 }
-            }
+            };
+            t.outcome = Some(Ok(serde_json::to_value(&result).unwrap_or_default()));
+            set_status(t, TaskStatus::Completed, None);
+            return;
         };
         // Wait for the answers (or a cancellation); registered before looking, so no
         // `tasks/update` slips between the look and the wait.
@@ -407,38 +279,23 @@ async fn run_task(
     }
 }
 
-/// True when every outstanding question of a task is answered, or it ended.
-fn answered_or_over(tasks: &Tasks, id: &str) -> bool {
-    let map = tasks.lock();
-    map.get(id).is_none_or(|t| {
-        t.task.status.is_terminal()
-            || t.input_requests
-                .as_ref()
-                .is_none_or(|q| q.keys().all(|k| t.answers.contains_key(k)))
-    })
-}
-
-fn not_found(id: &str) -> ErrorObject {
-    ErrorObject::invalid_params(format!("Failed to retrieve task: no task {id}"))
-}
-
 /// Finds a task the caller may see.
 fn with_task<R>(
     shared: &RequestShared,
     id: &str,
     f: impl FnOnce(&mut TaskEntry) -> Result<R, ErrorObject>,
 ) -> Result<R, ErrorObject> {
-    let mut map = shared.server.inner.tasks.lock();
-    Tasks::purge(&mut map);
-    match map.get_mut(id) {
-        Some(t) if t.owner == owner_of(shared) && t.modern == is_modern(shared) => f(t),
-        _ => Err(not_found(id)),
-    }
+    let owner = owner_of(shared);
+    shared
+        .server
+        .inner
+        .tasks
+        .with(id, &owner, shared.is_modern(), f)
 }
 
 /// `tasks/get`.
 pub(crate) fn get(shared: &RequestShared, p: TaskIdParams) -> Result<Outcome, ErrorObject> {
-    let modern = is_modern(shared);
+    let modern = shared.is_modern();
     let fields = with_task(shared, &p.task_id, |t| Ok(task_json(t, modern)))?;
     Ok(complete(shared, JsonResult { fields, meta: None }))
 }
@@ -507,7 +364,7 @@ pub(crate) fn list(shared: &RequestShared, p: PaginatedParams) -> Result<Outcome
 
 /// `tasks/cancel`.
 pub(crate) fn cancel(shared: &RequestShared, p: TaskIdParams) -> Result<Outcome, ErrorObject> {
-    let modern = is_modern(shared);
+    let modern = shared.is_modern();
     let fields = with_task(shared, &p.task_id, |t| {
         if t.task.status.is_terminal() {
             if modern {
@@ -567,18 +424,4 @@ pub(crate) fn update(shared: &RequestShared, p: TaskUpdateParams) -> Result<Outc
             meta: None,
         },
     ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn iso_dates() {
-        assert_eq!(iso8601(UNIX_EPOCH), "1970-01-01T00:00:00Z");
-        let t = UNIX_EPOCH + Duration::from_secs(1_764_500_000);
-        assert_eq!(iso8601(t), "2025-11-30T10:53:20Z");
-        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
-        assert_eq!(iso8601(leap), "2000-02-29T00:00:00Z");
-    }
 }
