@@ -85,13 +85,6 @@ step "official MCP conformance suite: 0.1.16 and 0.2.0-alpha.12, every server sc
 # The everything server has every fixture; what is left is SDK behaviour still to build.
 a12=0.2.0-alpha.12
 conformance_expected=(
-  "$a12/json*/server-stateless:sep-2575-missing-capability-http-400 with --json-response the -32021 comes with HTTP 200, not 400 (the JSON path ignores the modern error status)"
-  "$a12/json*/server-stateless:sep-2575-http-server-method-not-found-404 with --json-response a modern error keeps HTTP 200 (the JSON path ignores the modern status): 404 here"
-  "$a12/json*/server-stateless:sep-2575-http-server-method-not-found-404-initialize with --json-response, HTTP 200 instead of 404"
-  "$a12/json*/server-stateless:sep-2575-http-server-method-not-found-404-ping with --json-response, HTTP 200 instead of 404"
-  "$a12/json*/server-stateless:sep-2575-http-server-method-not-found-404-logging-setlevel with --json-response, HTTP 200 instead of 404"
-  "$a12/json*/server-stateless:sep-2575-http-server-method-not-found-404-resources-subscribe with --json-response, HTTP 200 instead of 404"
-  "$a12/json*/server-stateless:sep-2575-http-server-method-not-found-404-resources-unsubscribe with --json-response, HTTP 200 instead of 404"
   "$a12/*/http-custom-header-server-validation the server does not check Mcp-Param-* headers against the body of a tool with x-mcp-header parameters (SEP-2243, 400 + -32020)"
   "$a12/*/sep-2640-skills-directory the skills extension (SEP-2640) is not implemented: every check SKIPs, only the wire schema is verified"
   "$a12/*/sep-2640-skills-enumeration the skills extension (SEP-2640) is not implemented: every check SKIPs (skills/list, skills/get)"

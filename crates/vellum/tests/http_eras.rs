@@ -413,6 +413,40 @@ async fn modern_unknown_and_legacy_only_methods_are_404() {
     assert_error(&a, StatusCode::BAD_REQUEST, -32602, Some(&id));
 }
 
+/// SEP-2575's statuses hold with `json_response` too: the JSON path once answered 200.
+#[tokio::test]
+async fn modern_error_statuses_hold_in_json_response_mode() {
+    let f = test_server();
+    let srv = TestHttpServer::start(
+        f.server.clone(),
+        StreamableHttpOptions::default().json_response(true),
+    )
+    .await;
+    let c = srv.client();
+    for method in ["no/such", "ping"] {
+        let id = json!(method);
+        let a = c
+            .send(c.modern_builder(&modern_body(id.clone(), method, json!({}))))
+            .await;
+        assert_error(&a, StatusCode::NOT_FOUND, -32601, Some(&id));
+    }
+    let id = json!(7);
+    let ask = modern_body(
+        id.clone(),
+        "tools/call",
+        json!({"name": "ask", "arguments": {}}),
+    );
+    let a = c.send(c.modern_builder(&ask)).await;
+    assert_error(&a, StatusCode::BAD_REQUEST, -32021, Some(&id));
+    let nope = modern_body(
+        id.clone(),
+        "tools/call",
+        json!({"name": "nope", "arguments": {}}),
+    );
+    let a = c.send(c.modern_builder(&nope)).await;
+    assert_error(&a, StatusCode::BAD_REQUEST, -32602, Some(&id));
+}
+
 #[tokio::test]
 async fn modern_get_and_delete_are_405() {
     let (_f, srv) = start().await;
