@@ -90,16 +90,9 @@ conformance_expected=(
   "$a12/*/sep-2640-skills-enumeration the skills extension (SEP-2640) is not implemented: every check SKIPs (skills/list, skills/get)"
   "$a12/*/sep-2640-skills-manifest the skills extension (SEP-2640) is not implemented: every check SKIPs (skill://.../SKILL.md)"
   "$a12/*/tasks-capability-negotiation tasks/get, tasks/update and tasks/cancel of a client without the tasks extension give -32602, not -32021"
-  "$a12/*/tasks-mrtr-input two questions cannot be pending at once (multi_input's task shows one inputRequest)"
   "$a12/*/tasks-request-headers Mcp-Name is not checked against params.taskId on tasks/get (SEP-2663 routing headers: -32020)"
   "$a12/*/tasks-status-notifications alpha.12 skips it itself (its harness awaits a rewrite for subscriptions/listen): it verifies nothing"
   "$a12/*/tasks-mrtr-composition a task-capable call cannot ask by MRTR before it becomes a task (round 1 is already a CreateTaskResult)"
-  "$a12/*/input-required-result-basic-elicitation the SDK keys questions 1, 2, ... and the check wants the key user_name"
-  "$a12/*/input-required-result-request-state the SDK sends no requestState in the first round"
-  "$a12/*/input-required-result-multiple-input-requests the SDK asks one question per round (three wanted at once) and no first-round requestState"
-  "$a12/*/input-required-result-multi-round the SDK sends no requestState in the first round"
-  "$a12/*/input-required-result-tampered-state the SDK sends no requestState in the first round, so there is nothing to tamper with"
-  "$a12/*/input-required-result-ignore-extra-params the answer comes keyed user_name, which the SDK's numbered keys do not match (SHOULD)"
 )
 expect=()
 for e in "${conformance_expected[@]}"; do expect+=(--expect-fail "$e"); done

@@ -3,7 +3,8 @@
 //! roots — and finish once the answers come back.
 //!
 //! Nothing here is MRTR-specific: a handler asks with `ctx.elicit`, `ctx.create_message` or
-//! `ctx.list_roots` and awaits the answer. With a 2026-07-28 client the SDK turns the
+//! `ctx.list_roots` and awaits the answer (named with `ctx.with_input_key` where the client
+//! expects a key; asked together with `tokio::join!` to ask in one round). With a 2026-07-28 client the SDK turns the
 //! question into an `InputRequiredResult` (with a signed `requestState`) and runs the
 //! handler again when the client retries with the answers; in a 2025 session the same
 //! question is a request to the client on the response stream.
@@ -44,6 +45,7 @@ pub fn add_mrtr_fixtures(server: &Server) -> Result<(), RegistrationError> {
         ),
         |ctx: RequestContext, _req: CallToolRequest, _: NoArgs| async move {
             let answer = ctx
+                .with_input_key("user_name")
                 .elicit(form("What is your name?", one_string("name")))
                 .await?;
             let name = entered(&answer, "name").unwrap_or_else(|| "stranger".into());
@@ -98,7 +100,9 @@ pub fn add_mrtr_fixtures(server: &Server) -> Result<(), RegistrationError> {
                     "properties": {"ok": {"type": "boolean"}},
                     "required": ["ok"]
                 });
-                ctx.elicit(form("Please confirm", schema)).await?;
+                ctx.with_input_key("confirm")
+                    .elicit(form("Please confirm", schema))
+                    .await?;
                 Ok::<_, HandlerError>(CallToolResult::text("state-ok: confirmed"))
             },
         )?;
@@ -109,10 +113,15 @@ pub fn add_mrtr_fixtures(server: &Server) -> Result<(), RegistrationError> {
             "Asks the user, the client's model and the client's roots in one round",
         ),
         |ctx: RequestContext, _req: CallToolRequest, _: NoArgs| async move {
+            let (who, model, roots) = (
+                ctx.with_input_key("user_name"),
+                ctx.with_input_key("greeting"),
+                ctx.with_input_key("client_roots"),
+            );
             let (name, greeting, roots) = tokio::join!(
-                ctx.elicit(form("What is your name?", one_string("name"))),
-                ctx.create_message(sampling("Generate a greeting", 50)),
-                ctx.list_roots(),
+                who.elicit(form("What is your name?", one_string("name"))),
+                model.create_message(sampling("Generate a greeting", 50)),
+                roots.list_roots(),
             );
             let (name, _greeting, roots) = (name?, greeting?, roots?);
             Ok::<_, HandlerError>(CallToolResult::text(format!(

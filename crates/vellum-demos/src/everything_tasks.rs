@@ -153,6 +153,7 @@ pub fn add_task_fixtures(server: &Server) -> Result<(), RegistrationError> {
         .with_task_support(TaskSupport::Required),
         |ctx: RequestContext, _req: CallToolRequest, _: NoArgs| async move {
             let answer = ctx
+                .with_input_key("user_name")
                 .elicit(form("What is your name?", one_string("name")))
                 .await?;
             let name = entered(&answer, "name").unwrap_or_default();

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::super::context::RequestContext;
-use super::super::handler_error::{HandlerError, Served};
+use super::super::handler_error::{HandlerError, Served, WireFailure};
 use super::super::prompt::{GetPromptRequest, PromptEntry};
 use super::super::reply::{Outcome, cacheable, complete, failure};
 use super::super::request::RequestShared;
@@ -95,7 +95,15 @@ pub(super) async fn serve<M: InputMethod>(
     };
     Ok(match M::call(shared, call).await {
         Ok(output) => M::frame(shared, output),
-        Err(e) => failure(shared, e.into_wire(M::SERVED, shared.is_modern())),
+        Err(e) => failure(
+            shared,
+            match e.into_wire(M::SERVED, shared.is_modern()) {
+                WireFailure::InputRequired(r) => {
+                    WireFailure::InputRequired(shared.input_required(r))
+                }
+                other => other,
+            },
+        ),
     })
 }
 

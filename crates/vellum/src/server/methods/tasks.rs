@@ -246,7 +246,7 @@ async fn run_task(
                 // A failed tool is a result the model reads, as without a task.
                 Err(WireFailure::ToolError(m)) => CallToolResult::error(m),
                 Err(WireFailure::InputRequired(r)) => {
-                    t.input_requests = r.input_requests;
+                    t.input_requests = shared.input_required(r).input_requests;
                     set_status(t, TaskStatus::InputRequired, None);
                     break 'recorded t.changed.clone();
                 }
@@ -403,16 +403,19 @@ pub(crate) struct TaskUpdateParams {
 /// `tasks/update`: answers to the questions of an `input_required` task.
 pub(crate) fn update(shared: &RequestShared, p: TaskUpdateParams) -> Result<Outcome, ErrorObject> {
     with_task(shared, &p.task_id, |t| {
-        let outstanding = t.input_requests.clone().unwrap_or_default();
+        let Some(outstanding) = t.input_requests.as_mut() else {
+            return Ok(());
+        };
         let mut any = false;
         for (k, v) in p.input_responses {
-            // Answers to keys not currently asked are ignored.
-            if outstanding.contains_key(&k) {
+            // Answers to keys not currently asked are ignored; an answered key is no longer
+            // asked (tasks/get shows what is still missing: partial fulfillment).
+            if outstanding.remove(&k).is_some() {
                 t.answers.insert(k, v);
                 any = true;
             }
         }
-        if any && outstanding.keys().all(|k| t.answers.contains_key(k)) {
+        if any && outstanding.is_empty() {
             t.changed.notify_waiters();
         }
         Ok(())
