@@ -89,8 +89,6 @@ conformance_expected=(
   "$a12/*/sep-2640-skills-directory the skills extension (SEP-2640) is not implemented: every check SKIPs, only the wire schema is verified"
   "$a12/*/sep-2640-skills-enumeration the skills extension (SEP-2640) is not implemented: every check SKIPs (skills/list, skills/get)"
   "$a12/*/sep-2640-skills-manifest the skills extension (SEP-2640) is not implemented: every check SKIPs (skill://.../SKILL.md)"
-  "$a12/*/tasks-capability-negotiation tasks/get, tasks/update and tasks/cancel of a client without the tasks extension give -32602, not -32021"
-  "$a12/*/tasks-request-headers Mcp-Name is not checked against params.taskId on tasks/get (SEP-2663 routing headers: -32020)"
   "$a12/*/tasks-status-notifications alpha.12 skips it itself (its harness awaits a rewrite for subscriptions/listen): it verifies nothing"
   "$a12/*/tasks-mrtr-composition a task-capable call cannot ask by MRTR before it becomes a task (round 1 is already a CreateTaskResult)"
 )

@@ -306,3 +306,48 @@ async fn modern_task_inputs_can_be_answered_one_by_one() {
     let done = poll_until(get, "completed").await;
     assert_eq!(done["result"]["content"][0]["text"], "\"Ann\" and \"Bo\"");
 }
+
+/// 2026-07-28 task methods from a client without the tasks extension are -32021 (HTTP 400),
+/// whether or not the task exists; `Mcp-Name` must carry the request's `taskId` (-32020).
+#[tokio::test]
+async fn modern_task_methods_need_the_extension_and_their_routing_header() {
+    let (gate, dropped) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let srv = TestHttpServer::serve(server(gate, dropped)).await;
+    let mut c = Modern::new(&srv.url);
+    c.capabilities["extensions"] = json!({"io.modelcontextprotocol/tasks": {}});
+    let created = c
+        .request(1, "tools/call", json!({"name": "slow", "arguments": {}}))
+        .await;
+    let id = created.result()["taskId"].as_str().unwrap().to_owned();
+    let mut plain = Modern::new(&srv.url);
+    plain.capabilities = json!({});
+    for (method, params) in [
+        ("tasks/get", json!({"taskId": id})),
+        ("tasks/get", json!({"taskId": "gate-test"})),
+        ("tasks/update", json!({"taskId": id, "inputResponses": {}})),
+        ("tasks/cancel", json!({"taskId": id})),
+    ] {
+        let a = plain.request(2, method, params).await;
+        assert_eq!(a.status, 400, "{method}");
+        assert_eq!(a.error_code(), -32021, "{method}");
+        let data = &a.response["error"]["data"]["requiredCapabilities"];
+        assert!(
+            data["extensions"]["io.modelcontextprotocol/tasks"].is_object(),
+            "{method}: {}",
+            a.response
+        );
+    }
+    // The routing header: the taskId, else -32020.
+    let body = c.body(3, "tasks/get", json!({"taskId": id}));
+    let a = c
+        .mcp
+        .modern_with(&body, &[("mcp-name", Some("another"))])
+        .await;
+    assert_eq!(a.status, reqwest::StatusCode::BAD_REQUEST);
+    assert_eq!(a.error_code(), -32020);
+    let a = c.mcp.modern_with(&body, &[("mcp-name", None)]).await;
+    assert_eq!(a.error_code(), -32020);
+    let ok = c.request(4, "tasks/get", json!({"taskId": id})).await;
+    assert_eq!(ok.result()["status"], "working");
+    c.request(5, "tasks/cancel", json!({"taskId": id})).await;
+}

@@ -204,6 +204,7 @@ const TESTED: &[(&str, &str)] = &[
     (MODERN_ERA, MODERN_META),
     (MODERN_ERA, MODERN_METHOD_HEADER),
     (MODERN_ERA, MODERN_NAME_HEADER),
+    (MODERN_ERA, MODERN_TASKS_UNDECLARED),
     (MODERN_ERA, MODERN_NOT_FOUND),
     (MODERN_ERA, MODERN_REQUEST_ERROR),
     (MODERN_ERA, MODERN_GET_DELETE),
@@ -1105,7 +1106,8 @@ const MODERN_HEADER_DIFFERS: &str = "`MCP-Protocol-Version` differs from `_meta`
 const MODERN_UNSUPPORTED: &str = "`MCP-Protocol-Version` 2026-07-28 or later but not spoken here";
 const MODERN_META: &str = "`_meta`, its protocol version or its client capabilities missing; malformed client info or log level";
 const MODERN_METHOD_HEADER: &str = "`Mcp-Method` missing or different from the body's method (after `=?base64?…?=` decoding, OWS trimmed)";
-const MODERN_NAME_HEADER: &str = "`Mcp-Name` missing or different from `params.name` (`tools/call`, `prompts/get`) or `params.uri` (`resources/read`)";
+const MODERN_NAME_HEADER: &str = "`Mcp-Name` missing or different from `params.name` (`tools/call`, `prompts/get`), `params.uri` (`resources/read`) or `params.taskId` (`tasks/get`, `tasks/update`, `tasks/cancel`)";
+const MODERN_TASKS_UNDECLARED: &str = "a task method (`tasks/get`, `tasks/update`, `tasks/cancel`) whose `_meta` client capabilities lack the tasks extension";
 const MODERN_NOT_FOUND: &str = "unknown method, or a legacy-only one (`initialize`, `ping`, `logging/setLevel`, `resources/subscribe`)";
 const MODERN_REQUEST_ERROR: &str =
     "a request error -32602 (unknown tool, resource not found, bad params), -32021, -32022, -32600";
@@ -1244,6 +1246,39 @@ async fn row_modern_name_header() {
         }
         let a = c.modern_with(body, &[]).await;
         assert_eq!(a.status, StatusCode::OK, "{}", a.text());
+    }
+    // The task methods route by their taskId (checked before the task is looked up).
+    for method in ["tasks/get", "tasks/cancel"] {
+        let body = modern_body(json!(4), method, json!({"taskId": "t-1"}));
+        for n in [None, Some("t-2")] {
+            let a = c.modern_with(&body, &[("mcp-name", n)]).await;
+            check(MODERN_ERA, MODERN_NAME_HEADER, &a, None);
+        }
+    }
+}
+
+#[tokio::test]
+async fn row_modern_tasks_undeclared() {
+    let (_f, srv) = server(StreamableHttpOptions::default()).await;
+    let c = srv.client();
+    for (method, params) in [
+        ("tasks/get", json!({"taskId": "t-1"})),
+        (
+            "tasks/update",
+            json!({"taskId": "t-1", "inputResponses": {}}),
+        ),
+        ("tasks/cancel", json!({"taskId": "t-1"})),
+    ] {
+        let a = c
+            .modern_with(&modern_body(json!(1), method, params), &[])
+            .await;
+        let e = check(MODERN_ERA, MODERN_TASKS_UNDECLARED, &a, None);
+        assert!(
+            e["error"]["data"]["requiredCapabilities"]["extensions"]
+                ["io.modelcontextprotocol/tasks"]
+                .is_object(),
+            "{e}"
+        );
     }
 }
 

@@ -1,5 +1,6 @@
 //! The checks of a 2026-07-28 request over HTTP: the version header against `_meta`, the
-//! required `_meta` fields, and the `Mcp-Method` / `Mcp-Name` mirror headers (SEP-2243).
+//! required `_meta` fields, and the `Mcp-Method` / `Mcp-Name` mirror headers (SEP-2243; `Mcp-Name`
+//! carries the `taskId` of the task methods, SEP-2663).
 //!
 //! Not here: the HTTP status of a failed check (`rejection.rs`), and reading `_meta` itself
 //! (the server core's `modern_meta.rs`).
@@ -27,6 +28,8 @@ struct Peek {
     name: Option<Value>,
     #[serde(default)]
     uri: Option<Value>,
+    #[serde(rename = "taskId", default)]
+    task_id: Option<Value>,
 }
 
 fn peek(params: Option<&RawJson>) -> Option<Peek> {
@@ -161,6 +164,8 @@ pub(crate) fn validate(headers: &HeaderMap, payload: &Payload) -> Result<ModernM
     let expected = match method {
         methods::TOOLS_CALL | methods::PROMPTS_GET => Some(&p.name),
         methods::RESOURCES_READ => Some(&p.uri),
+        // SEP-2663's routing header: the task a request is about.
+        methods::TASKS_GET | methods::TASKS_UPDATE | methods::TASKS_CANCEL => Some(&p.task_id),
         _ => None,
     };
     if let Some(expected) = expected {
@@ -170,7 +175,7 @@ pub(crate) fn validate(headers: &HeaderMap, payload: &Payload) -> Result<ModernM
             return Err(reject(
                 id,
                 code::HEADER_MISMATCH,
-                "Header mismatch: Mcp-Name must equal the request's name or uri".into(),
+                "Header mismatch: Mcp-Name must equal the request's name, uri or taskId".into(),
             ));
         }
     }
