@@ -85,7 +85,6 @@ step "official MCP conformance suite: 0.1.16 and 0.2.0-alpha.12, every server sc
 # The everything server has every fixture; what is left is SDK behaviour still to build.
 a12=0.2.0-alpha.12
 conformance_expected=(
-  "$a12/*/http-custom-header-server-validation the server does not check Mcp-Param-* headers against the body of a tool with x-mcp-header parameters (SEP-2243, 400 + -32020)"
   "$a12/*/sep-2640-skills-directory the skills extension (SEP-2640) is not implemented: every check SKIPs, only the wire schema is verified"
   "$a12/*/sep-2640-skills-enumeration the skills extension (SEP-2640) is not implemented: every check SKIPs (skills/list, skills/get)"
   "$a12/*/sep-2640-skills-manifest the skills extension (SEP-2640) is not implemented: every check SKIPs (skill://.../SKILL.md)"
