@@ -85,9 +85,6 @@ step "official MCP conformance suite: 0.1.16 and 0.2.0-alpha.12, every server sc
 # The everything server has every fixture; what is left is SDK behaviour still to build.
 a12=0.2.0-alpha.12
 conformance_expected=(
-  "$a12/*/sep-2640-skills-directory the skills extension (SEP-2640) is not implemented: every check SKIPs, only the wire schema is verified"
-  "$a12/*/sep-2640-skills-enumeration the skills extension (SEP-2640) is not implemented: every check SKIPs (skills/list, skills/get)"
-  "$a12/*/sep-2640-skills-manifest the skills extension (SEP-2640) is not implemented: every check SKIPs (skill://.../SKILL.md)"
   "$a12/*/tasks-status-notifications alpha.12 skips it itself (its harness awaits a rewrite for subscriptions/listen): it verifies nothing"
   "$a12/*/tasks-mrtr-composition a task-capable call cannot ask by MRTR before it becomes a task (round 1 is already a CreateTaskResult)"
 )

@@ -37,6 +37,7 @@ use vellum::store::MemoryEventStore;
 use vellum::transport::http::serve;
 // The crate's own name, so this file compiles as the example and as the module alike.
 use vellum_demos::everything_mrtr::add_mrtr_fixtures;
+use vellum_demos::everything_skills::add_skill_fixtures;
 use vellum_demos::everything_stateless::add_stateless_fixtures;
 use vellum_demos::everything_tasks::add_task_fixtures;
 use vellum_demos::hello_world::add_hello_world;
@@ -534,6 +535,7 @@ pub fn everything_server() -> Result<Server, RegistrationError> {
     add_stateless_fixtures(&server)?;
     add_mrtr_fixtures(&server)?;
     add_task_fixtures(&server)?;
+    add_skill_fixtures(&server)?;
     Ok(server)
 }
 

@@ -40,6 +40,7 @@ mod resource;
 mod server;
 mod session;
 mod skill_files;
+mod skills;
 mod task_store;
 mod tool;
 pub mod uri_template;

@@ -154,6 +154,9 @@ pub enum RegistrationError {
     /// A resource URI or template is malformed.
     #[error("invalid resource {0:?}: {1}")]
     InvalidResource(String, String),
+    /// An Agent Skill could not be built (see [`SkillFiles`](super::SkillFiles)).
+    #[error(transparent)]
+    Skill(#[from] super::SkillError),
     /// An `x-mcp-header` annotation of the input schema breaks SEP-2243's rules.
     #[error("tool {tool:?}: {error}")]
     InvalidParamHeader {
