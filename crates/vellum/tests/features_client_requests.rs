@@ -241,6 +241,38 @@ async fn missing_capabilities_are_refused_before_asking() {
         .await;
     assert_eq!(a.status, 400);
     assert_eq!(a.error_code(), -32021);
+    // Each way of asking checks its own capability: sampling, then roots, once the earlier
+    // questions are answered.
+    let elicited = json!({"action": "accept", "content": {"name": "Ada"}});
+    let sampled = json!({"role": "assistant", "content": {"type": "text", "text": "Hi"},
+        "model": "m", "stopReason": "endTurn"});
+    for (caps, responses, missing) in [
+        (
+            json!({"elicitation": {}}),
+            json!({"1": elicited}),
+            "sampling",
+        ),
+        (
+            json!({"elicitation": {}, "sampling": {}}),
+            json!({"1": elicited, "2": sampled}),
+            "roots",
+        ),
+    ] {
+        m.capabilities = caps;
+        let a = m
+            .request(
+                2,
+                "tools/call",
+                json!({"name": "interview", "arguments": {}, "inputResponses": responses}),
+            )
+            .await;
+        assert_eq!((a.status, a.error_code()), (400, -32021), "{missing}");
+        assert!(
+            a.response["error"]["data"]["requiredCapabilities"][missing].is_object(),
+            "{}",
+            a.response
+        );
+    }
 }
 
 /// Drives the interview through MRTR rounds, answering whatever is asked.
