@@ -147,13 +147,14 @@ impl RequestShared {
 
     /// What a 2026-07-28 handler that ended asking answers: every question it left pending
     /// and the signed state of the next round (see `mrtr.rs`).
-    pub(crate) fn input_required(&self, r: Box<InputRequiredResult>) -> Box<InputRequiredResult> {
+    pub(crate) fn input_required(
+        &self,
+        mut r: Box<InputRequiredResult>,
+    ) -> Box<InputRequiredResult> {
         let server = &self.server.inner;
-        Box::new(lock(&self.attempt).finish(
-            &server.state_key,
-            server.options.request_state_ttl,
-            *r,
-        ))
+        let asked = std::mem::take(&mut *r);
+        *r = lock(&self.attempt).finish(&server.state_key, server.options.request_state_ttl, asked);
+        r
     }
 
     /// Hands a task's collected answers to its next run (questions are keyed as in MRTR).
