@@ -24,9 +24,9 @@ import tempfile
 RULES = {
     "sync":      set(),                          # the poison-tolerant lock helpers
     "protocol":  {"sync"},                       # JSON-RPC framing and MCP types, no I/O
-    "error":     {"protocol"},                   # the crate's error type for calls
+    "store":     {"protocol", "sync"},           # event and session stores, the bus
+    "error":     {"protocol", "store"},          # the crate's error type for calls
     "peer":      {"protocol", "error", "sync"},  # ids, waiters, cancellation (client and server)
-    "store":     {"protocol", "error", "sync"},  # event and session stores, the bus
     "server":    {"protocol", "error", "sync", "store", "peer"},
     "client":    {"protocol", "error", "sync", "peer"},
     "transport": {"protocol", "error", "sync", "store", "peer", "server", "client"},
@@ -330,7 +330,7 @@ def self_test():
                             "pub struct Msg;\n",
         "sync.rs": "pub fn lock() {}\n",
         "error.rs": "use crate::protocol::Msg;\n",
-        "store/mod.rs": "use crate::{protocol::Msg, error};\n",
+        "store/mod.rs": "use crate::{protocol::Msg, sync::lock};\n",
         "server/mod.rs": "mod server;\nmod a;\nmod b;\npub use server::Server;\n",
         "server/server.rs": "use super::a::A;\npub struct Server;\n",
         "server/a.rs": "use super::b::B;\nuse crate::store;\npub struct A;\n"

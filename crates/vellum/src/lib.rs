@@ -31,6 +31,8 @@
 //! Each module is a layer and imports only the ones below it (`docs/architecture.md` draws
 //! them; `scripts/layers.sh` checks them):
 //! - [`protocol`]: JSON-RPC framing and the MCP types of every version (no I/O).
+//! - `peer` (internal): request ids, answers waited for and requests being served, shared
+//!   by the client and the server session.
 //! - [`store`]: event stores for SSE resumption, session stores and the message bus.
 //! - [`server`]: [`Server`](server::Server), its registries, the handler context, sessions and
 //!   the one method table.
@@ -46,6 +48,7 @@ pub mod auth;
 #[cfg(feature = "client")]
 pub mod client;
 pub mod error;
+mod peer;
 pub mod protocol;
 pub mod server;
 pub mod store;

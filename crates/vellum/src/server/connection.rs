@@ -57,7 +57,7 @@ impl SessionHooks for OutSink {
         Box::pin(async move {
             tx.send(message)
                 .await
-                .map_err(|_| Error::Transport("the connection is closed".into()))
+                .map_err(|_| Error::Transport(crate::error::TransportError::Closed))
         })
     }
 }

@@ -8,25 +8,27 @@
 //! Not here: serving the session's requests (`exchange.rs`, `methods/`), and HTTP's view of
 //! sessions (the transport's session table).
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering};
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
 use serde::Serialize;
-use tokio::sync::oneshot;
 
 use super::Server;
 use super::outbox::Outbox;
 use super::redact::redact_session_id;
 use crate::error::Error;
-use crate::protocol::{
-    CancelledParams, ClientCapabilities, ErrorObject, Implementation, LoggingLevel,
-    ProtocolVersion, RawJson, RequestId, methods,
+use crate::peer::{
+    Cancel, InflightRequests, PendingAnswers, RequestIds, Ticket, cancelled_notification,
 };
-use crate::protocol::{encode_notification, encode_request};
+use crate::protocol::encode_request;
+use crate::protocol::{
+    ClientCapabilities, ErrorObject, Implementation, LoggingLevel, ProtocolVersion, RawJson,
+    RequestId,
+};
 use crate::store::SessionRecord;
 use crate::sync::lock;
 
@@ -70,8 +72,6 @@ pub(crate) trait InflightRequest: Send + Sync {
     fn cancel(&self);
 }
 
-type Pending = oneshot::Sender<Result<RawJson, ErrorObject>>;
-
 /// One legacy session.
 pub(crate) struct Session {
     id: Option<Arc<str>>,
@@ -82,11 +82,12 @@ pub(crate) struct Session {
     initialized: AtomicBool,
     /// 0 = no level set; otherwise 1 + the level's index.
     log_level: AtomicU8,
-    next_request_id: AtomicI64,
+    /// Ids of our requests to the client.
+    request_ids: RequestIds,
     /// Our requests to the client, waiting for answers.
-    pending: Mutex<HashMap<RequestId, Pending>>,
+    pending: PendingAnswers<Result<RawJson, ErrorObject>>,
     /// The client's requests being served (for cancellation and duplicate-id detection).
-    inflight: Mutex<HashMap<RequestId, Weak<dyn InflightRequest>>>,
+    inflight: InflightRequests<Weak<dyn InflightRequest>>,
     /// Resource URIs the client subscribed to.
     subscriptions: Mutex<BTreeSet<String>>,
     hooks: OnceLock<Arc<dyn SessionHooks>>,
@@ -142,9 +143,9 @@ impl Session {
             init: OnceLock::new(),
             initialized: AtomicBool::new(temporary),
             log_level: AtomicU8::new(0),
-            next_request_id: AtomicI64::new(0),
-            pending: Mutex::new(HashMap::new()),
-            inflight: Mutex::new(HashMap::new()),
+            request_ids: RequestIds::new(),
+            pending: PendingAnswers::new(),
+            inflight: InflightRequests::new(),
             subscriptions: Mutex::new(BTreeSet::new()),
             hooks: OnceLock::new(),
             closed: AtomicBool::new(false),
@@ -198,7 +199,7 @@ impl Session {
 
     /// How many of the client's requests are being served now.
     pub(crate) fn inflight_count(&self) -> usize {
-        lock(&self.inflight).len()
+        self.inflight.len()
     }
 
     /// The negotiated version (the default legacy version before `initialize`).
@@ -311,38 +312,27 @@ impl Session {
         request: &Arc<R>,
     ) -> Result<InflightGuard, ()> {
         let id = request.request_id();
-        let mut map = lock(&self.inflight);
-        if map.contains_key(id) {
-            return Err(());
-        }
         let weak: Weak<dyn InflightRequest> = Arc::downgrade(request) as Weak<R>;
-        map.insert(id.clone(), weak.clone());
+        let ticket = self
+            .inflight
+            .start(id, |_| weak)
+            .map_err(|_still_running| ())?;
         Ok(InflightGuard {
             session: Arc::downgrade(self),
             id: id.clone(),
-            request: weak,
+            ticket,
         })
     }
 
     /// Cancels a request of the client (`notifications/cancelled`); false if it does not
     /// run here.
     pub(crate) fn cancel_inflight(&self, id: &RequestId) -> bool {
-        let target = lock(&self.inflight).get(id).and_then(Weak::upgrade);
-        match target {
-            Some(request) => {
-                request.cancel();
-                true
-            }
-            None => false,
-        }
+        self.inflight.cancel(id)
     }
 
     /// Delivers the client's answer to one of our requests; false if nobody waits for it.
     pub(crate) fn resolve(&self, id: &RequestId, outcome: Result<RawJson, ErrorObject>) -> bool {
-        match lock(&self.pending).remove(id) {
-            Some(tx) => tx.send(outcome).is_ok(),
-            None => false,
-        }
+        self.pending.resolve(id, outcome)
     }
 
     /// Sends a request to the client on `outbox` (the stream of the request being served)
@@ -362,34 +352,26 @@ impl Session {
         if self.is_closed() {
             return Err(Error::SessionClosed);
         }
-        let n = self.next_request_id.fetch_add(1, Ordering::Relaxed);
-        let id = match self.hooks.get().and_then(|h| h.request_id_prefix()) {
-            Some(prefix) => RequestId::String(format!("{prefix}-{n}").into()),
-            None => RequestId::Number(n),
-        };
+        let prefix = self.hooks.get().and_then(|h| h.request_id_prefix());
+        let id = self.request_ids.next(prefix);
         let message = encode_request(&id, method, Some(params))?;
-        let (tx, rx) = oneshot::channel();
-        lock(&self.pending).insert(id.clone(), tx);
-        let mut guard = PendingGuard {
-            session: self,
-            id: &id,
-            outbox,
-            armed: true,
-        };
+        // Dropping the waiter (the handler gave up) forgets the question.
+        let mut waiter = self.pending.wait_for(id, ());
         outbox
             .send(message)
             .await
             .map_err(|_| Error::RequestFinished)?;
-        let outcome = match tokio::time::timeout(timeout, rx).await {
-            Ok(Ok(outcome)) => outcome,
-            Ok(Err(_)) => return Err(Error::SessionClosed),
+        match tokio::time::timeout(timeout, waiter.answer()).await {
+            Ok(Some(outcome)) => outcome.map_err(Error::Remote),
+            Ok(None) => Err(Error::SessionClosed),
             Err(_) => {
-                guard.cancel_on_peer("timed out").await;
-                return Err(Error::Timeout(timeout));
+                waiter.abandon();
+                if let Ok(msg) = cancelled_notification(waiter.id(), "timed out") {
+                    let _ = outbox.send(msg).await;
+                }
+                Err(Error::Timeout(timeout))
             }
-        };
-        guard.armed = false;
-        outcome.map_err(Error::Remote)
+        }
     }
 
     /// Adds a resource subscription; true if it is new.
@@ -420,13 +402,8 @@ impl Session {
         if self.closed.swap(true, Ordering::AcqRel) {
             return;
         }
-        let running: Vec<_> = lock(&self.inflight).drain().map(|(_, w)| w).collect();
-        for w in running {
-            if let Some(s) = w.upgrade() {
-                s.cancel();
-            }
-        }
-        lock(&self.pending).clear();
+        self.inflight.cancel_all();
+        self.pending.clear();
         self.server.unregister_session(self.registry_key);
     }
 
@@ -447,7 +424,7 @@ impl Drop for Session {
 pub(crate) struct InflightGuard {
     session: Weak<Session>,
     id: RequestId,
-    request: Weak<dyn InflightRequest>,
+    ticket: Ticket,
 }
 
 impl Drop for InflightGuard {
@@ -455,44 +432,20 @@ impl Drop for InflightGuard {
         let Some(s) = self.session.upgrade() else {
             return;
         };
-        let mut map = lock(&s.inflight);
-        // Only remove our own entry (`ptr_eq` works on dead weak pointers too).
-        if map
-            .get(&self.id)
-            .is_some_and(|w| Weak::ptr_eq(w, &self.request))
-        {
-            map.remove(&self.id);
-        }
+        // Only our own entry goes (the ticket tells it from a later request's).
+        s.inflight.finish(&self.id, self.ticket);
     }
 }
 
-/// Removes a waiting question when the asking handler gives up (dropped or timed out).
-struct PendingGuard<'a> {
-    session: &'a Arc<Session>,
-    id: &'a RequestId,
-    outbox: &'a Outbox,
-    armed: bool,
-}
-
-impl PendingGuard<'_> {
-    async fn cancel_on_peer(&mut self, reason: &str) {
-        self.armed = false;
-        lock(&self.session.pending).remove(self.id);
-        let params = CancelledParams {
-            request_id: self.id.clone(),
-            reason: Some(reason.to_owned()),
-            meta: None,
-        };
-        if let Ok(msg) = encode_notification(methods::CANCELLED, Some(&params)) {
-            let _ = self.outbox.send(msg).await;
-        }
-    }
-}
-
-impl Drop for PendingGuard<'_> {
-    fn drop(&mut self) {
-        if self.armed {
-            lock(&self.session.pending).remove(self.id);
+/// A request being served is cancelled through its shared state, while it still runs.
+impl Cancel for Weak<dyn InflightRequest> {
+    fn cancel(&self) -> bool {
+        match self.upgrade() {
+            Some(shared) => {
+                shared.cancel();
+                true
+            }
+            None => false,
         }
     }
 }

@@ -84,7 +84,7 @@ impl SessionHooks for HttpHooks {
         Box::pin(async move {
             let id = match stored {
                 Some(f) => {
-                    let id = f.await.map_err(|e| Error::Transport(e.to_string()))?;
+                    let id = f.await.map_err(Error::EventStore)?;
                     live.advance_standalone(id.seq);
                     Some(id)
                 }

@@ -1,8 +1,10 @@
-//! What a client does when the server asks it something (sampling, elicitation, roots) or
-//! tells it something (progress, logs, list changes, resource updates).
+//! The callbacks a client application gives for what the server asks it (sampling,
+//! elicitation, roots) or tells it (progress, logs, list changes, resource updates), and the
+//! decoded [`ServerNotification`] they receive.
 //!
 //! Both eras use the same callbacks: a legacy server sends a JSON-RPC request, a modern one
-//! returns an `InputRequiredResult` and the client answers on its retry (MRTR).
+//! returns an `InputRequiredResult` and the client answers on its retry (MRTR). Running them
+//! is `answers.rs`'s job; this file only says what they are.
 
 use std::sync::Arc;
 

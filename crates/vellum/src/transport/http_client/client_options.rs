@@ -1,5 +1,5 @@
 //! [`HttpClientOptions`]: every setting of the Streamable HTTP client transport, with its
-//! default and its effect.
+//! default and its effect. (The server's settings are `transport::http::StreamableHttpOptions`.)
 
 use std::time::Duration;
 
@@ -52,10 +52,15 @@ impl ReconnectOptions {
 }
 
 /// Settings of [`StreamableHttpClientTransport`](super::StreamableHttpClientTransport).
-#[derive(Clone, Debug)]
+///
+/// Its `Debug` shows the names of the headers, never their values (they often carry
+/// credentials).
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct HttpClientOptions {
     /// Headers sent with every request (authorization, tracing, …). Default: none.
+    /// `Authorization`, `Proxy-Authorization` and `Cookie` values are marked sensitive when
+    /// the transport is built, so the HTTP stack's own logs do not show them either.
     pub headers: HeaderMap,
     /// The reqwest client to use (proxies, TLS roots, …). Default: one built from the
     /// timeouts below. A client given here keeps its own timeouts; do not give it a total
@@ -80,6 +85,38 @@ pub struct HttpClientOptions {
     /// `initialize` with 400, 404 or 405 (the spec's backwards-compatibility rule). Default
     /// true.
     pub legacy_sse_fallback: bool,
+}
+
+impl std::fmt::Debug for HttpClientOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let header_names: Vec<&str> = self.headers.keys().map(|k| k.as_str()).collect();
+        f.debug_struct("HttpClientOptions")
+            .field("headers", &header_names)
+            .field("client", &self.client.is_some())
+            .field("connect_timeout", &self.connect_timeout)
+            .field("read_timeout", &self.read_timeout)
+            .field("reconnect", &self.reconnect)
+            .field("max_message_bytes", &self.max_message_bytes)
+            .field("close_timeout", &self.close_timeout)
+            .field("standalone_stream", &self.standalone_stream)
+            .field("legacy_sse_fallback", &self.legacy_sse_fallback)
+            .finish()
+    }
+}
+
+impl HttpClientOptions {
+    /// Marks the values of the credential-carrying headers sensitive (hidden from `Debug`
+    /// output and from the HTTP stack's logs).
+    pub(super) fn mark_credentials_sensitive(&mut self) {
+        use http::header::{AUTHORIZATION, COOKIE, PROXY_AUTHORIZATION};
+        for name in [AUTHORIZATION, PROXY_AUTHORIZATION, COOKIE] {
+            if let http::header::Entry::Occupied(mut e) = self.headers.entry(name) {
+                for v in e.iter_mut() {
+                    v.set_sensitive(true);
+                }
+            }
+        }
+    }
 }
 
 impl Default for HttpClientOptions {
@@ -113,5 +150,21 @@ mod tests {
         assert!(big >= Duration::from_secs(30) && big <= Duration::from_millis(37_500));
         let s = r.delay(4, Some(Duration::from_millis(50)));
         assert!(s >= Duration::from_millis(50) && s <= Duration::from_millis(55));
+    }
+
+    #[test]
+    fn debug_output_and_sensitivity_keep_credentials_hidden() {
+        let mut o = HttpClientOptions::default();
+        o.headers.insert(
+            http::header::AUTHORIZATION,
+            http::HeaderValue::from_static("Bearer s3cret"),
+        );
+        o.mark_credentials_sensitive();
+        let text = format!("{o:?}");
+        assert!(
+            text.contains("authorization") && !text.contains("s3cret"),
+            "{text}"
+        );
+        assert!(o.headers[http::header::AUTHORIZATION].is_sensitive());
     }
 }
