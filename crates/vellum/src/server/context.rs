@@ -84,6 +84,7 @@ impl RequestContext {
     ///
     /// ```no_run
     /// # use vellum::prelude::*;
+    /// # use vellum::protocol::ElicitParams;
     /// # async fn h(ctx: RequestContext, form: ElicitParams) -> Result<(), vellum::Error> {
     /// let answer = ctx.with_input_key("user_name").elicit(form).await?;
     /// # let _ = answer; Ok(()) }

@@ -5,14 +5,13 @@
 //! Not here: the HTTP status of a failed check (`rejection.rs`), and reading `_meta` itself
 //! (the server core's `modern_meta.rs`).
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use http::HeaderMap;
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::protocol::{
-    ErrorObject, Message, Payload, ProtocolVersion, RawJson, RequestId, code, methods,
+    ErrorObject, Message, Payload, ProtocolVersion, RawJson, RequestId, code, decode_header_value,
+    methods,
 };
 use crate::server::{ModernMeta, meta_version, parse_meta, unsupported_version};
 
@@ -68,20 +67,6 @@ fn reject(id: Option<&RequestId>, code: i64, message: String) -> Rejection {
     Rejection::Modern {
         id: id.cloned(),
         error: ErrorObject::new(code, message),
-    }
-}
-
-/// Decodes a header value that may use the `=?base64?…?=` form.
-pub(crate) fn decode_header_value(v: &str) -> Option<String> {
-    match v
-        .strip_prefix("=?base64?")
-        .and_then(|r| r.strip_suffix("?="))
-    {
-        Some(b64) => STANDARD
-            .decode(b64)
-            .ok()
-            .and_then(|b| String::from_utf8(b).ok()),
-        None => Some(v.to_owned()),
     }
 }
 
@@ -180,19 +165,4 @@ pub(crate) fn validate(headers: &HeaderMap, payload: &Payload) -> Result<ModernM
         }
     }
     Ok(meta)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn header_values_decode() {
-        assert_eq!(decode_header_value("plain").as_deref(), Some("plain"));
-        assert_eq!(
-            decode_header_value("=?base64?w6lsw6k=?=").as_deref(),
-            Some("élé")
-        );
-        assert_eq!(decode_header_value("=?base64?***?="), None);
-    }
 }
