@@ -15,6 +15,7 @@ mod mrtr;
 mod notifications;
 mod param_headers;
 mod prompts;
+mod resource_metadata;
 mod resources;
 mod skills;
 mod tasks;
@@ -38,6 +39,7 @@ pub use param_headers::{
     decode_header_value, encode_header_value,
 };
 pub use prompts::*;
+pub use resource_metadata::{PROTECTED_RESOURCE_WELL_KNOWN, ProtectedResourceMetadata};
 pub use resources::*;
 pub use skills::*;
 pub use tasks::*;
