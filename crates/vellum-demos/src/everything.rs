@@ -1,8 +1,11 @@
-//! The "everything" server: every fixture the official MCP conformance suite calls (tools of
-//! every content type, logging, progress, sampling, elicitation, a raw JSON Schema 2020-12
-//! tool, SSE polling; static and templated resources; prompts; completion), plus the seed's
-//! `hello_world` tool. Built only with Vellum's public API, so it doubles as the longest
-//! example of the SDK.
+//! The "everything" server: every fixture the official MCP conformance suite calls, for both
+//! of its releases (0.1.16 and the 2026 suite, 0.2.0-alpha.12): tools of every content type,
+//! logging, progress, sampling, elicitation, a raw JSON Schema 2020-12 tool, SSE polling;
+//! static and templated resources; prompts; completion; and, in the modules beside this one,
+//! the 2026-07-28 diagnostics and header tool ([`everything_stateless`]), the multi
+//! round-trip fixtures ([`everything_mrtr`]) and the task fixtures ([`everything_tasks`]).
+//! Plus the seed's `hello_world` tool. Built only with Vellum's public API, so it doubles as
+//! the longest example of the SDK.
 //!
 //! Run: `cargo run --example everything`, then point a client (or the conformance suite) at
 //! `http://127.0.0.1:8000/mcp`. `vellum serve --server everything` serves the same server
@@ -12,6 +15,10 @@
 //! The same handlers serve both protocol eras: with a 2026-07-28 client, `ctx.create_message`
 //! and `ctx.elicit` become multi round-trip requests (`InputRequiredResult`) instead of
 //! requests to the client, and nothing here changes.
+//!
+//! [`everything_stateless`]: vellum_demos::everything_stateless
+//! [`everything_mrtr`]: vellum_demos::everything_mrtr
+//! [`everything_tasks`]: vellum_demos::everything_tasks
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,14 +28,18 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use vellum::prelude::*;
 use vellum::protocol::{
-    CompleteParams, CompletionReference, CreateMessageParams, ElicitFormParams, ElicitParams,
-    GetPromptResult, JsonObject, LoggingLevel, ReadResourceResult, ResourceContents, Role,
-    SamplingMessage,
+    CompleteParams, CompletionReference, CreateMessageParams, CreateMessageResult,
+    ElicitFormParams, ElicitParams, GetPromptResult, JsonObject, LoggingLevel, ReadResourceResult,
+    ResourceContents, Role, SamplingMessage,
 };
 use vellum::server::{NoArgs, RegistrationError};
 use vellum::store::MemoryEventStore;
 use vellum::transport::http::serve;
 // The crate's own name, so this file compiles as the example and as the module alike.
+use vellum_demos::everything_mrtr::add_mrtr_fixtures;
+use vellum_demos::everything_skills::add_skill_fixtures;
+use vellum_demos::everything_stateless::add_stateless_fixtures;
+use vellum_demos::everything_tasks::add_task_fixtures;
 use vellum_demos::hello_world::add_hello_world;
 
 /// A 1×1 red PNG.
@@ -50,11 +61,36 @@ pub struct ElicitationInput {
     pub message: String,
 }
 
-fn object(v: Value) -> JsonObject {
+/// A JSON object from a `json!` value (anything else gives an empty object).
+pub fn object(v: Value) -> JsonObject {
     match v {
         Value::Object(m) => m,
         _ => JsonObject::new(),
     }
+}
+
+/// A form elicitation: `message`, and the flat object `schema` of what to enter.
+pub fn form(message: &str, schema: Value) -> ElicitParams {
+    ElicitParams::Form(ElicitFormParams::new(message, object(schema)))
+}
+
+/// A sampling request: one user message, at most `max_tokens` in the answer.
+pub fn sampling(text: &str, max_tokens: u64) -> CreateMessageParams {
+    CreateMessageParams {
+        messages: vec![SamplingMessage::user(text)],
+        max_tokens,
+        ..Default::default()
+    }
+}
+
+/// The text of the model's answer.
+pub fn model_text(answer: &CreateMessageResult) -> String {
+    answer
+        .content
+        .as_slice()
+        .iter()
+        .filter_map(|c| c.as_text())
+        .collect()
 }
 
 /// Asks the user with a form and reports what came back.
@@ -63,12 +99,7 @@ async fn elicit_form(
     message: &str,
     schema: Value,
 ) -> Result<String, HandlerError> {
-    let answer = ctx
-        .elicit(ElicitParams::Form(ElicitFormParams::new(
-            message,
-            object(schema),
-        )))
-        .await?;
+    let answer = ctx.elicit(form(message, schema)).await?;
     let content =
         serde_json::to_string(&answer.content.unwrap_or_default()).map_err(HandlerError::failed)?;
     let action = serde_json::to_value(answer.action).map_err(HandlerError::failed)?;
@@ -186,21 +217,10 @@ fn add_tools(server: &Server) -> Result<(), RegistrationError> {
             "Asks the client's model to answer a prompt",
         ),
         |ctx: RequestContext, _req: CallToolRequest, input: SamplingInput| async move {
-            let params = CreateMessageParams {
-                messages: vec![SamplingMessage::user(input.prompt)],
-                max_tokens: 100,
-                ..Default::default()
-            };
-            let answer = ctx.create_message(params).await?;
-            let text: Vec<&str> = answer
-                .content
-                .as_slice()
-                .iter()
-                .filter_map(|c| c.as_text())
-                .collect();
+            let answer = ctx.create_message(sampling(&input.prompt, 100)).await?;
             Ok::<_, HandlerError>(CallToolResult::text(format!(
                 "LLM response: {}",
-                text.join("")
+                model_text(&answer)
             )))
         },
     )?;
@@ -306,26 +326,39 @@ fn add_tools(server: &Server) -> Result<(), RegistrationError> {
             )))
         },
     )?;
-    // A schema given as raw JSON is listed byte for byte, `$defs`, `$ref` and all.
+    // A schema given as raw JSON is listed byte for byte: `$defs`, `$ref`, `$anchor`, the
+    // composition keywords and `if`/`then`/`else` (SEP-1613, SEP-2106).
     let raw_schema = json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "type": "object",
         "$defs": {
             "address": {
+                "$anchor": "addressDef",
                 "type": "object",
                 "properties": {"street": {"type": "string"}, "city": {"type": "string"}}
             }
         },
         "properties": {
             "name": {"type": "string"},
-            "address": {"$ref": "#/$defs/address"}
+            "address": {"$ref": "#/$defs/address"},
+            "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+            "phone": {"type": "string"},
+            "email": {"type": "string"}
         },
+        "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+        "if": {
+            "properties": {"contactMethod": {"const": "phone"}},
+            "required": ["contactMethod"]
+        },
+        "then": {"required": ["phone"]},
+        "else": {"required": ["email"]},
         "additionalProperties": false
     });
     server.add_raw_tool(
         Tool::new(
             "json_schema_2020_12_tool",
-            "Echoes its arguments; its input schema uses JSON Schema 2020-12 ($defs, $ref)",
+            "Echoes its arguments; its input schema uses JSON Schema 2020-12 ($defs, $ref, \
+             $anchor, allOf/anyOf, if/then/else)",
         )
         .with_input_schema(object(raw_schema)),
         |_ctx: RequestContext, req: CallToolRequest| async move {
@@ -499,6 +532,10 @@ pub fn everything_server() -> Result<Server, RegistrationError> {
     add_resources(&server)?;
     add_prompts(&server)?;
     add_completions(&server);
+    add_stateless_fixtures(&server)?;
+    add_mrtr_fixtures(&server)?;
+    add_task_fixtures(&server)?;
+    add_skill_fixtures(&server)?;
     Ok(server)
 }
 

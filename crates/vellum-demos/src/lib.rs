@@ -5,7 +5,7 @@
 //! | demo | module | what it serves |
 //! |---|---|---|
 //! | `hello-world` | [`hello_world`] | the seed: one typed tool, `hello_world` |
-//! | `everything` | [`everything`] | every fixture of the official conformance suite, plus `hello_world` |
+//! | `everything` | [`everything`] (with [`everything_stateless`], [`everything_mrtr`], [`everything_tasks`], [`everything_skills`]) | every fixture of the official conformance suite, plus `hello_world` |
 //! | `bench` | [`bench`] | the benchmark's fixtures: `hello_world`, `stream`, `blob`, `touch` (bench/README.md) |
 //!
 //! Each module is also a complete program: the same file is the example of that name
@@ -25,6 +25,10 @@ pub mod bench;
 // Each module's `main` is its example's entry point (see the crate docs).
 #[allow(dead_code)]
 pub mod everything;
+pub mod everything_mrtr;
+pub mod everything_skills;
+pub mod everything_stateless;
+pub mod everything_tasks;
 #[allow(dead_code)]
 pub mod hello_world;
 

@@ -56,6 +56,38 @@ fn server(options: ServerOptions) -> Server {
     )
     .unwrap();
     s.add_tool(
+        Tool::new(
+            "together",
+            "Asks the user, the model and the roots at once, by name",
+        ),
+        |ctx: RequestContext, _req: CallToolRequest, _: NoArgs| async move {
+            let (who, model, roots) = (
+                ctx.with_input_key("user_name"),
+                ctx.with_input_key("greeting"),
+                ctx.with_input_key("client_roots"),
+            );
+            let (who, reply, roots) = tokio::join!(
+                who.elicit(form("Who are you?")),
+                model.create_message(CreateMessageParams {
+                    messages: vec![SamplingMessage::user("Greet")],
+                    max_tokens: 50,
+                    ..Default::default()
+                }),
+                roots.list_roots(),
+            );
+            let (who, reply, roots) = (who?, reply?, roots?);
+            Ok::<_, HandlerError>(format!(
+                "{} / {} / {} roots",
+                who.content.unwrap_or_default()["name"]
+                    .as_str()
+                    .unwrap_or("?"),
+                reply.content.as_slice()[0].as_text().unwrap_or_default(),
+                roots.roots.len()
+            ))
+        },
+    )
+    .unwrap();
+    s.add_tool(
         Tool::new("consent", "Sends the user to a page"),
         |ctx: RequestContext, _req: CallToolRequest, _: NoArgs| async move {
             let r = ctx
@@ -209,6 +241,38 @@ async fn missing_capabilities_are_refused_before_asking() {
         .await;
     assert_eq!(a.status, 400);
     assert_eq!(a.error_code(), -32021);
+    // Each way of asking checks its own capability: sampling, then roots, once the earlier
+    // questions are answered.
+    let elicited = json!({"action": "accept", "content": {"name": "Ada"}});
+    let sampled = json!({"role": "assistant", "content": {"type": "text", "text": "Hi"},
+        "model": "m", "stopReason": "endTurn"});
+    for (caps, responses, missing) in [
+        (
+            json!({"elicitation": {}}),
+            json!({"1": elicited}),
+            "sampling",
+        ),
+        (
+            json!({"elicitation": {}, "sampling": {}}),
+            json!({"1": elicited, "2": sampled}),
+            "roots",
+        ),
+    ] {
+        m.capabilities = caps;
+        let a = m
+            .request(
+                2,
+                "tools/call",
+                json!({"name": "interview", "arguments": {}, "inputResponses": responses}),
+            )
+            .await;
+        assert_eq!((a.status, a.error_code()), (400, -32021), "{missing}");
+        assert!(
+            a.response["error"]["data"]["requiredCapabilities"][missing].is_object(),
+            "{}",
+            a.response
+        );
+    }
 }
 
 /// Drives the interview through MRTR rounds, answering whatever is asked.
@@ -249,6 +313,60 @@ async fn modern_handlers_ask_through_retries() {
         result["content"][0]["text"],
         "Hello! [Greet Ada] (en, 2 roots)"
     );
+}
+
+/// Named questions asked concurrently: one round asks them all, under the handler's keys,
+/// with a signed state from the first round on; answers under those keys need no state.
+#[tokio::test]
+async fn concurrent_named_questions_go_in_one_round() {
+    let srv = TestHttpServer::serve(server(ServerOptions::default())).await;
+    let c = Modern::new(&srv.url);
+    let call = json!({"name": "together", "arguments": {}});
+    let first = c.request(1, "tools/call", call.clone()).await;
+    let r = first.result();
+    assert_eq!(r["resultType"], "input_required", "{r}");
+    let asks = r["inputRequests"].as_object().unwrap();
+    let keys: Vec<&str> = asks.keys().map(String::as_str).collect();
+    assert_eq!(keys, ["client_roots", "greeting", "user_name"], "{r}");
+    assert_eq!(asks["user_name"]["method"], "elicitation/create");
+    assert_eq!(asks["greeting"]["method"], "sampling/createMessage");
+    assert_eq!(asks["client_roots"]["method"], "roots/list");
+    let state = r["requestState"].as_str().expect("a state in round 1");
+    let mut responses = serde_json::Map::new();
+    for (k, ask) in asks {
+        responses.insert(k.clone(), answer(ask));
+    }
+    let mut retry = call.clone();
+    retry["inputResponses"] = Value::Object(responses.clone());
+    retry["requestState"] = json!(state);
+    let done = c.request(2, "tools/call", retry).await;
+    assert_eq!(done.result()["resultType"], "complete", "{}", done.result());
+    assert_eq!(
+        done.result()["content"][0]["text"],
+        "Ada / Hello! [Greet] / 2 roots"
+    );
+    // The same answers with extra keys and no state: complete as well.
+    responses.insert("unknown_extra_key".into(), json!({"x": 1}));
+    let mut again = call.clone();
+    again["inputResponses"] = Value::Object(responses);
+    let done = c.request(3, "tools/call", again).await;
+    assert_eq!(done.result()["resultType"], "complete", "{}", done.result());
+    // An answer of the wrong shape is the client's error (-32602), not a tool failure.
+    let mut bad = call.clone();
+    bad["inputResponses"] = json!({"user_name": 12345});
+    let refused = c.request(4, "tools/call", bad).await;
+    assert_eq!(refused.error_code(), -32602);
+    assert_eq!(refused.status, 400);
+    // A legacy session: the same handler asks its three questions as requests.
+    let l = Legacy::connect(&srv.url).await;
+    let a = l
+        .request_answering(1, "tools/call", call, Some(&answer))
+        .await;
+    assert_eq!(
+        a.result()["content"][0]["text"],
+        "Ada / Hello! [Greet] / 2 roots"
+    );
+    assert_eq!(a.messages.len(), 3);
 }
 
 #[tokio::test]

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use vellum::prelude::*;
-use vellum::protocol::{ElicitFormParams, ElicitParams, TaskSupport};
+use vellum::protocol::{ElicitFormParams, ElicitParams, ElicitResult, TaskSupport};
 use vellum_testkit::DEADLINE;
 use vellum_testkit::http::{Legacy, Modern, TestHttpServer};
 
@@ -48,6 +48,24 @@ fn server(gate: Arc<Notify>, dropped: Arc<Notify>) -> Server {
                 .await?;
             let name = r.content.unwrap_or_default()["name"].clone();
             Ok::<_, HandlerError>(format!("Hello, {}", name.as_str().unwrap_or("?")))
+        },
+    )
+    .unwrap();
+    s.add_tool(
+        Tool::new("pair", "Asks two questions at once inside a task")
+            .with_task_support(TaskSupport::Optional),
+        |ctx: RequestContext, _req: CallToolRequest, _: NoArgs| async move {
+            let schema = json!({"type": "object", "properties": {"name": {"type": "string"}}});
+            let form = |message: &str| {
+                ElicitParams::Form(ElicitFormParams::new(
+                    message,
+                    schema.as_object().unwrap().clone(),
+                ))
+            };
+            let (a, b) = (ctx.with_input_key("a"), ctx.with_input_key("b"));
+            let (first, second) = tokio::join!(a.elicit(form("first")), b.elicit(form("second")));
+            let name = |r: ElicitResult| r.content.unwrap_or_default()["name"].clone();
+            Ok::<_, HandlerError>(format!("{} and {}", name(first?), name(second?)))
         },
     )
     .unwrap();
@@ -250,4 +268,86 @@ async fn modern_tasks_with_input() {
     assert_eq!(got.result()["status"], "cancelled");
     let unknown = c.request(9, "tasks/get", json!({"taskId": "nope"})).await;
     assert_eq!(unknown.error_code(), -32602);
+}
+
+/// A task whose handler asks two questions at once waits for both: `tasks/get` shows what is
+/// still unanswered after each `tasks/update` (partial fulfillment).
+#[tokio::test]
+async fn modern_task_inputs_can_be_answered_one_by_one() {
+    let (gate, dropped) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let srv = TestHttpServer::serve(server(gate, dropped)).await;
+    let mut c = Modern::new(&srv.url);
+    c.capabilities["extensions"] = json!({"io.modelcontextprotocol/tasks": {}});
+    let created = c
+        .request(1, "tools/call", json!({"name": "pair", "arguments": {}}))
+        .await;
+    let id = created.result()["taskId"].as_str().unwrap().to_owned();
+    let get = || {
+        let body = json!({"taskId": id});
+        let c = &c;
+        async move { c.request(2, "tasks/get", body).await.result().clone() }
+    };
+    let waiting = poll_until(get, "input_required").await;
+    let keys: Vec<&String> = waiting["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert_eq!(keys, ["a", "b"], "{waiting}");
+    let update = |key: &str, name: &str| json!({"taskId": id, "inputResponses": {key: {"action": "accept", "content": {"name": name}}}});
+    let ack = c.request(3, "tasks/update", update("a", "Ann")).await;
+    assert_eq!(ack.result()["resultType"], "complete");
+    let half = c.request(4, "tasks/get", json!({"taskId": id})).await;
+    let half = half.result();
+    assert_eq!(half["status"], "input_required", "{half}");
+    let left: Vec<&String> = half["inputRequests"].as_object().unwrap().keys().collect();
+    assert_eq!(left, ["b"], "{half}");
+    c.request(5, "tasks/update", update("b", "Bo")).await;
+    let done = poll_until(get, "completed").await;
+    assert_eq!(done["result"]["content"][0]["text"], "\"Ann\" and \"Bo\"");
+}
+
+/// 2026-07-28 task methods from a client without the tasks extension are -32021 (HTTP 400),
+/// whether or not the task exists; `Mcp-Name` must carry the request's `taskId` (-32020).
+#[tokio::test]
+async fn modern_task_methods_need_the_extension_and_their_routing_header() {
+    let (gate, dropped) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let srv = TestHttpServer::serve(server(gate, dropped)).await;
+    let mut c = Modern::new(&srv.url);
+    c.capabilities["extensions"] = json!({"io.modelcontextprotocol/tasks": {}});
+    let created = c
+        .request(1, "tools/call", json!({"name": "slow", "arguments": {}}))
+        .await;
+    let id = created.result()["taskId"].as_str().unwrap().to_owned();
+    let mut plain = Modern::new(&srv.url);
+    plain.capabilities = json!({});
+    for (method, params) in [
+        ("tasks/get", json!({"taskId": id})),
+        ("tasks/get", json!({"taskId": "gate-test"})),
+        ("tasks/update", json!({"taskId": id, "inputResponses": {}})),
+        ("tasks/cancel", json!({"taskId": id})),
+    ] {
+        let a = plain.request(2, method, params).await;
+        assert_eq!(a.status, 400, "{method}");
+        assert_eq!(a.error_code(), -32021, "{method}");
+        let data = &a.response["error"]["data"]["requiredCapabilities"];
+        assert!(
+            data["extensions"]["io.modelcontextprotocol/tasks"].is_object(),
+            "{method}: {}",
+            a.response
+        );
+    }
+    // The routing header: the taskId, else -32020.
+    let body = c.body(3, "tasks/get", json!({"taskId": id}));
+    let a = c
+        .mcp
+        .modern_with(&body, &[("mcp-name", Some("another"))])
+        .await;
+    assert_eq!(a.status, reqwest::StatusCode::BAD_REQUEST);
+    assert_eq!(a.error_code(), -32020);
+    let a = c.mcp.modern_with(&body, &[("mcp-name", None)]).await;
+    assert_eq!(a.error_code(), -32020);
+    let ok = c.request(4, "tasks/get", json!({"taskId": id})).await;
+    assert_eq!(ok.result()["status"], "working");
+    c.request(5, "tasks/cancel", json!({"taskId": id})).await;
 }

@@ -306,6 +306,160 @@ async fn mcp_method_and_mcp_name_must_mirror_the_body() {
     assert_error(&a, StatusCode::BAD_REQUEST, -32020, None);
 }
 
+/// A server with one tool whose `region` argument is mirrored into `Mcp-Param-Region`.
+fn header_server() -> vellum::server::Server {
+    use vellum::prelude::{Implementation, Server, ServerOptions};
+    let s = Server::new(
+        Implementation::new("headers", "1"),
+        ServerOptions::default(),
+    );
+    let schema = json!({"type": "object",
+        "properties": {"region": {"type": "string", "x-mcp-header": "Region"},
+                       "count": {"type": "integer", "x-mcp-header": "Count"}},
+        "required": ["region"]});
+    let tool = Tool::new("route", "Routes by region")
+        .with_input_schema(schema.as_object().unwrap().clone());
+    s.add_tool(
+        tool,
+        |_ctx: RequestContext, req: CallToolRequest, _: Value| async move {
+            Ok::<_, HandlerError>(CallToolResult::text(format!(
+                "routed {}",
+                req.arguments["region"]
+            )))
+        },
+    )
+    .unwrap();
+    s
+}
+
+/// SEP-2243 on the server: each `Mcp-Param-*` header of an `x-mcp-header` argument is checked
+/// against the body before the handler runs (Base64 decoded strictly, invalid characters and
+/// a missing, unexpected or different value refused with -32020 and HTTP 400), in SSE and
+/// JSON response modes; legacy sessions are not concerned.
+#[tokio::test]
+async fn modern_param_headers_must_mirror_their_arguments() {
+    for json_mode in [false, true] {
+        let srv = TestHttpServer::start(
+            header_server(),
+            StreamableHttpOptions::default().json_response(json_mode),
+        )
+        .await;
+        let c = srv.client();
+        let call = |region: &str, count: Option<i64>| {
+            let mut args = json!({"region": region});
+            if let Some(n) = count {
+                args["count"] = json!(n);
+            }
+            modern_body(
+                json!(1),
+                "tools/call",
+                json!({"name": "route", "arguments": args}),
+            )
+        };
+        let send = |body: Value, headers: Vec<(&'static str, &'static [u8])>| {
+            let mut b = c.modern_builder(&body);
+            for (h, v) in headers {
+                b = b.header(h, reqwest::header::HeaderValue::from_bytes(v).unwrap());
+            }
+            c.send(b)
+        };
+        let ok = |a: &Answer| {
+            assert_eq!(a.status, StatusCode::OK, "{}", a.text());
+            assert!(
+                a.messages.last().unwrap()["result"].is_object(),
+                "{}",
+                a.text()
+            );
+        };
+        let region = "mcp-param-region";
+        ok(&send(call("Hello", None), vec![(region, b"=?base64?SGVsbG8=?=")]).await);
+        ok(&send(call("Hello", None), vec![(region, b"Hello")]).await);
+        ok(&send(call("SGVsbG8=", None), vec![(region, b"SGVsbG8=")]).await);
+        ok(&send(
+            call("=?base64?SGVsbG8=", None),
+            vec![(region, b"=?base64?SGVsbG8=")],
+        )
+        .await);
+        ok(&send(
+            call("eu", Some(42)),
+            vec![(region, b"eu"), ("mcp-param-count", b"42")],
+        )
+        .await);
+        let refused = [
+            (
+                call("Hello", None),
+                vec![(region, &b"=?base64?SGVsbG8?="[..])],
+            ),
+            (
+                call("Hello", None),
+                vec![(region, &b"=?base64?SGVs!!!bG8=?="[..])],
+            ),
+            (call("Hello", None), vec![(region, &b"Hell\xc3\xa9"[..])]),
+            (call("Hello", None), vec![(region, &b"Bye"[..])]),
+            (call("test-value", None), vec![]),
+            (
+                call("eu", None),
+                vec![(region, &b"eu"[..]), ("mcp-param-count", &b"1"[..])],
+            ),
+            (
+                call("eu", Some(2)),
+                vec![(region, &b"eu"[..]), ("mcp-param-count", &b"3"[..])],
+            ),
+            (
+                call("eu", None),
+                vec![(region, &b"eu"[..]), (region, &b"eu"[..])],
+            ),
+        ];
+        for (body, headers) in refused {
+            let what = format!("{headers:?}");
+            let a = send(body, headers).await;
+            assert_error(&a, StatusCode::BAD_REQUEST, -32020, Some(&json!(1)));
+            assert!(a.content_type().starts_with("application/json"), "{what}");
+        }
+    }
+    // A legacy session sends no Mcp-Param-* headers: nothing to check.
+    let srv = TestHttpServer::start(header_server(), StreamableHttpOptions::default()).await;
+    let mut legacy = srv.client();
+    legacy.connect("2025-11-25").await;
+    let r = legacy
+        .request(
+            "tools/call",
+            json!({"name": "route", "arguments": {"region": "eu"}}),
+        )
+        .await;
+    assert_eq!(text_of(&r), "routed \"eu\"");
+}
+
+#[test]
+fn invalid_param_header_annotations_are_refused_at_registration() {
+    use vellum::prelude::{Implementation, Server, ServerOptions};
+    let s = Server::new(
+        Implementation::new("headers", "1"),
+        ServerOptions::default(),
+    );
+    for schema in [
+        json!({"type": "object", "properties": {"a": {"type": "object", "x-mcp-header": "A"}}}),
+        json!({"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": "bad name"}}}),
+        json!({"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": "A"},
+                                               "b": {"type": "string", "x-mcp-header": "a"}}}),
+    ] {
+        let tool = Tool::new("t", "t").with_input_schema(schema.as_object().unwrap().clone());
+        let r = s.add_tool(
+            tool,
+            |_ctx: RequestContext, _req: CallToolRequest, _: Value| async move {
+                Ok::<_, HandlerError>(CallToolResult::text("x"))
+            },
+        );
+        assert!(
+            matches!(
+                r,
+                Err(vellum::server::RegistrationError::InvalidParamHeader { .. })
+            ),
+            "{schema}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn modern_version_header_rules() {
     let (_f, srv) = start().await;
@@ -410,6 +564,40 @@ async fn modern_unknown_and_legacy_only_methods_are_404() {
         json!({"name": "nope", "arguments": {}}),
     );
     let a = c.send(c.modern_builder(&body)).await;
+    assert_error(&a, StatusCode::BAD_REQUEST, -32602, Some(&id));
+}
+
+/// SEP-2575's statuses hold with `json_response` too: the JSON path once answered 200.
+#[tokio::test]
+async fn modern_error_statuses_hold_in_json_response_mode() {
+    let f = test_server();
+    let srv = TestHttpServer::start(
+        f.server.clone(),
+        StreamableHttpOptions::default().json_response(true),
+    )
+    .await;
+    let c = srv.client();
+    for method in ["no/such", "ping"] {
+        let id = json!(method);
+        let a = c
+            .send(c.modern_builder(&modern_body(id.clone(), method, json!({}))))
+            .await;
+        assert_error(&a, StatusCode::NOT_FOUND, -32601, Some(&id));
+    }
+    let id = json!(7);
+    let ask = modern_body(
+        id.clone(),
+        "tools/call",
+        json!({"name": "ask", "arguments": {}}),
+    );
+    let a = c.send(c.modern_builder(&ask)).await;
+    assert_error(&a, StatusCode::BAD_REQUEST, -32021, Some(&id));
+    let nope = modern_body(
+        id.clone(),
+        "tools/call",
+        json!({"name": "nope", "arguments": {}}),
+    );
+    let a = c.send(c.modern_builder(&nope)).await;
     assert_error(&a, StatusCode::BAD_REQUEST, -32602, Some(&id));
 }
 

@@ -211,6 +211,8 @@ const TESTED: &[(&str, &str)] = &[
     (MODERN_ERA, MODERN_META),
     (MODERN_ERA, MODERN_METHOD_HEADER),
     (MODERN_ERA, MODERN_NAME_HEADER),
+    (MODERN_ERA, MODERN_PARAM_HEADER),
+    (MODERN_ERA, MODERN_TASKS_UNDECLARED),
     (MODERN_ERA, MODERN_NOT_FOUND),
     (MODERN_ERA, MODERN_REQUEST_ERROR),
     (MODERN_ERA, MODERN_GET_DELETE),
@@ -1296,7 +1298,9 @@ const MODERN_HEADER_DIFFERS: &str = "`MCP-Protocol-Version` differs from `_meta`
 const MODERN_UNSUPPORTED: &str = "`MCP-Protocol-Version` 2026-07-28 or later but not spoken here";
 const MODERN_META: &str = "`_meta`, its protocol version or its client capabilities missing; malformed client info or log level";
 const MODERN_METHOD_HEADER: &str = "`Mcp-Method` missing or different from the body's method (after `=?base64?…?=` decoding, OWS trimmed)";
-const MODERN_NAME_HEADER: &str = "`Mcp-Name` missing or different from `params.name` (`tools/call`, `prompts/get`) or `params.uri` (`resources/read`)";
+const MODERN_NAME_HEADER: &str = "`Mcp-Name` missing or different from `params.name` (`tools/call`, `prompts/get`), `params.uri` (`resources/read`) or `params.taskId` (`tasks/get`, `tasks/update`, `tasks/cancel`)";
+const MODERN_PARAM_HEADER: &str = "`Mcp-Param-{Name}` of a tool's `x-mcp-header` argument missing while the argument is present, present while it is absent or null, sent twice, not valid header text or Base64 (`=?base64?…?=`), or different from the argument (`tools/call`)";
+const MODERN_TASKS_UNDECLARED: &str = "a task method (`tasks/get`, `tasks/update`, `tasks/cancel`) whose `_meta` client capabilities lack the tasks extension";
 const MODERN_NOT_FOUND: &str = "unknown method, or a legacy-only one (`initialize`, `ping`, `logging/setLevel`, `resources/subscribe`)";
 const MODERN_REQUEST_ERROR: &str =
     "a request error -32602 (unknown tool, resource not found, bad params), -32021, -32022, -32600";
@@ -1435,6 +1439,93 @@ async fn row_modern_name_header() {
         }
         let a = c.modern_with(body, &[]).await;
         assert_eq!(a.status, StatusCode::OK, "{}", a.text());
+    }
+    // The task methods route by their taskId (checked before the task is looked up).
+    for method in ["tasks/get", "tasks/cancel"] {
+        let body = modern_body(json!(4), method, json!({"taskId": "t-1"}));
+        for n in [None, Some("t-2")] {
+            let a = c.modern_with(&body, &[("mcp-name", n)]).await;
+            check(MODERN_ERA, MODERN_NAME_HEADER, &a, None);
+        }
+    }
+}
+
+#[tokio::test]
+async fn row_modern_param_header() {
+    use vellum::prelude::{
+        CallToolRequest, CallToolResult, HandlerError, Implementation, RequestContext, Server,
+        ServerOptions, Tool,
+    };
+    let s = Server::new(
+        Implementation::new("headers", "1"),
+        ServerOptions::default(),
+    );
+    let schema = json!({"type": "object",
+        "properties": {"region": {"type": ["string", "null"], "x-mcp-header": "Region"}}});
+    s.add_tool(
+        Tool::new("route", "Routes by region")
+            .with_input_schema(schema.as_object().unwrap().clone()),
+        |_ctx: RequestContext, _req: CallToolRequest, _: Value| async move {
+            Ok::<_, HandlerError>(CallToolResult::text("routed"))
+        },
+    )
+    .unwrap();
+    let srv = TestHttpServer::start(s, StreamableHttpOptions::default()).await;
+    let c = srv.client();
+    let call = |args: Value| {
+        modern_body(
+            json!(1),
+            "tools/call",
+            json!({"name": "route", "arguments": args}),
+        )
+    };
+    let h = "mcp-param-region";
+    for (args, values) in [
+        (json!({"region": "eu"}), &[][..]),
+        (json!({}), &["eu"][..]),
+        (json!({"region": null}), &["eu"][..]),
+        (json!({"region": "eu"}), &["eu", "eu"][..]),
+        (json!({"region": "eu"}), &["=?base64?ZX!=?="][..]),
+        (json!({"region": "eu"}), &["us"][..]),
+    ] {
+        let mut b = c.modern_builder(&call(args));
+        for v in values {
+            b = b.header(h, *v);
+        }
+        let a = c.send(b).await;
+        check(MODERN_ERA, MODERN_PARAM_HEADER, &a, None);
+    }
+    let a = c
+        .send(
+            c.modern_builder(&call(json!({"region": "eu"})))
+                .header(h, "=?base64?ZXU=?="),
+        )
+        .await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.text());
+}
+
+#[tokio::test]
+async fn row_modern_tasks_undeclared() {
+    let (_f, srv) = server(StreamableHttpOptions::default()).await;
+    let c = srv.client();
+    for (method, params) in [
+        ("tasks/get", json!({"taskId": "t-1"})),
+        (
+            "tasks/update",
+            json!({"taskId": "t-1", "inputResponses": {}}),
+        ),
+        ("tasks/cancel", json!({"taskId": "t-1"})),
+    ] {
+        let a = c
+            .modern_with(&modern_body(json!(1), method, params), &[])
+            .await;
+        let e = check(MODERN_ERA, MODERN_TASKS_UNDECLARED, &a, None);
+        assert!(
+            e["error"]["data"]["requiredCapabilities"]["extensions"]
+                ["io.modelcontextprotocol/tasks"]
+                .is_object(),
+            "{e}"
+        );
     }
 }
 

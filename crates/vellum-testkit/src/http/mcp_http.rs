@@ -243,7 +243,8 @@ impl McpHttp {
     }
 
     /// A 2026-07-28 POST of `body` with the headers the spec requires: the protocol version,
-    /// `Mcp-Method`, and `Mcp-Name` for `tools/call`, `prompts/get` and `resources/read`
+    /// `Mcp-Method`, and `Mcp-Name` for `tools/call`, `prompts/get` and `resources/read` (and
+    /// the `taskId` of `tasks/get`, `tasks/update` and `tasks/cancel`)
     /// (no session headers, whatever this client holds).
     pub fn modern_builder(&self, body: &Value) -> RequestBuilder {
         self.modern_builder_with(body, &[])
@@ -260,6 +261,7 @@ impl McpHttp {
         let name = match method.unwrap_or_default() {
             "tools/call" | "prompts/get" => body["params"]["name"].as_str(),
             "resources/read" => body["params"]["uri"].as_str(),
+            "tasks/get" | "tasks/update" | "tasks/cancel" => body["params"]["taskId"].as_str(),
             _ => None,
         };
         let mut b = self

@@ -161,6 +161,8 @@ impl Client {
         let field = match method {
             methods::TOOLS_CALL | methods::PROMPTS_GET => "name",
             methods::RESOURCES_READ => "uri",
+            // SEP-2663: the task methods route by their taskId.
+            methods::TASKS_GET | methods::TASKS_UPDATE | methods::TASKS_CANCEL => "taskId",
             _ => return Vec::new(),
         };
         let mut out = Vec::new();

@@ -13,9 +13,11 @@ mod jsonrpc;
 mod lifecycle;
 mod mrtr;
 mod notifications;
+mod param_headers;
 mod prompts;
 mod resource_metadata;
 mod resources;
+mod skills;
 mod tasks;
 mod tools;
 mod version;
@@ -32,9 +34,14 @@ pub use jsonrpc::{
 pub use lifecycle::*;
 pub use mrtr::*;
 pub use notifications::*;
+pub use param_headers::{
+    InvalidParamHeader, PARAM_HEADER_PREFIX, ParamHeader, ParamHeaderMismatch, X_MCP_HEADER,
+    decode_header_value, encode_header_value,
+};
 pub use prompts::*;
 pub use resource_metadata::{PROTECTED_RESOURCE_WELL_KNOWN, ProtectedResourceMetadata};
 pub use resources::*;
+pub use skills::*;
 pub use tasks::*;
 pub use tools::*;
 pub use version::{Era, ProtocolVersion};

@@ -56,6 +56,12 @@ pub mod methods {
     pub const TASKS_CANCEL: &str = "tasks/cancel";
     /// Send input to a task (tasks extension).
     pub const TASKS_UPDATE: &str = "tasks/update";
+    /// List skills (skills extension).
+    pub const SKILLS_LIST: &str = "skills/list";
+    /// Get one skill's entry (skills extension).
+    pub const SKILLS_GET: &str = "skills/get";
+    /// List a directory resource's children (skills extension).
+    pub const RESOURCES_DIRECTORY_READ: &str = "resources/directory/read";
 
     /// Cancel a request.
     pub const CANCELLED: &str = "notifications/cancelled";
@@ -77,6 +83,8 @@ pub mod methods {
     pub const ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
     /// A task's status changed (2025-11-25).
     pub const TASKS_STATUS: &str = "notifications/tasks/status";
+    /// A task's state, on a listen stream that asked for its id (tasks extension).
+    pub const TASKS: &str = "notifications/tasks";
     /// A listen stream is open (modern).
     pub const SUBSCRIPTIONS_ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
 }

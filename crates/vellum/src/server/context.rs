@@ -39,6 +39,9 @@ pub struct RequestContext {
     /// How long questions to the client wait, when the handler chose (see
     /// [`RequestContext::with_timeout`]).
     timeout: Option<Duration>,
+    /// The key of this context's questions in a 2026-07-28 `InputRequiredResult`, when the
+    /// handler named it (see [`RequestContext::with_input_key`]).
+    input_key: Option<Arc<str>>,
 }
 
 impl std::fmt::Debug for RequestContext {
@@ -56,6 +59,7 @@ impl RequestContext {
         RequestContext {
             shared,
             timeout: None,
+            input_key: None,
         }
     }
 
@@ -69,6 +73,31 @@ impl RequestContext {
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
         self
+    }
+
+    /// A copy of this context that names its questions to the client: in the 2026-07-28 era the
+    /// question goes into `inputRequests` under `key`, and the client's answer comes back
+    /// under it. Unnamed questions are numbered (`"1"`, `"2"`, … in the order the handler
+    /// asks them), which is enough unless the client or the protocol expects a particular
+    /// key. Give each question of a request its own key, and none that is a plain number.
+    /// Legacy sessions ask by JSON-RPC requests, which have no key: there it changes nothing.
+    ///
+    /// ```no_run
+    /// # use vellum::prelude::*;
+    /// # use vellum::protocol::ElicitParams;
+    /// # async fn h(ctx: RequestContext, form: ElicitParams) -> Result<(), vellum::Error> {
+    /// let answer = ctx.with_input_key("user_name").elicit(form).await?;
+    /// # let _ = answer; Ok(()) }
+    /// ```
+    ///
+    /// Questions asked concurrently (`tokio::join!` of several copies) go to the client in one
+    /// round.
+    #[must_use]
+    pub fn with_input_key(&self, key: impl Into<String>) -> Self {
+        RequestContext {
+            input_key: Some(Arc::from(key.into())),
+            ..self.clone()
+        }
     }
 
     /// The timeout of this context's questions to the client.
@@ -331,22 +360,24 @@ impl RequestContext {
                 Ok(raw.parse()?)
             }
             Scope::Modern(_) => {
-                let next = {
-                    let server = &self.shared.server.inner;
-                    lock(&self.shared.attempt).next(
-                        method,
-                        &server.state_key,
-                        server.options.request_state_ttl,
-                    )
-                };
+                let next = lock(&self.shared.attempt).next(self.input_key.as_deref(), &request);
                 match next {
-                    NextAnswer::Answered(v) => Ok(serde_json::from_value(v)?),
-                    NextAnswer::Ask { key, state } => {
+                    // An answer of the wrong shape is the client's protocol error (-32602),
+                    // not a failure of the tool.
+                    NextAnswer::Answered(v) => serde_json::from_value(v).map_err(|e| {
+                        Error::Rpc(crate::protocol::ErrorObject::invalid_params(format!(
+                            "inputResponses: not an answer to {method}: {e}"
+                        )))
+                    }),
+                    // Pending now: when the handler ends, the request's answer asks every
+                    // pending question at once (`RequestShared::input_required`). This
+                    // error carries the one question, for a handler that looks at it.
+                    NextAnswer::Ask(key) => {
                         let mut requests = std::collections::BTreeMap::new();
                         requests.insert(key, request);
                         Err(Error::InputRequired(Box::new(InputRequiredResult {
                             input_requests: Some(requests),
-                            request_state: state,
+                            request_state: None,
                             meta: None,
                         })))
                     }

@@ -39,6 +39,8 @@ mod resource;
 #[allow(clippy::module_inception)]
 mod server;
 mod session;
+mod skill_files;
+mod skills;
 mod task_store;
 mod tool;
 pub mod uri_template;
@@ -54,6 +56,7 @@ pub use prompt::GetPromptRequest;
 pub use reply::Outcome;
 pub use resource::ReadResourceRequest;
 pub use server::Server;
+pub use skill_files::{MAX_SKILL_BYTES, MAX_SKILL_FILES, SkillError, SkillFiles};
 pub use tool::{
     CallToolRequest, IntoToolResult, NoArgs, RegistrationError, Structured, is_valid_tool_name,
     schema_for,

@@ -2,11 +2,15 @@
 //! (`ctx.elicit`, `ctx.create_message`, `ctx.list_roots`) become an `InputRequiredResult`, and
 //! how the client's retry finds the answers again, so one handler serves both eras.
 //!
-//! A handler runs from the start on every retry. Its n-th question of an attempt is keyed
-//! `"n"`. The first question without an answer ends the attempt with an
-//! `InputRequiredResult` asking it, and a `requestState` that carries the answers of the
-//! earlier questions. The retry brings the new answer in `inputResponses` and the earlier ones
-//! back in `requestState`, so a handler that asks twice finishes on its second retry.
+//! A handler runs from the start on every retry. A question is keyed by the name the handler
+//! gave it (`ctx.with_input_key("user_name")`), else by its number among the attempt's unnamed
+//! questions (`"1"`, `"2"`, …). A question without an answer fails with
+//! `Error::InputRequired`; when the handler ends, every question it left unanswered (several
+//! when it asked them concurrently, e.g. with `tokio::join!`) goes into one
+//! `InputRequiredResult`, with a `requestState` (every round, the first included) that carries
+//! the answers the attempt used. The retry brings the new answers in `inputResponses` and the
+//! earlier ones back in `requestState`, so a handler that asks twice in a row finishes on its
+//! second retry.
 //!
 //! `requestState` is attacker-controlled input (the client echoes it): it is signed with
 //! HMAC-SHA256 under the server's [`RequestStateKey`] and bound to the method, a digest of the
@@ -28,7 +32,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::protocol::{ErrorObject, InputResponses, RawJson};
+use crate::protocol::{
+    ErrorObject, InputRequest, InputRequests, InputRequiredResult, InputResponses, RawJson,
+};
 
 /// The secret that signs `requestState` (HMAC-SHA256).
 ///
@@ -128,16 +134,18 @@ pub(crate) struct Attempt {
     earlier: BTreeMap<String, Answer>,
     /// Answers handed to the handler in this attempt, carried into the next state.
     used: BTreeMap<String, Answer>,
-    /// Questions asked so far in this attempt.
+    /// Unnamed questions asked so far in this attempt (their keys are their numbers).
     asked: u32,
+    /// The questions of this attempt still without an answer.
+    pending: InputRequests,
 }
 
 /// What the handler's next question gets.
 pub(crate) enum NextAnswer {
     /// The client already answered it.
     Answered(Value),
-    /// It must be asked: under this key, with this state.
-    Ask { key: String, state: Option<String> },
+    /// It must be asked, under this key (it is now pending).
+    Ask(String),
 }
 
 impl Attempt {
@@ -164,15 +172,17 @@ impl Attempt {
         self.responses = answers;
     }
 
-    /// The answer to the handler's next question (of `method`), or how to ask it.
-    pub(crate) fn next(
-        &mut self,
-        method: &str,
-        key: &RequestStateKey,
-        ttl: Duration,
-    ) -> NextAnswer {
-        self.asked += 1;
-        let k = self.asked.to_string();
+    /// The answer to the handler's question `request` (named `name`, else numbered), or
+    /// its key once it is pending.
+    pub(crate) fn next(&mut self, name: Option<&str>, request: &InputRequest) -> NextAnswer {
+        let method = request_method(request);
+        let k = match name {
+            Some(n) => n.to_owned(),
+            None => {
+                self.asked += 1;
+                self.asked.to_string()
+            }
+        };
         let answer = match self.responses.remove(&k) {
             Some(r) => Some(r),
             None => self
@@ -191,8 +201,28 @@ impl Attempt {
             );
             return NextAnswer::Answered(r);
         }
-        let state = match &self.binding {
-            Some(b) if !self.used.is_empty() => Some(sign(
+        self.pending.insert(k.clone(), request.clone());
+        NextAnswer::Ask(k)
+    }
+
+    /// The `InputRequiredResult` of an attempt whose handler ended asking: every question left
+    /// pending (beside any the handler put in `r` itself) and, for a request that can be
+    /// retried, a state signed over the answers used so far.
+    pub(crate) fn finish(
+        &mut self,
+        key: &RequestStateKey,
+        ttl: Duration,
+        mut r: InputRequiredResult,
+    ) -> InputRequiredResult {
+        if !self.pending.is_empty() {
+            r.input_requests
+                .get_or_insert_with(Default::default)
+                .append(&mut self.pending);
+        }
+        if r.request_state.is_none()
+            && let Some(b) = &self.binding
+        {
+            r.request_state = Some(sign(
                 key,
                 &StatePayload {
                     v: 1,
@@ -202,10 +232,19 @@ impl Attempt {
                     p: b.principal.clone(),
                     a: self.used.clone(),
                 },
-            )),
-            _ => None,
-        };
-        NextAnswer::Ask { key: k, state }
+            ));
+        }
+        r
+    }
+}
+
+/// The method a question is a request of.
+fn request_method(r: &InputRequest) -> &'static str {
+    use crate::protocol::methods;
+    match r {
+        InputRequest::Elicit(_) => methods::ELICITATION_CREATE,
+        InputRequest::CreateMessage(_) => methods::SAMPLING_CREATE_MESSAGE,
+        InputRequest::ListRoots => methods::ROOTS_LIST,
     }
 }
 
@@ -399,59 +438,98 @@ mod tests {
         assert!(verify(&k2, &token(&k1, &b, now() + 60), &b, now()).is_ok());
     }
 
+    fn elicit() -> InputRequest {
+        InputRequest::Elicit(
+            serde_json::from_value(json!({
+                "message": "name?",
+                "requestedSchema": {"type": "object", "properties": {}}
+            }))
+            .unwrap(),
+        )
+    }
+
+    fn sample() -> InputRequest {
+        InputRequest::CreateMessage(
+            serde_json::from_value(json!({
+                "messages": [], "maxTokens": 1
+            }))
+            .unwrap(),
+        )
+    }
+
+    fn finish(a: &mut Attempt, key: &RequestStateKey) -> InputRequiredResult {
+        a.finish(key, Duration::from_secs(60), InputRequiredResult::default())
+    }
+
     #[test]
     fn attempts_collect_answers_round_by_round() {
         let key = RequestStateKey::random();
-        let ttl = Duration::from_secs(60);
         let params = json!({"name": "t"});
-        // Round 1: the first question is asked, with no state (nothing answered yet).
+        // Round 1: the first question is asked, with a state already (over no answers).
         let mut a = Attempt::default();
         a.begin(&key, binding(params.clone()), None, None).unwrap();
-        let NextAnswer::Ask {
-            key: k1,
-            state: None,
-        } = a.next("elicitation/create", &key, ttl)
-        else {
-            panic!("expected a question without state");
+        let NextAnswer::Ask(k1) = a.next(None, &elicit()) else {
+            panic!("expected a question");
         };
         assert_eq!(k1, "1");
+        let r1 = finish(&mut a, &key);
+        assert_eq!(r1.input_requests.as_ref().unwrap().len(), 1);
+        let state1 = r1.request_state.expect("a state in round 1");
         // Round 2: answer 1 arrives; question 2 is asked with a state carrying answer 1.
         let mut a = Attempt::default();
         let mut r = InputResponses::new();
         r.insert("1".into(), json!({"action": "accept", "content": {"n": 1}}));
-        a.begin(&key, binding(params.clone()), Some(r), None)
+        a.begin(&key, binding(params.clone()), Some(r), Some(&state1))
             .unwrap();
-        assert!(matches!(
-            a.next("elicitation/create", &key, ttl),
-            NextAnswer::Answered(_)
-        ));
-        let NextAnswer::Ask {
-            key: k2,
-            state: Some(state),
-        } = a.next("sampling/createMessage", &key, ttl)
-        else {
-            panic!("expected a second question with state");
+        assert!(matches!(a.next(None, &elicit()), NextAnswer::Answered(_)));
+        let NextAnswer::Ask(k2) = a.next(None, &sample()) else {
+            panic!("expected a second question");
         };
         assert_eq!(k2, "2");
+        let state = finish(&mut a, &key).request_state.unwrap();
+        assert_ne!(state, state1, "every round has its own state");
         // Round 3: answer 2 arrives with the state; both questions are answered.
         let mut a = Attempt::default();
         let mut r = InputResponses::new();
         r.insert("2".into(), json!({"model": "m"}));
         a.begin(&key, binding(params.clone()), Some(r), Some(&state))
             .unwrap();
-        let NextAnswer::Answered(first) = a.next("elicitation/create", &key, ttl) else {
+        let NextAnswer::Answered(first) = a.next(None, &elicit()) else {
             panic!("answer 1 lost");
         };
         assert_eq!(first["content"]["n"], 1);
-        assert!(matches!(
-            a.next("sampling/createMessage", &key, ttl),
-            NextAnswer::Answered(_)
-        ));
+        assert!(matches!(a.next(None, &sample()), NextAnswer::Answered(_)));
         // The state of round 3 does not fit another request.
         let mut a = Attempt::default();
         assert!(
             a.begin(&key, binding(json!({"name": "u"})), None, Some(&state))
                 .is_err()
         );
+    }
+
+    #[test]
+    fn named_questions_and_several_at_once() {
+        let key = RequestStateKey::random();
+        let params = json!({"name": "t"});
+        let mut a = Attempt::default();
+        a.begin(&key, binding(params.clone()), None, None).unwrap();
+        // Two questions left open in one attempt: one result asks both.
+        assert!(
+            matches!(a.next(Some("user_name"), &elicit()), NextAnswer::Ask(k) if k == "user_name")
+        );
+        assert!(matches!(a.next(None, &sample()), NextAnswer::Ask(k) if k == "1"));
+        let r = finish(&mut a, &key);
+        let asked: Vec<_> = r.input_requests.unwrap().into_keys().collect();
+        assert_eq!(asked, ["1", "user_name"]);
+        // A named answer counts without any state, whatever else the client sent.
+        let mut a = Attempt::default();
+        let mut r = InputResponses::new();
+        r.insert("user_name".into(), json!({"action": "accept"}));
+        r.insert("unknown_extra_key".into(), json!(1));
+        a.begin(&key, binding(params), Some(r), None).unwrap();
+        assert!(matches!(
+            a.next(Some("user_name"), &elicit()),
+            NextAnswer::Answered(_)
+        ));
     }
 }

@@ -13,6 +13,7 @@ use bytes::Bytes;
 
 use super::prompt::{DynCompletionHandler, PromptEntry};
 use super::resource::{ResourceEntry, TemplateEntry};
+use super::skill_files::SkillFiles;
 use super::tool::ToolEntry;
 
 /// What a server offers, by name (sorted, so list pages are stable).
@@ -25,6 +26,8 @@ pub(crate) struct Registry {
     pub(crate) completion: Option<Arc<dyn DynCompletionHandler>>,
     /// Completers of single arguments, by (prompt or template, argument).
     pub(crate) completers: HashMap<(String, String), Arc<dyn DynCompletionHandler>>,
+    /// Agent Skills (the skills extension), by the URI of their `SKILL.md`.
+    pub(crate) skills: BTreeMap<String, Arc<SkillFiles>>,
 }
 
 /// Encoded pages of the lists, rebuilt after a change, so that `tools/list` is a copy of

@@ -15,9 +15,10 @@ use super::handler_error::WireFailure;
 use super::request::RequestShared;
 use crate::protocol::{
     CacheHint, CacheScope, CallToolResult, CompleteResult, CreateTaskResult, DiscoverResult,
-    EmptyResult, ErrorObject, GetPromptResult, InitializeResult, InputRequiredResult,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListTasksResult,
-    ListToolsResult, Meta, ReadResourceResult, ResultType, meta_keys,
+    EmptyResult, ErrorObject, GetPromptResult, GetSkillResult, InitializeResult,
+    InputRequiredResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListSkillsResult, ListTasksResult, ListToolsResult, Meta, ReadDirectoryResult,
+    ReadResourceResult, ResultType, meta_keys,
 };
 use crate::protocol::{encode_response_raw, encode_response_with};
 
@@ -72,6 +73,9 @@ has_meta!(
     InputRequiredResult,
     CreateTaskResult,
     ListTasksResult,
+    ListSkillsResult,
+    GetSkillResult,
+    ReadDirectoryResult,
 );
 
 /// A modern result: `resultType`, the result's own fields, its `_meta` with the server's

@@ -18,7 +18,8 @@ use super::mrtr::{Attempt, Binding, principal_digest};
 use super::outbox::Outbox;
 use super::session::{InflightRequest, Session};
 use crate::protocol::{
-    ClientCapabilities, ErrorObject, InputResponses, Meta, ProtocolVersion, RawJson, RequestId,
+    ClientCapabilities, ErrorObject, InputRequiredResult, InputResponses, Meta, ProtocolVersion,
+    RawJson, RequestId,
 };
 use crate::sync::lock;
 
@@ -142,6 +143,18 @@ impl RequestShared {
         );
         copy.set_meta(self.meta.get().cloned());
         copy
+    }
+
+    /// What a 2026-07-28 handler that ended asking answers: every question it left pending
+    /// and the signed state of the next round (see `mrtr.rs`).
+    pub(crate) fn input_required(
+        &self,
+        mut r: Box<InputRequiredResult>,
+    ) -> Box<InputRequiredResult> {
+        let server = &self.server.inner;
+        let asked = std::mem::take(&mut *r);
+        *r = lock(&self.attempt).finish(&server.state_key, server.options.request_state_ttl, asked);
+        r
     }
 
     /// Hands a task's collected answers to its next run (questions are keyed as in MRTR).

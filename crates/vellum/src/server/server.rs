@@ -186,12 +186,21 @@ impl Server {
                 }))
                 .unwrap_or_default()
             }),
-            extensions: tasks.then(|| {
+            extensions: (tasks || !r.skills.is_empty()).then(|| {
                 let mut e = JsonObject::new();
-                e.insert(
-                    crate::protocol::TASKS_EXTENSION.into(),
-                    Value::Object(JsonObject::new()),
-                );
+                if tasks {
+                    e.insert(
+                        crate::protocol::TASKS_EXTENSION.into(),
+                        Value::Object(JsonObject::new()),
+                    );
+                }
+                if !r.skills.is_empty() {
+                    // Skills are served by the SDK, directories included.
+                    e.insert(
+                        crate::protocol::SKILLS_EXTENSION.into(),
+                        serde_json::json!({ "directoryRead": true }),
+                    );
+                }
                 e
             }),
             logging: Some(JsonObject::new()),

@@ -20,7 +20,8 @@ use super::context::RequestContext;
 use super::handler_error::HandlerError;
 use super::request::RequestShared;
 use crate::protocol::{
-    CallToolResult, ContentBlock, ErrorObject, JsonObject, Meta, TaskMetadata, Tool,
+    CallToolResult, ContentBlock, ErrorObject, InvalidParamHeader, JsonObject, Meta, ParamHeader,
+    TaskMetadata, Tool,
 };
 
 /// The `tools/call` request as a handler sees it, arguments already validated.
@@ -153,6 +154,17 @@ pub enum RegistrationError {
     /// A resource URI or template is malformed.
     #[error("invalid resource {0:?}: {1}")]
     InvalidResource(String, String),
+    /// An Agent Skill could not be built (see [`SkillFiles`](super::SkillFiles)).
+    #[error(transparent)]
+    Skill(#[from] super::SkillError),
+    /// An `x-mcp-header` annotation of the input schema breaks SEP-2243's rules.
+    #[error("tool {tool:?}: {error}")]
+    InvalidParamHeader {
+        /// The tool.
+        tool: String,
+        /// What is wrong with the annotation.
+        error: InvalidParamHeader,
+    },
 }
 
 impl From<RegistrationError> for HandlerError {
@@ -184,6 +196,9 @@ pub(crate) struct ToolEntry {
     pub(crate) handler: Arc<dyn DynToolHandler>,
     input_validator: jsonschema::Validator,
     output_validator: Option<jsonschema::Validator>,
+    /// The arguments mirrored into `Mcp-Param-*` headers (SEP-2243); empty for most tools,
+    /// which then cost nothing per call.
+    pub(crate) param_headers: Box<[ParamHeader]>,
 }
 
 fn compile(
@@ -213,6 +228,12 @@ impl ToolEntry {
         if tool.input_schema.get("type") != Some(&Value::String("object".into())) {
             return Err(RegistrationError::InputNotObject(tool.name));
         }
+        let param_headers = ParamHeader::of_schema(&tool.input_schema)
+            .map_err(|error| RegistrationError::InvalidParamHeader {
+                tool: tool.name.clone(),
+                error,
+            })?
+            .into_boxed_slice();
         let input_validator = compile(&tool.name, "input", &tool.input_schema)?;
         let output_validator = match &tool.output_schema {
             Some(s) => Some(compile(&tool.name, "output", s)?),
@@ -223,6 +244,7 @@ impl ToolEntry {
             handler,
             input_validator,
             output_validator,
+            param_headers,
         })
     }
 

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::super::context::RequestContext;
-use super::super::handler_error::{HandlerError, Served};
+use super::super::handler_error::{HandlerError, Served, WireFailure};
 use super::super::prompt::{GetPromptRequest, PromptEntry};
 use super::super::reply::{Outcome, cacheable, complete, failure};
 use super::super::request::RequestShared;
@@ -29,7 +29,7 @@ use super::super::tool::{CallToolRequest, ToolEntry, execute_tool};
 use super::tasks;
 use crate::protocol::{
     CallToolParams, CallToolResult, ErrorObject, GetPromptParams, GetPromptResult, InputResponses,
-    Meta, RawJson, ReadResourceParams, ReadResourceResult, code,
+    JsonObject, Meta, RawJson, ReadResourceParams, ReadResourceResult, code,
 };
 
 /// The params of a method that may ask the client: they carry the retry's answers and
@@ -95,7 +95,15 @@ pub(super) async fn serve<M: InputMethod>(
     };
     Ok(match M::call(shared, call).await {
         Ok(output) => M::frame(shared, output),
-        Err(e) => failure(shared, e.into_wire(M::SERVED, shared.is_modern())),
+        Err(e) => failure(
+            shared,
+            match e.into_wire(M::SERVED, shared.is_modern()) {
+                WireFailure::InputRequired(r) => {
+                    WireFailure::InputRequired(shared.input_required(r))
+                }
+                other => other,
+            },
+        ),
     })
 }
 
@@ -115,6 +123,13 @@ impl InputMethod for ToolCall {
                 p.name
             ))));
         };
+        if !entry.param_headers.is_empty()
+            && shared.is_modern()
+            && let Some(http) = &shared.http
+        {
+            check_param_headers(&entry, &http.headers, p.arguments.as_ref())
+                .map_err(Outcome::Error)?;
+        }
         let arguments = Value::Object(p.arguments.take().unwrap_or_default());
         if let Err(message) = entry.validate_input(&arguments) {
             // Invalid arguments are the model's to fix: a tool error result it can read.
@@ -143,6 +158,28 @@ impl InputMethod for ToolCall {
     fn frame(shared: &RequestShared, output: CallToolResult) -> Outcome {
         complete(shared, output)
     }
+}
+
+/// SEP-2243: every `Mcp-Param-*` header of a tool's `x-mcp-header` arguments must mirror its
+/// argument (once, decodable, equal; absent when the argument is), else -32020 (HTTP 400),
+/// before the arguments are validated or the handler runs.
+fn check_param_headers(
+    entry: &ToolEntry,
+    headers: &http::HeaderMap,
+    arguments: Option<&JsonObject>,
+) -> Result<(), ErrorObject> {
+    static NONE: std::sync::OnceLock<JsonObject> = std::sync::OnceLock::new();
+    let arguments = arguments.unwrap_or_else(|| NONE.get_or_init(JsonObject::new));
+    for h in &entry.param_headers {
+        let values: Vec<&[u8]> = headers
+            .get_all(h.header_name())
+            .iter()
+            .map(|v| v.as_bytes())
+            .collect();
+        h.verify(arguments, &values)
+            .map_err(|e| ErrorObject::new(code::HEADER_MISMATCH, e.to_string()))?;
+    }
+    Ok(())
 }
 
 /// `resources/read`.

@@ -18,9 +18,9 @@ use serde::de::DeserializeOwned;
 use super::reply::Outcome;
 use super::request::{RequestShared, Scope};
 use crate::protocol::{
-    CallToolParams, CompleteParams, ErrorObject, GetPromptParams, InitializeParams,
-    PaginatedParams, RawJson, ReadResourceParams, SetLevelParams, SubscribeParams,
-    SubscriptionsListenParams, TaskIdParams, methods,
+    CallToolParams, CompleteParams, ErrorObject, GetPromptParams, GetSkillParams, InitializeParams,
+    PaginatedParams, RawJson, ReadDirectoryParams, ReadResourceParams, SetLevelParams,
+    SubscribeParams, SubscriptionsListenParams, TaskIdParams, methods,
 };
 
 mod completion;
@@ -28,6 +28,7 @@ mod input;
 mod lifecycle;
 mod listen;
 mod lists;
+mod skills;
 pub(crate) mod tasks;
 
 use input::{PromptGet, ResourceRead, ToolCall};
@@ -154,6 +155,12 @@ method_table! {
         |s, raw, p| tasks::cancel(s, p);
     TASKS_UPDATE, Modern, required(tasks::TaskUpdateParams),
         |s, raw, p| tasks::update(s, p);
+    SKILLS_LIST, Both, optional(PaginatedParams),
+        |s, raw, p| skills::list(s, p);
+    SKILLS_GET, Both, required(GetSkillParams),
+        |s, raw, p| skills::get(s, p);
+    RESOURCES_DIRECTORY_READ, Both, required(ReadDirectoryParams),
+        |s, raw, p| skills::read_directory(s, p);
     SUBSCRIPTIONS_LISTEN, Modern, required(SubscriptionsListenParams),
         |s, raw, p| listen::listen(s, p).await;
 }

@@ -246,7 +246,7 @@ async fn run_task(
                 // A failed tool is a result the model reads, as without a task.
                 Err(WireFailure::ToolError(m)) => CallToolResult::error(m),
                 Err(WireFailure::InputRequired(r)) => {
-                    t.input_requests = r.input_requests;
+                    t.input_requests = shared.input_required(r).input_requests;
                     set_status(t, TaskStatus::InputRequired, None);
                     break 'recorded t.changed.clone();
                 }
@@ -293,8 +293,29 @@ fn with_task<R>(
         .with(id, &owner, shared.is_modern(), f)
 }
 
+/// A 2026-07-28 request to a task method must declare the tasks extension (SEP-2663): else
+/// -32021, before anything is looked up.
+fn gate(shared: &RequestShared) -> Result<(), ErrorObject> {
+    if shared.is_modern()
+        && !shared
+            .client_capabilities()
+            .supports_extension(TASKS_EXTENSION)
+    {
+        return Err(ErrorObject::new(
+            code::MISSING_REQUIRED_CLIENT_CAPABILITY,
+            format!(
+                "Missing required client capability: the {TASKS_EXTENSION} extension (for {})",
+                shared.method
+            ),
+        )
+        .with_data(json!({"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}})));
+    }
+    Ok(())
+}
+
 /// `tasks/get`.
 pub(crate) fn get(shared: &RequestShared, p: TaskIdParams) -> Result<Outcome, ErrorObject> {
+    gate(shared)?;
     let modern = shared.is_modern();
     let fields = with_task(shared, &p.task_id, |t| Ok(task_json(t, modern)))?;
     Ok(complete(shared, JsonResult { fields, meta: None }))
@@ -364,6 +385,7 @@ pub(crate) fn list(shared: &RequestShared, p: PaginatedParams) -> Result<Outcome
 
 /// `tasks/cancel`.
 pub(crate) fn cancel(shared: &RequestShared, p: TaskIdParams) -> Result<Outcome, ErrorObject> {
+    gate(shared)?;
     let modern = shared.is_modern();
     let fields = with_task(shared, &p.task_id, |t| {
         if t.task.status.is_terminal() {
@@ -402,17 +424,21 @@ pub(crate) struct TaskUpdateParams {
 
 /// `tasks/update`: answers to the questions of an `input_required` task.
 pub(crate) fn update(shared: &RequestShared, p: TaskUpdateParams) -> Result<Outcome, ErrorObject> {
+    gate(shared)?;
     with_task(shared, &p.task_id, |t| {
-        let outstanding = t.input_requests.clone().unwrap_or_default();
+        let Some(outstanding) = t.input_requests.as_mut() else {
+            return Ok(());
+        };
         let mut any = false;
         for (k, v) in p.input_responses {
-            // Answers to keys not currently asked are ignored.
-            if outstanding.contains_key(&k) {
+            // Answers to keys not currently asked are ignored; an answered key is no longer
+            // asked (tasks/get shows what is still missing: partial fulfillment).
+            if outstanding.remove(&k).is_some() {
                 t.answers.insert(k, v);
                 any = true;
             }
         }
-        if any && outstanding.keys().all(|k| t.answers.contains_key(k)) {
+        if any && outstanding.is_empty() {
             t.changed.notify_waiters();
         }
         Ok(())

@@ -1,19 +1,17 @@
 //! The checks of a 2026-07-28 request over HTTP: the version header against `_meta`, the
-//! required `_meta` fields, and the `Mcp-Method` / `Mcp-Name` mirror headers (SEP-2243).
+//! required `_meta` fields, and the `Mcp-Method` / `Mcp-Name` mirror headers (SEP-2243; `Mcp-Name`
+//! carries the `taskId` of the task methods, SEP-2663).
 //!
 //! Not here: the HTTP status of a failed check (`rejection.rs`), and reading `_meta` itself
 //! (the server core's `modern_meta.rs`).
 
-use std::borrow::Cow;
-
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use http::HeaderMap;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::protocol::{
-    ErrorObject, Message, Payload, ProtocolVersion, RawJson, RequestId, code, methods,
+    ErrorObject, Message, Payload, ProtocolVersion, RawJson, RequestId, code, decode_header_value,
+    methods,
 };
 use crate::server::{MetaFields, ModernMeta, parse_meta, raw_str, unsupported_version};
 
@@ -30,6 +28,8 @@ struct Peek<'a> {
     name: Option<&'a RawValue>,
     #[serde(borrow, default)]
     uri: Option<&'a RawValue>,
+    #[serde(rename = "taskId", borrow, default)]
+    task_id: Option<&'a RawValue>,
 }
 
 fn peek(params: Option<&RawJson>) -> Option<Peek<'_>> {
@@ -68,22 +68,6 @@ fn reject(id: Option<&RequestId>, code: i64, message: String) -> Rejection {
     Rejection::Modern {
         id: id.cloned(),
         error: ErrorObject::new(code, message),
-    }
-}
-
-/// Decodes a header value that may use the `=?base64?…?=` form (borrowed when plain, the
-/// common case).
-pub(crate) fn decode_header_value(v: &str) -> Option<Cow<'_, str>> {
-    match v
-        .strip_prefix("=?base64?")
-        .and_then(|r| r.strip_suffix("?="))
-    {
-        Some(b64) => STANDARD
-            .decode(b64)
-            .ok()
-            .and_then(|b| String::from_utf8(b).ok())
-            .map(Cow::Owned),
-        None => Some(Cow::Borrowed(v)),
     }
 }
 
@@ -166,6 +150,8 @@ pub(crate) fn validate(headers: &HeaderMap, payload: &Payload) -> Result<ModernM
     let expected = match method {
         methods::TOOLS_CALL | methods::PROMPTS_GET => Some(&p.name),
         methods::RESOURCES_READ => Some(&p.uri),
+        // SEP-2663's routing header: the task a request is about.
+        methods::TASKS_GET | methods::TASKS_UPDATE | methods::TASKS_CANCEL => Some(&p.task_id),
         _ => None,
     };
     if let Some(expected) = expected {
@@ -175,24 +161,9 @@ pub(crate) fn validate(headers: &HeaderMap, payload: &Payload) -> Result<ModernM
             return Err(reject(
                 id,
                 code::HEADER_MISMATCH,
-                "Header mismatch: Mcp-Name must equal the request's name or uri".into(),
+                "Header mismatch: Mcp-Name must equal the request's name, uri or taskId".into(),
             ));
         }
     }
     Ok(meta)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn header_values_decode() {
-        assert_eq!(decode_header_value("plain").as_deref(), Some("plain"));
-        assert_eq!(
-            decode_header_value("=?base64?w6lsw6k=?=").as_deref(),
-            Some("élé")
-        );
-        assert_eq!(decode_header_value("=?base64?***?="), None);
-    }
 }

@@ -258,18 +258,20 @@ impl Inner {
             complete,
             upgraded,
         } = first;
-        if complete && json_mode && !upgraded {
-            return json_response(&buffered, &early, post.batch);
-        }
-        if complete
-            && post.modern
-            && !post.batch
-            && let Some(status) = modern_error(&buffered)
-        {
-            // Modern protocol errors carry their HTTP status, so they cannot ride a stream.
+        // Modern protocol errors carry their HTTP status (SEP-2575), in JSON mode as on the
+        // SSE path, so they cannot ride a stream.
+        let modern_status = if complete && post.modern && !post.batch {
+            modern_error(&buffered)
+        } else {
+            None
+        };
+        if let Some(status) = modern_status {
             let mut r = json_response(&buffered, &early, false);
             *r.status_mut() = status;
             return r;
+        }
+        if complete && json_mode && !upgraded {
+            return json_response(&buffered, &early, post.batch);
         }
         for message in early {
             push_event(&mut prefix, SseEvent { id: None, message });
