@@ -42,6 +42,7 @@ pub mod auth;
 #[cfg(feature = "client")]
 pub mod client;
 pub mod error;
+pub mod handler;
 pub mod protocol;
 pub mod server;
 pub mod store;
@@ -50,15 +51,22 @@ pub mod transport;
 
 pub use error::{Error, Result};
 
+#[cfg(feature = "macros")]
+pub use vellum_macros::{prompt, resource, tool, tools};
+
 /// The names most programs need.
 pub mod prelude {
+    pub use crate::handler::{Extension, Json, Register, State};
     pub use crate::protocol::{
         CallToolResult, ContentBlock, GetPromptResult, Implementation, Prompt, PromptArgument,
         PromptMessage, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Tool,
     };
+    pub use crate::server::IntoToolResult;
     pub use crate::server::{
         CallToolRequest, GetPromptRequest, HandlerError, NoArgs, ReadResourceRequest,
         RequestContext, Server, ServerOptions, Structured,
     };
     pub use crate::transport::http::{StreamableHttpHandler, StreamableHttpOptions};
+    #[cfg(feature = "macros")]
+    pub use vellum_macros::{prompt, resource, tool, tools};
 }
