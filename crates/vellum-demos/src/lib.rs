@@ -4,7 +4,8 @@
 //!
 //! | demo | module | what it serves |
 //! |---|---|---|
-//! | `hello-world` | [`hello_world`] | the seed: one typed tool, `hello_world` |
+//! | `hello-world` | [`hello_world`] | the seed: one typed tool, `hello_world` (`#[tool]`) |
+//! | | [`hello_world_builder`] | the same tool with the closure API (an example only) |
 //! | `everything` | [`everything`] | every fixture of the official conformance suite, plus `hello_world` |
 //!
 //! Each module is also a complete program: the same file is the example of that name
@@ -25,6 +26,8 @@ use vellum::server::{RegistrationError, Server};
 pub mod everything;
 #[allow(dead_code)]
 pub mod hello_world;
+#[allow(dead_code)]
+pub mod hello_world_builder;
 
 /// A demo server, as `vellum serve --server` offers it.
 #[derive(Debug, Clone, Copy)]

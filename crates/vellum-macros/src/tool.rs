@@ -119,9 +119,10 @@ pub(crate) fn route(
         Place::Free => quote!(#[doc = #doc]),
         Place::Method => quote!(#[doc(hidden)]),
     };
-    let output_check = quote_spanned! {output.span()=>
-        let #out: #output = #out;
-    };
+    // Spanned at the return type, like the output schema's check: a type that is not a
+    // result is reported there.
+    let convert =
+        quote_spanned!(output.span()=> ::vellum::handler::__private::tool_result::<#output>(#out));
     Ok(quote! {
         #attrs
         #vis fn #builder(#params) -> ::vellum::handler::ToolRoute<impl ::vellum::handler::ToolHandler> {
@@ -135,8 +136,7 @@ pub(crate) fn route(
                     #deserialize
                     #(#lets)*
                     let #out = #call;
-                    #output_check
-                    ::vellum::handler::__private::tool_result(#out)
+                    #convert
                 }
             })
         }
