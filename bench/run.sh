@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # One command for the whole benchmark: builds Vellum, the peers and the harness, runs every
 # server x scenario on a fresh server (server pinned to CPU 0, load generator to CPU 1),
-# repetition 2 of everything after repetition 1 of everything, then writes
-# docs/benchmarks.md and docs/bench/overview.svg at the repository root.
+# interleaved (repetition 1 of every scenario and server, then repetition 2 of all of them,
+# ...; within a repetition each scenario on every server one after another), then writes
+# docs/benchmarks.md and the charts in docs/bench/ at the repository root.
 #
-# usage: bench/run.sh [--quick | --smoke] [--only a,b,...] [--reps N] [--debug]
-#                     [--nice N | --rt] [--no-build] [--no-report] [--out DIR]
-#   --quick      short windows (1 s warm-up, 3 s measured), 1,000 held sessions, no
-#                `sessions`/`streams` scenarios
-#   --smoke      seconds-long check (0.2 s + 1 s windows, 100 held sessions, 1 rep, no report);
-#                see smoke.sh
+# usage: bench/run.sh [--quick | --smoke] [--only a,b,...] [--scenarios a,b,...] [--reps N]
+#                     [--debug] [--nice N | --rt] [--no-build] [--no-report] [--out DIR]
+#   --quick      one repetition of everything with short windows (0.3 s warm-up, 1.5 s
+#                measured), held sessions up to 10,000, fan-out to 1,000 streams
+#   --smoke      seconds-long check (tiny windows and counts, 1 rep, no report); see smoke.sh
 #   --only LIST  only these servers (see servers.sh; default: all that can run here)
-#   --reps N     repetitions (default 2)
+#   --scenarios LIST  only these scenarios (default: all; see ALL_SCENARIOS in servers.sh)
+#   --reps N     repetitions (default 3; --quick and --smoke: 1)
 #   --debug      use debug builds (for the smoke; never for figures)
 #   --nice N     run servers and load generator at this nice value (default 0; a negative
 #                value shields the figures from other work on a shared machine, at its cost)
@@ -24,13 +25,15 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/servers.sh"
 
-mode=full reps=2 only="" build=1 report=1 out="" nice=0 rt=0
+mode=full reps="" only="" scenarios="" build=1 report=1 out="" nice=0 rt=0
 while (($#)); do
     case $1 in
         --quick) mode=quick ;;
-        --smoke) mode=smoke reps=1 report=0 ;;
+        --smoke) mode=smoke report=0 ;;
         --only) only=${2:?--only needs a list}; shift ;;
         --only=*) only=${1#--only=} ;;
+        --scenarios) scenarios=${2:?--scenarios needs a list}; shift ;;
+        --scenarios=*) scenarios=${1#--scenarios=} ;;
         --reps) reps=${2:?--reps needs a number}; shift ;;
         --reps=*) reps=${1#--reps=} ;;
         --debug) set_profile debug ;;
@@ -47,11 +50,40 @@ while (($#)); do
     shift
 done
 
+# Per mode: load windows; hold steps (cumulative held sessions), the step budget and the new
+# sessions timed at each step; held sessions with GET streams; fan-out steps and rounds;
+# setups; tools listed; stream calls read from the wire.
 case $mode in
-    full) load=(--warmup 2 --duration 10) hold=(--hold 10000 --settle 2) setup=(--setup-count 200) ;;
-    quick) load=(--warmup 1 --duration 3) hold=(--hold 1000 --settle 1) setup=(--setup-count 100) ;;
-    smoke) load=(--warmup 0.2 --duration 1) hold=(--hold 100 --settle 0.2) setup=(--setup-count 20) ;;
+    full)
+        reps=${reps:-3}
+        load=(--warmup 1 --duration 5)
+        hold=(--points 1000,10000,100000 --settle 2 --step-budget 180 --fresh 20)
+        streams=(--hold 10000 --settle 2 --fresh 0)
+        fanout=(--points 1000,10000 --rounds 5)
+        setup=(--setup-count 200) tools_points=(10 1000 10000) chunks=(--chunk-calls 20) ;;
+    quick)
+        reps=${reps:-1}
+        load=(--warmup 0.3 --duration 1.5)
+        hold=(--points 1000,10000 --settle 1 --step-budget 10 --fresh 10)
+        streams=(--hold 300 --settle 1 --fresh 0)
+        fanout=(--points 1000 --rounds 3)
+        setup=(--setup-count 50) tools_points=(10 1000 10000) chunks=(--chunk-calls 5) ;;
+    smoke)
+        reps=${reps:-1}
+        load=(--warmup 0.2 --duration 0.5)
+        hold=(--points 50,100 --settle 0.2 --step-budget 10 --fresh 3)
+        streams=(--hold 100 --settle 0.2 --fresh 0)
+        fanout=(--points 50 --rounds 2 --fanout-timeout 10)
+        setup=(--setup-count 10) tools_points=(10 100) chunks=(--chunk-calls 2) ;;
 esac
+conc=()
+size=()
+if [[ $mode == smoke ]]; then
+    conc=(--points 1,16)
+    size=(--points 100,10240)
+fi
+trace=()
+command -v strace >/dev/null && trace=(--trace)
 # File descriptors for the server and the load generator: 10,000 held sessions with a GET
 # stream each need one socket per stream on both sides. 65,536, or the hard limit if lower
 # (raising the hard limit needs CAP_SYS_RESOURCE).
@@ -70,6 +102,12 @@ if [[ -n $only ]]; then
 else
     read -r -a servers <<<"$ALL_SERVERS"
 fi
+scenario_list=()
+if [[ -n $scenarios ]]; then
+    IFS=, read -r -a scenario_list <<<"$scenarios"
+else
+    read -r -a scenario_list <<<"$ALL_SCENARIOS"
+fi
 
 # --- build -----------------------------------------------------------------------------------
 if ((build)); then
@@ -85,11 +123,18 @@ if ((build)); then
         p=$(server_peer "$s")
         [[ -n $p && " ${peers[*]} " != *" $p "* ]] && peers+=("$p")
     done
-    if ((${#peers[@]})); then
-        echo "== building peers: ${peers[*]}" >&2
-        "$BENCH_DIR/peers/build.sh" "${peers[@]}"
-    fi
+    for p in "${peers[@]}"; do
+        echo "== building peer: $p" >&2
+        # A peer that cannot be built here is skipped below, with the reason in the report.
+        "$BENCH_DIR/peers/build.sh" "$p" || echo "run.sh: building peer $p failed" >&2
+    done
 fi
+
+out=${out:-$BENCH_DIR/results/$(date -u +%Y%m%d-%H%M%S)}
+mkdir -p "$out/logs"
+results=$out/results.jsonl
+: >"$results"
+: >"$out/skipped.txt"
 
 runnable=()
 for s in "${servers[@]}"; do
@@ -101,14 +146,10 @@ for s in "${servers[@]}"; do
         exit 1
     else
         echo "run.sh: skipping $s: $why" >&2
+        echo "$s: $why" >>"$out/skipped.txt"
     fi
 done
 ((${#runnable[@]})) || { echo "run.sh: no server to run" >&2; exit 1; }
-
-out=${out:-$BENCH_DIR/results/$(date -u +%Y%m%d-%H%M%S)}
-mkdir -p "$out/logs"
-results=$out/results.jsonl
-: >"$results"
 ulimit -n "$NOFILE" || echo "run.sh: could not raise the file limit to $NOFILE" >&2
 
 # --- versions ---------------------------------------------------------------------------------
@@ -125,6 +166,9 @@ lock_version() { # Cargo.lock crate
     ts_pkg=$BENCH_DIR/peers/ts/node_modules
     if [[ -d $ts_pkg ]]; then
         echo "TypeScript peer: @modelcontextprotocol/sdk $(node -p "require('$ts_pkg/@modelcontextprotocol/sdk/package.json').version"), express $(node -p "require('$ts_pkg/express/package.json').version") (npm), node $(node --version)"
+    fi
+    if [[ -f ${GO_BIN%/*}/BUILD-INFO ]]; then
+        echo "Go peer: $(awk '$1 == "sdk" {print "go-sdk", $2, substr($3, 1, 7)} $1 == "go" {v = $4} END {print ""}' "${GO_BIN%/*}/BUILD-INFO" | head -n 1), $(awk '$1 == "go" {print $4}' "${GO_BIN%/*}/BUILD-INFO") (repository snapshot; Debian packages)"
     fi
     py=$BENCH_DIR/peers/py/.venv/bin/python
     if [[ -x $py ]]; then
@@ -167,11 +211,12 @@ failed() { # server scenario rep message: a result line that the report shows as
     echo "run.sh: $1 $2 rep $3: $4" >&2
 }
 
-run_one() { # server scenario rep
+run_one() { # server scenario rep [extra mcpbench flags...]; BENCH_TOOLS in the environment
     local s=$1 sc=$2 rep=$3 log
+    shift 3
     port=$((port + 1))
-    log=$out/logs/$s-$sc-$rep.log
-    local common=(--label "$s" --rep "$rep" --addr "127.0.0.1:$port" --out "$results")
+    log=$out/logs/$s-$sc${BENCH_TOOLS:+-$BENCH_TOOLS}-$rep.log
+    local common=(--label "$s" --rep "$rep" --addr "127.0.0.1:$port" --out "$results" "$@")
     read -r -a flags <<<"$(server_flags "$s")"
     "$MCPBENCH" wait-port --free --addr "127.0.0.1:$port" || { failed "$s" "$sc" "$rep" "port $port busy"; return; }
     echo "== rep $rep  $s  $sc" >&2
@@ -186,19 +231,31 @@ run_one() { # server scenario rep
             failed "$s" "$sc" "$rep" "mcpbench failed, see logs/$s-$sc-$rep.log"
         return
     fi
-    BENCH_PROFILE=$BENCH_PROFILE VELLUM_BIN=$VELLUM_BIN "${prio[@]}" \
+    BENCH_PROFILE=$BENCH_PROFILE VELLUM_BIN=$VELLUM_BIN BENCH_TOOLS=${BENCH_TOOLS:-0} "${prio[@]}" \
         taskset -c 0 prlimit --nofile=$NOFILE:$NOFILE "$BENCH_DIR/servers.sh" exec "$s" "$port" >>"$log" 2>&1 &
     server_pid=$!
     if ! "$MCPBENCH" wait-port --addr "127.0.0.1:$port" --pid "$server_pid" --timeout 60 2>>"$log"; then
-        failed "$s" "$sc" "$rep" "server did not start, see logs/$s-$sc-$rep.log"
+        if [[ $sc == tools ]]; then
+            # A server that cannot start with this many tools within the minute is a finding
+            # about that point, not a broken run.
+            printf '{"server":"%s","scenario":"tools","rep":%s,"point":%s,"skipped":"did not start within 60 s with %s tools"}\n' \
+                "$s" "$rep" "$BENCH_TOOLS" "$BENCH_TOOLS" >>"$results"
+        else
+            failed "$s" "$sc" "$rep" "server did not start, see logs/${log##*/}"
+        fi
         stop_server
         return
     fi
     local extra=()
     case $sc in
-        latency | throughput | sessions) extra=("${load[@]}") ;;
-        hold | streams) extra=("${hold[@]}") ;;
+        latency | throughput | sessions | stream | tools) extra=("${load[@]}") ;;
+        conc) extra=("${load[@]}" "${conc[@]}") ;;
+        size) extra=("${load[@]}" "${size[@]}") ;;
+        hold) extra=("${hold[@]}") ;;
+        streams) extra=("${streams[@]}") ;;
+        fanout) extra=("${fanout[@]}") ;;
         setup) extra=("${setup[@]}") ;;
+        chunks) extra=("${chunks[@]}" "${trace[@]}") ;;
     esac
     "${prio[@]}" taskset -c 1 "$MCPBENCH" run --scenario "$sc" --server-pid "$server_pid" "${common[@]}" \
         "${flags[@]}" "${extra[@]}" 2>>"$log" ||
@@ -208,23 +265,38 @@ run_one() { # server scenario rep
 
 start=$SECONDS
 for ((rep = 1; rep <= reps; rep++)); do
-    for s in "${runnable[@]}"; do
-        for sc in $(server_scenarios "$s"); do
-            if [[ $mode == quick && ($sc == sessions || $sc == streams) ]]; then continue; fi
-            run_one "$s" "$sc" "$rep"
+    for sc in "${scenario_list[@]}"; do
+        for s in "${runnable[@]}"; do
+            [[ " $(server_scenarios "$s") " == *" $sc "* ]] || continue
+            if [[ $sc == tools ]]; then
+                # One server start per point: the tools are registered at start.
+                for n in "${tools_points[@]}"; do
+                    BENCH_TOOLS=$n run_one "$s" "$sc" "$rep" --points "$n"
+                done
+            else
+                run_one "$s" "$sc" "$rep"
+            fi
         done
     done
 done
-echo "== $(wc -l <"$results") runs in $((SECONDS - start)) s; results in $results" >&2
+took=$((SECONDS - start))
+echo "== $(wc -l <"$results") result lines in $took s; results in $results" >&2
+{
+    echo "mode: $mode"
+    echo "repetitions: $reps"
+    echo "duration_s: $took"
+} >"$out/meta.txt"
 
 # --- report -----------------------------------------------------------------------------------
 if ((report)); then
     cmd="bench/run.sh"
     [[ $mode != full ]] && cmd+=" --$mode"
     [[ -n $only ]] && cmd+=" --only $only"
-    [[ $reps != 2 ]] && cmd+=" --reps $reps"
+    [[ -n $scenarios ]] && cmd+=" --scenarios $scenarios"
+    [[ $mode == full && $reps != 3 ]] && cmd+=" --reps $reps"
     [[ $nice != 0 ]] && cmd+=" --nice $nice"
     ((rt)) && cmd+=" --rt"
     "$MCPBENCH" report "$results" --markdown "$REPO_DIR/docs/benchmarks.md" \
-        --svg-dir "$REPO_DIR/docs/bench" --versions "$out/versions.txt" --command "$cmd"
+        --svg-dir "$REPO_DIR/docs/bench" --versions "$out/versions.txt" --command "$cmd" \
+        --skipped "$out/skipped.txt" --meta "$out/meta.txt" --readme "$BENCH_DIR/README.md"
 fi

@@ -7,10 +7,12 @@
 #
 # VELLUM_BIN (default: <repo>/target/<profile>/vellum) and BENCH_PROFILE (release | debug)
 # select the binaries. vellum-redis needs BENCH_REDIS_URL: run.sh starts a redis-server for it.
+# BENCH_TOOLS=N starts the server with N extra tools to list (the `tools` scenario).
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_DIR=$(dirname "$BENCH_DIR")
 RMCP_BIN=$BENCH_DIR/peers/rmcp/target/release/rmcp-peer
+GO_BIN=${PEERS_DIR:-$BENCH_DIR/peers/go/.build}/go/bench-go
 VELLUM_BIN_GIVEN=${VELLUM_BIN:-}
 
 # set_profile release|debug: the binaries of that Cargo profile.
@@ -22,30 +24,34 @@ set_profile() {
 }
 set_profile "${BENCH_PROFILE:-release}"
 
-ALL_SERVERS="null null-sse rmcp rmcp-stateless-json ts py vellum vellum-json vellum-stateless vellum-store vellum-redis vellum@2026"
+ALL_SERVERS="null null-sse rmcp rmcp-stateless-json rmcp@2026 ts py go go-json go-stateless go@2026 vellum vellum-json vellum-stateless vellum-store vellum-redis vellum@2026"
 
 # server_exec NAME PORT: exec the server.
 server_exec() {
-    local addr=127.0.0.1:$2
+    local addr=127.0.0.1:$2 tools=${BENCH_TOOLS:-0}
+    local vellum=("$VELLUM_BIN" serve --addr "$addr" --server bench --bench-tools "$tools")
     case $1 in
         null) exec "$NULL_BIN" --addr "$addr" ;;
         null-sse) exec "$NULL_BIN" --addr "$addr" --sse ;;
-        rmcp) exec "$RMCP_BIN" --addr "$addr" ;;
-        rmcp-stateless-json) exec "$RMCP_BIN" --addr "$addr" --stateless ;;
-        ts) exec node "$BENCH_DIR/peers/ts/server.mjs" --addr "$addr" ;;
-        py) exec "$BENCH_DIR/peers/py/.venv/bin/python" "$BENCH_DIR/peers/py/server.py" --addr "$addr" ;;
-        vellum | vellum@2026) exec "$VELLUM_BIN" serve --addr "$addr" ;;
-        vellum-json) exec "$VELLUM_BIN" serve --addr "$addr" --json-response ;;
-        vellum-stateless) exec "$VELLUM_BIN" serve --addr "$addr" --stateless ;;
-        vellum-store) exec "$VELLUM_BIN" serve --addr "$addr" --event-store memory ;;
+        rmcp | rmcp@2026) exec "$RMCP_BIN" --addr "$addr" --tools "$tools" ;;
+        rmcp-stateless-json) exec "$RMCP_BIN" --addr "$addr" --stateless --tools "$tools" ;;
+        ts) exec node "$BENCH_DIR/peers/ts/server.mjs" --addr "$addr" --tools "$tools" ;;
+        py) exec "$BENCH_DIR/peers/py/.venv/bin/python" "$BENCH_DIR/peers/py/server.py" --addr "$addr" --tools "$tools" ;;
+        go) exec "$GO_BIN" --addr "$addr" --mode stateful --tools "$tools" ;;
+        go-json) exec "$GO_BIN" --addr "$addr" --mode json --tools "$tools" ;;
+        # The Go SDK serves 2026-07-28 only from its stateless handler.
+        go-stateless | go@2026) exec "$GO_BIN" --addr "$addr" --mode stateless --tools "$tools" ;;
+        vellum | vellum@2026) exec "${vellum[@]}" ;;
+        vellum-json) exec "${vellum[@]}" --json-response ;;
+        vellum-stateless) exec "${vellum[@]}" --stateless ;;
+        vellum-store) exec "${vellum[@]}" --event-store memory ;;
         vellum-redis)
-            exec "$VELLUM_BIN" serve --addr "$addr" --event-store "${BENCH_REDIS_URL:?}" \
-                --session-store "$BENCH_REDIS_URL" ;;
+            exec "${vellum[@]}" --event-store "${BENCH_REDIS_URL:?}" --session-store "$BENCH_REDIS_URL" ;;
         *) echo "servers.sh: unknown server '$1'" >&2; exit 2 ;;
     esac
 }
 
-# server_flags NAME: extra mcpbench flags.
+# server_flags NAME: extra mcpbench flags (2026-07-28 servers are spoken to in that version).
 server_flags() {
     case $1 in
         *stateless*) echo "--stateless" ;;
@@ -54,11 +60,26 @@ server_flags() {
     esac
 }
 
-# server_scenarios NAME: the scenarios that apply (no sessions to hold without sessions).
+# The scenarios, in the order each repetition runs them (every server of a scenario one after
+# another, so that servers compared with each other are measured close together in time).
+ALL_SCENARIOS="latency throughput sessions stream conc size tools hold streams fanout setup cold chunks"
+
+# server_scenarios NAME: the scenarios that apply (no sessions to hold without sessions; the
+# null servers have only hello_world; the curves and the wire framing are measured on each
+# SDK's default server, the store and framing variants on the request/response scenarios and
+# the streaming one).
 server_scenarios() {
     case $1 in
-        *stateless* | *@2026) echo "latency throughput setup cold" ;;
-        *) echo "latency throughput sessions hold streams setup cold" ;;
+        null | null-sse) echo "latency throughput sessions conc hold streams setup cold" ;;
+        rmcp-stateless-json | go-stateless | vellum-stateless) echo "latency throughput setup cold" ;;
+        vellum@2026) echo "latency throughput stream conc fanout setup cold chunks" ;;
+        *@2026) echo "latency throughput stream fanout setup cold" ;;
+        vellum-json | vellum-store | vellum-redis)
+            echo "latency throughput sessions stream hold streams setup cold" ;;
+        # The Go SDK's JSON mode answers a call with one JSON body and drops the call's
+        # progress notifications: no streaming there.
+        go-json) echo "latency throughput sessions hold streams setup cold" ;;
+        *) echo "latency throughput sessions stream conc size tools hold streams fanout setup cold chunks" ;;
     esac
 }
 
@@ -68,6 +89,7 @@ server_peer() {
         rmcp*) echo rmcp ;;
         ts*) echo ts ;;
         py*) echo py ;;
+        go*) echo go ;;
         *) echo "" ;;
     esac
 }
@@ -79,6 +101,7 @@ server_missing() {
             [[ -x $VELLUM_BIN ]] || { echo "no $VELLUM_BIN"; return; }
             local help
             help=$("$VELLUM_BIN" serve --help 2>&1) || { echo "'vellum serve --help' fails"; return; }
+            [[ $help == *--bench-tools* ]] || { echo "vellum serve has no --server bench"; return; }
             case $1 in
                 vellum-json) [[ $help == *--json-response* ]] || echo "vellum serve has no --json-response" ;;
                 vellum-stateless) [[ $help == *--stateless* ]] || echo "vellum serve has no --stateless" ;;
@@ -93,6 +116,7 @@ server_missing() {
         rmcp*) [[ -x $RMCP_BIN ]] || echo "no $RMCP_BIN" ;;
         ts) [[ -d $BENCH_DIR/peers/ts/node_modules ]] || echo "no peers/ts/node_modules" ;;
         py) [[ -x $BENCH_DIR/peers/py/.venv/bin/python ]] || echo "no peers/py/.venv" ;;
+        go*) [[ -x $GO_BIN ]] || echo "no Go peer binary $GO_BIN (bench/peers/build.sh go builds it from a snapshot of the Go SDK's repository; see shared/tools/go-peer/README.md)" ;;
         *) echo "unknown server" ;;
     esac
 }

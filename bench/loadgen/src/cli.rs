@@ -48,6 +48,24 @@ pub(crate) enum Scenario {
     Setup,
     /// Spawn the server and time the first correct answer.
     Cold,
+    /// 1 session, 32 in flight of `stream` (10 progress notifications, then the result):
+    /// events/s and server CPU per event.
+    Stream,
+    /// Sweep: `hello_world` throughput at each `--points` in flight (default 1,4,16,64,256).
+    Conc,
+    /// Sweep: `blob` of each `--points` bytes (default 100,10240,1048576), 16 in flight:
+    /// MB/s, CPU per MB, peak RSS per in-flight answer.
+    Size,
+    /// Paged `tools/list` walks, 4 in flight, of a server started with `--points` N extra
+    /// tools (one point per server start).
+    Tools,
+    /// Sweep: `--points` open GET streams (legacy) or `subscriptions/listen` streams
+    /// (2026-07-28) (default 1000,10000); `touch` changes the tool list `--rounds` times:
+    /// time until the last stream has `notifications/tools/list_changed`.
+    Fanout,
+    /// How the server frames SSE: HTTP chunks and SSE events per `stream` answer, read from
+    /// the raw socket, and (with `--trace`) its write syscalls per event under strace.
+    Chunks,
 }
 
 impl Scenario {
@@ -61,6 +79,12 @@ impl Scenario {
             Scenario::Streams => "streams",
             Scenario::Setup => "setup",
             Scenario::Cold => "cold",
+            Scenario::Stream => "stream",
+            Scenario::Conc => "conc",
+            Scenario::Size => "size",
+            Scenario::Tools => "tools",
+            Scenario::Fanout => "fanout",
+            Scenario::Chunks => "chunks",
         }
     }
 }
@@ -111,9 +135,43 @@ pub(crate) struct RunArgs {
     /// Measured window, seconds.
     #[arg(long, default_value_t = 10.0)]
     pub(crate) duration: f64,
-    /// Sessions to hold (`hold`, `streams`).
+    /// Sessions to hold (`hold`, `streams`); `hold` also takes `--points` (cumulative steps).
     #[arg(long, default_value_t = 1000)]
     pub(crate) hold: usize,
+    /// The x values of a sweep, comma-separated (see each scenario for its default).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) points: Vec<u64>,
+    /// `hold` steps: new sessions timed while the others are held.
+    #[arg(long, default_value_t = 20)]
+    pub(crate) fresh: usize,
+    /// `hold` steps: skip a step whose projected time (from the last step's rate) is longer.
+    #[arg(long, default_value_t = 180.0)]
+    pub(crate) step_budget: f64,
+    /// `hold` steps: skip a step whose projected server RSS is larger, MiB.
+    #[arg(long, default_value_t = 4096)]
+    pub(crate) max_rss_mib: u64,
+    /// `stream`: progress notifications per call.
+    #[arg(long, default_value_t = 10)]
+    pub(crate) stream_count: u32,
+    /// `fanout`: list changes sent per point.
+    #[arg(long, default_value_t = 5)]
+    pub(crate) rounds: u32,
+    /// `fanout`: how long the last stream may take to have a change, seconds.
+    #[arg(long, default_value_t = 30.0)]
+    pub(crate) fanout_timeout: f64,
+    /// `chunks`: `stream` calls read from the raw socket.
+    #[arg(long, default_value_t = 20)]
+    pub(crate) chunk_calls: u32,
+    /// `chunks`: milliseconds the server waits after each progress notification.
+    #[arg(long, default_value_t = 2)]
+    pub(crate) chunk_interval_ms: u64,
+    /// `chunks`: count the server's write syscalls with `strace -f -c` meanwhile.
+    #[arg(long)]
+    pub(crate) trace: bool,
+    /// Read buffer limit of each client connection, bytes (hyper's minimum is 8 KiB;
+    /// `size` uses 256 KiB unless given).
+    #[arg(long)]
+    pub(crate) read_buf: Option<usize>,
     /// Sessions opened at a time while holding.
     #[arg(long, default_value_t = 4)]
     pub(crate) hold_parallel: usize,
@@ -149,6 +207,15 @@ pub(crate) struct ReportArgs {
     /// The command that produced the results, quoted in the report.
     #[arg(long, default_value = "bench/run.sh")]
     pub(crate) command: String,
+    /// File of `server: why` lines for servers that could not run.
+    #[arg(long)]
+    pub(crate) skipped: Option<PathBuf>,
+    /// The harness's README, linked from the report.
+    #[arg(long, default_value = "bench/README.md")]
+    pub(crate) readme: PathBuf,
+    /// File of `key: value` lines about the run (mode, repetitions, duration_s).
+    #[arg(long)]
+    pub(crate) meta: Option<PathBuf>,
 }
 
 /// Arguments of `mcpbench wait-port`.

@@ -22,8 +22,8 @@ use tokio::net::TcpStream;
 
 use crate::check::Answer;
 
-/// hyper's smallest allowed read buffer limit.
-const MAX_BUF: usize = 8 * 1024;
+/// hyper's smallest allowed read buffer limit: the default of every connection.
+pub(crate) const MIN_BUF: usize = 8 * 1024;
 
 type Driver = Pin<Box<Connection<TokioIo<TcpStream>, Full<Bytes>>>>;
 
@@ -33,14 +33,20 @@ pub(crate) struct Conn {
     driver: Driver,
 }
 
-/// Opens a connection to `addr` (TCP_NODELAY on).
+/// Opens a connection to `addr` (TCP_NODELAY on) with the smallest read buffer.
 pub(crate) async fn connect(addr: SocketAddr) -> anyhow::Result<Conn> {
+    connect_with(addr, MIN_BUF).await
+}
+
+/// Opens a connection to `addr` (TCP_NODELAY on) whose read buffer grows to `max_buf` bytes
+/// (large answers are read in fewer, larger reads).
+pub(crate) async fn connect_with(addr: SocketAddr, max_buf: usize) -> anyhow::Result<Conn> {
     let tcp = TcpStream::connect(addr)
         .await
         .with_context(|| format!("connect {addr}"))?;
     tcp.set_nodelay(true).context("TCP_NODELAY")?;
     let (sender, driver) = http1::Builder::new()
-        .max_buf_size(MAX_BUF)
+        .max_buf_size(max_buf.max(MIN_BUF))
         .handshake(TokioIo::new(tcp))
         .await
         .context("HTTP/1.1 handshake")?;

@@ -21,6 +21,7 @@ mod report;
 mod scenario;
 mod session;
 mod sse;
+mod stats;
 mod verdict;
 mod waitport;
 

@@ -56,8 +56,20 @@ pub(crate) struct Session {
     pub(crate) version: HeaderValue,
 }
 
+/// A pre-rendered `tools/call` (or other request) body around its JSON-RPC id: the body is
+/// `CALL_HEAD id mid [id] tail`, where the second id is the progress token when `progress`.
+#[derive(Debug, Clone)]
+pub(crate) struct CallTemplate {
+    method: &'static str,
+    /// The `Mcp-Name` header of the modern era (the tool's name), if any.
+    name: Option<HeaderValue>,
+    mid: Bytes,
+    progress: bool,
+    tail: Bytes,
+}
+
 /// Request templates for one server and era. A request body is a JSON-RPC request whose `id`
-/// is spliced between `CALL_HEAD` and `call_tail`.
+/// is spliced into pre-rendered bytes (see [`CallTemplate`]).
 #[derive(Debug, Clone)]
 pub(crate) struct Proto {
     pub(crate) era: Era,
@@ -65,7 +77,10 @@ pub(crate) struct Proto {
     version_header: HeaderValue,
     uri: Uri,
     host: HeaderValue,
-    call_tail: Bytes,
+    /// The `_meta` members every modern request carries (empty before 2026-07-28), with a
+    /// leading comma.
+    modern_meta: String,
+    hello: CallTemplate,
 }
 
 const CALL_HEAD: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
@@ -92,26 +107,117 @@ impl Proto {
         let uri: Uri = path.parse()?;
         let host = HeaderValue::from_str(&addr.to_string())?;
         let version_header = HeaderValue::from_str(version)?;
-        let meta = if era == Era::Modern {
+        let modern_meta = if era == Era::Modern {
             format!(
-                r#","_meta":{{"io.modelcontextprotocol/protocolVersion":{},"io.modelcontextprotocol/clientCapabilities":{{}},"io.modelcontextprotocol/clientInfo":{{"name":"mcpbench","version":"{}"}}}}"#,
+                r#","io.modelcontextprotocol/protocolVersion":{},"io.modelcontextprotocol/clientCapabilities":{{}},"io.modelcontextprotocol/clientInfo":{{"name":"mcpbench","version":"{}"}}"#,
                 serde_json::to_string(version)?,
                 env!("CARGO_PKG_VERSION"),
             )
         } else {
             String::new()
         };
-        let call_tail = format!(
-            r#","method":"tools/call","params":{{"name":"hello_world","arguments":{{"user_name":"bench"}}{meta}}}}}"#
-        );
-        Ok(Proto {
+        let mut proto = Proto {
             era,
             version: version.to_owned(),
             version_header,
             uri,
             host,
-            call_tail: Bytes::from(call_tail),
+            modern_meta,
+            hello: CallTemplate {
+                method: "tools/call",
+                name: None,
+                mid: Bytes::new(),
+                progress: false,
+                tail: Bytes::new(),
+            },
+        };
+        proto.hello = proto.tool("hello_world", r#"{"user_name":"bench"}"#, false)?;
+        Ok(proto)
+    }
+
+    /// A `tools/call` of tool `name` with the JSON object `arguments`; with `progress`, the
+    /// request's id is also its `_meta.progressToken`.
+    pub(crate) fn tool(
+        &self,
+        name: &str,
+        arguments: &str,
+        progress: bool,
+    ) -> anyhow::Result<CallTemplate> {
+        let name_json = serde_json::to_string(name)?;
+        let params = format!(r#"{{"name":{name_json},"arguments":{arguments}"#);
+        let (mid, tail) = if progress {
+            (
+                format!(r#","method":"tools/call","params":{params},"_meta":{{"progressToken":"#),
+                format!("{}}}}}}}", self.modern_meta),
+            )
+        } else {
+            (
+                format!(
+                    r#","method":"tools/call","params":{params}{}}}}}"#,
+                    self.meta_member()
+                ),
+                String::new(),
+            )
+        };
+        Ok(CallTemplate {
+            method: "tools/call",
+            name: Some(HeaderValue::from_str(name)?),
+            mid: Bytes::from(mid),
+            progress,
+            tail: Bytes::from(tail),
         })
+    }
+
+    /// `tools/list`, from `cursor` (the first page when `None`).
+    pub(crate) fn list_tools(
+        &self,
+        id: u64,
+        session: &Session,
+        cursor: Option<&str>,
+    ) -> anyhow::Result<Request<Full<Bytes>>> {
+        let cursor = match cursor {
+            Some(c) => format!(r#""cursor":{}"#, serde_json::to_string(c)?),
+            None => String::new(),
+        };
+        let meta = match (cursor.is_empty(), self.modern_meta.is_empty()) {
+            (_, true) => String::new(),
+            (true, false) => format!(r#""_meta":{{{}}}"#, &self.modern_meta[1..]),
+            (false, false) => format!(r#","_meta":{{{}}}"#, &self.modern_meta[1..]),
+        };
+        let t = CallTemplate {
+            method: "tools/list",
+            name: None,
+            mid: Bytes::from(format!(
+                r#","method":"tools/list","params":{{{cursor}{meta}}}}}"#
+            )),
+            progress: false,
+            tail: Bytes::new(),
+        };
+        Ok(self.request(&t, id, session))
+    }
+
+    /// `subscriptions/listen` for tool list changes (2026-07-28).
+    pub(crate) fn listen_tools(&self, id: u64) -> Request<Full<Bytes>> {
+        let t = CallTemplate {
+            method: "subscriptions/listen",
+            name: None,
+            mid: Bytes::from(format!(
+                r#","method":"subscriptions/listen","params":{{"notifications":{{"toolsListChanged":true}}{}}}}}"#,
+                self.meta_member()
+            )),
+            progress: false,
+            tail: Bytes::new(),
+        };
+        self.request(&t, id, &self.sessionless())
+    }
+
+    /// `,"_meta":{…}` with the modern members, or nothing before 2026-07-28.
+    fn meta_member(&self) -> String {
+        if self.modern_meta.is_empty() {
+            String::new()
+        } else {
+            format!(r#","_meta":{{{}}}"#, &self.modern_meta[1..])
+        }
     }
 
     /// The session-less context of `Stateless` and `Modern` requests.
@@ -138,22 +244,30 @@ impl Proto {
 
     /// `tools/call hello_world {"user_name":"bench"}` with JSON-RPC id `id`.
     pub(crate) fn call(&self, id: u64, session: &Session) -> Request<Full<Bytes>> {
-        let mut req = self.post(self.call_body(id), Some(session));
+        self.request(&self.hello, id, session)
+    }
+
+    /// The request of template `t` with JSON-RPC id `id`.
+    pub(crate) fn request(
+        &self,
+        t: &CallTemplate,
+        id: u64,
+        session: &Session,
+    ) -> Request<Full<Bytes>> {
+        let mut req = self.post(body(t, id), Some(session));
         if self.era == Era::Modern {
             let h = req.headers_mut();
-            h.insert(MCP_METHOD, HeaderValue::from_static("tools/call"));
-            h.insert(MCP_NAME, HeaderValue::from_static("hello_world"));
+            h.insert(MCP_METHOD, HeaderValue::from_static(t.method));
+            if let Some(n) = &t.name {
+                h.insert(MCP_NAME, n.clone());
+            }
         }
         req
     }
 
+    #[cfg(test)]
     fn call_body(&self, id: u64) -> Bytes {
-        let mut buf = BytesMut::with_capacity(CALL_HEAD.len() + 20 + self.call_tail.len());
-        buf.put_slice(CALL_HEAD);
-        // Writing into a BytesMut cannot fail.
-        let _ = write!(buf, "{id}");
-        buf.put_slice(&self.call_tail);
-        buf.freeze()
+        body(&self.hello, id)
     }
 
     /// `initialize` offering `self.version` (sent without `MCP-Protocol-Version`).
@@ -203,6 +317,20 @@ impl Proto {
         add_session(h, session);
         req
     }
+}
+
+/// The body of template `t` for JSON-RPC id `id`.
+fn body(t: &CallTemplate, id: u64) -> Bytes {
+    let mut buf = BytesMut::with_capacity(CALL_HEAD.len() + 40 + t.mid.len() + t.tail.len());
+    buf.put_slice(CALL_HEAD);
+    // Writing into a BytesMut cannot fail.
+    let _ = write!(buf, "{id}");
+    buf.put_slice(&t.mid);
+    if t.progress {
+        let _ = write!(buf, "{id}");
+        buf.put_slice(&t.tail);
+    }
+    buf.freeze()
 }
 
 fn add_session(h: &mut HeaderMap, s: &Session) {
@@ -267,6 +395,53 @@ mod tests {
             "mcpbench"
         );
         Ok(())
+    }
+
+    #[test]
+    fn progress_calls_carry_the_id_as_token() -> anyhow::Result<()> {
+        for version in ["2025-11-25", "2026-07-28"] {
+            let p = Proto::new(addr(), "/mcp", version, false)?;
+            let t = p.tool("stream", r#"{"count":10}"#, true)?;
+            let v = json(body(&t, 42));
+            assert_eq!(v["id"], 42);
+            assert_eq!(v["params"]["name"], "stream");
+            assert_eq!(v["params"]["arguments"]["count"], 10);
+            assert_eq!(v["params"]["_meta"]["progressToken"], 42);
+            let modern = v["params"]["_meta"]
+                .get("io.modelcontextprotocol/protocolVersion")
+                .is_some();
+            assert_eq!(modern, version == "2026-07-28");
+            let req = p.request(&t, 42, &p.sessionless());
+            assert_eq!(req.headers().get(MCP_NAME).is_some(), modern);
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn list_and_listen_bodies_are_valid() -> anyhow::Result<()> {
+        for version in ["2025-11-25", "2026-07-28"] {
+            let p = Proto::new(addr(), "/mcp", version, false)?;
+            for cursor in [None, Some("abc")] {
+                let v = json(body_bytes(p.list_tools(3, &p.sessionless(), cursor)?));
+                assert_eq!(v["method"], "tools/list", "{version} {cursor:?}");
+                assert_eq!(v["params"]["cursor"].as_str(), cursor);
+            }
+            let v = json(body_bytes(p.listen_tools(9)));
+            assert_eq!(v["params"]["notifications"]["toolsListChanged"], true);
+        }
+        Ok(())
+    }
+
+    /// The bytes of a request's `Full` body.
+    fn body_bytes(req: Request<Full<Bytes>>) -> Bytes {
+        let collect = http_body_util::BodyExt::collect(req.into_body());
+        match tokio::runtime::Builder::new_current_thread().build() {
+            Ok(rt) => rt
+                .block_on(collect)
+                .map(|c| c.to_bytes())
+                .unwrap_or_default(),
+            Err(_) => Bytes::new(),
+        }
     }
 
     #[test]

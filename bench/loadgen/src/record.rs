@@ -95,9 +95,93 @@ pub(crate) struct Record {
     /// `cold`: spawn to first correct answer, ms.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) cold_ms: Option<f64>,
+    /// The x value of a sweep's point (in flight, bytes, tools, held sessions, streams).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) point: Option<u64>,
+    /// Why a sweep's point was not measured (its other figures are then absent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) skipped: Option<String>,
+    /// 1-minute load average before and after the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) loadavg_before: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) loadavg_after: Option<f64>,
+    /// CPU used by other processes over the whole run (not just a window), % of one core.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) run_other_cpu_pct: Option<f64>,
+    /// The busiest other processes over the run (`name N%`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) others_top: Vec<String>,
+    /// Wall time of the run, seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) run_s: Option<f64>,
+    /// JSON-RPC messages received per second (`stream`: progress notifications + results).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) events_per_s: Option<f64>,
+    /// Server CPU per message received, µs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) cpu_us_per_event: Option<f64>,
+    /// Answer body bytes per second, MB/s (10^6).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) mb_per_s: Option<f64>,
+    /// Server CPU per MB of answer bodies, µs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) cpu_us_per_mb: Option<f64>,
+    /// Mean answer body bytes per operation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) bytes_per_op: Option<f64>,
+    /// Server RSS before the load started, KiB.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) rss_idle_kib: Option<u64>,
+    /// (peak RSS in the window − RSS before the load) / requests in flight, KiB.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) peak_kib_per_inflight: Option<f64>,
+    /// Whether the peak was reset at the start of the window (else it covers the whole life).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) peak_reset: Option<bool>,
+    /// `hold` sweep: p50 of a new session (connect + initialize + initialized + first call)
+    /// while the others are held, µs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) fresh_p50_us: Option<f64>,
+    /// `fanout`: median over rounds of the time from sending the change until the last
+    /// stream had the notification, ms; and until the first had it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) fanout_last_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) fanout_last_max_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) fanout_first_ms: Option<f64>,
+    /// `fanout`: rounds whose notification reached every stream / rounds run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) fanout_rounds: Option<(u32, u32)>,
+    /// `chunks`: HTTP/1.1 chunks and SSE events (with data) per answer of `stream`, and
+    /// chunks per event; write-family syscalls of the server per event where traced.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) chunks_per_answer: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) events_per_answer: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) chunks_per_event: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) writes_per_event: Option<f64>,
+    /// `chunks`: the same for one `hello_world` answer (one event).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) chunks_per_hello: Option<f64>,
+    /// `chunks`: how the first traced answer was framed (chunk sizes, event boundaries).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) framing: Option<String>,
 }
 
 impl Record {
+    /// Copies what the rest of the machine did during the run into the record.
+    pub(crate) fn set_load(&mut self, load: crate::procfs::Load, run_s: f64) {
+        self.loadavg_before = load.loadavg_before;
+        self.loadavg_after = load.loadavg_after;
+        self.run_other_cpu_pct = load.other_cpu_pct;
+        self.others_top = load.top;
+        self.run_s = Some(run_s);
+    }
+
     /// Appends this record as one JSON line to `path`, or prints it when `path` is `None`.
     pub(crate) fn write(&self, path: Option<&Path>) -> anyhow::Result<()> {
         let line = serde_json::to_string(self)?;

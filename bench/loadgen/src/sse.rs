@@ -10,14 +10,44 @@ use std::borrow::Cow;
 /// Iterator over the `data` of each dispatched event of a complete body.
 pub(crate) struct Events<'a> {
     rest: &'a [u8],
+    len: usize,
+    /// Bytes up to the end of the last blank line seen (the end of a whole event).
+    boundary: usize,
 }
 
 /// The events of `body`.
 pub(crate) fn events(body: &[u8]) -> Events<'_> {
-    Events { rest: body }
+    Events {
+        rest: body,
+        len: body.len(),
+        boundary: 0,
+    }
+}
+
+/// An event stream read as it arrives: bytes in, the `data` of each complete event out.
+#[derive(Default)]
+pub(crate) struct Incremental {
+    buf: Vec<u8>,
+}
+
+impl Incremental {
+    /// Adds `bytes` and returns the data of every event they complete.
+    pub(crate) fn push(&mut self, bytes: &[u8]) -> Vec<Vec<u8>> {
+        self.buf.extend_from_slice(bytes);
+        let mut it = events(&self.buf);
+        let out: Vec<Vec<u8>> = it.by_ref().map(|d| d.into_owned()).collect();
+        let used = it.boundary;
+        self.buf.drain(..used);
+        out
+    }
 }
 
 impl<'a> Events<'a> {
+    /// Bytes read up to the end of the last whole event (or blank line) so far.
+    pub(crate) fn boundary(&self) -> usize {
+        self.boundary
+    }
+
     /// The next complete line, without its terminator; `None` at an unterminated tail.
     fn line(&mut self) -> Option<&'a [u8]> {
         let end = self.rest.iter().position(|&b| b == b'\n' || b == b'\r')?;
@@ -40,6 +70,7 @@ impl<'a> Iterator for Events<'a> {
         loop {
             let line = self.line()?;
             if line.is_empty() {
+                self.boundary = self.len - self.rest.len();
                 match data.take() {
                     Some(d) if !d.is_empty() => return Some(d),
                     _ => continue,
@@ -105,6 +136,21 @@ mod tests {
     fn drops_an_unterminated_event() {
         assert_eq!(all("data: a\n\ndata: b\n"), vec!["a"]);
         assert_eq!(all("data: a\n\ndata: b"), vec!["a"]);
+    }
+
+    #[test]
+    fn reads_events_split_anywhere() {
+        let body = b"id: 1\ndata: one\n\n: ping\n\ndata: two\ndata: lines\n\n";
+        for cut in 0..body.len() {
+            let mut inc = Incremental::default();
+            let mut got = inc.push(&body[..cut]);
+            got.extend(inc.push(&body[cut..]));
+            let got: Vec<String> = got
+                .iter()
+                .map(|d| String::from_utf8_lossy(d).into_owned())
+                .collect();
+            assert_eq!(got, vec!["one", "two\nlines"], "cut at {cut}");
+        }
     }
 
     #[test]

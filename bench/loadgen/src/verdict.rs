@@ -18,8 +18,15 @@ fn problem(r: &Record) -> Option<String> {
             r.error_samples.join("; ")
         ));
     }
+    if r.skipped.is_some() {
+        return None;
+    }
     let measured = match r.scenario.as_str() {
-        "latency" | "throughput" | "sessions" => r.rps.is_some_and(|x| x > 0.0),
+        "latency" | "throughput" | "sessions" | "stream" | "conc" | "size" | "tools" => {
+            r.rps.is_some_and(|x| x > 0.0)
+        }
+        "fanout" => r.fanout_last_ms.is_some(),
+        "chunks" => r.chunks_per_event.is_some(),
         "hold" | "streams" => r.held.is_some_and(|n| n > 0),
         "setup" => r.ok > 0 && r.p50_us.is_some(),
         "cold" => r.cold_ms.is_some(),
@@ -40,11 +47,22 @@ pub(crate) fn run(args: &CheckArgs) -> anyhow::Result<()> {
             .rps
             .map(|x| format!("{x:.0} req/s"))
             .or(r.kib_per_session.map(|k| format!("{k:.1} KiB/session")))
+            .or(r
+                .fanout_last_ms
+                .map(|ms| format!("last stream after {ms:.1} ms")))
+            .or(r
+                .chunks_per_event
+                .map(|c| format!("{c:.2} chunks per event")))
             .or(r.cold_ms.map(|ms| format!("{ms:.1} ms")))
             .or(r.p50_us.map(|us| format!("p50 {us:.0} µs")))
             .unwrap_or_default();
         match problem(r) {
-            None => println!("ok    {:<20} {:<10} {figure}", r.server, r.scenario),
+            None => println!(
+                "ok    {:<20} {:<10} {:>8} {figure}",
+                r.server,
+                r.scenario,
+                r.point.map(|p| p.to_string()).unwrap_or_default()
+            ),
             Some(why) => {
                 failures += 1;
                 println!("FAIL  {:<20} {:<10} {why}", r.server, r.scenario);

@@ -58,6 +58,9 @@ pub(crate) struct ServeArgs {
     /// The demo server.
     #[arg(long, value_parser = DemoParser, default_value = "hello-world")]
     server: &'static Demo,
+    /// With `--server bench`: this many extra tools to list (`filler_00000`, …).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    bench_tools: usize,
     /// No sessions: every request stands alone (server→client requests fail at once).
     #[arg(long)]
     stateless: bool,
@@ -116,6 +119,20 @@ pub(crate) struct ServeArgs {
     sse_keep_alive: Duration,
     #[command(flatten)]
     auth: Box<crate::auth_flags::AuthArgs>,
+}
+
+/// Builds the chosen demo server (`--bench-tools` only shapes the bench server).
+fn build_server(args: &ServeArgs) -> anyhow::Result<vellum::server::Server> {
+    let name = args.server.name;
+    if args.bench_tools > 0 && name != "bench" {
+        bail!("--bench-tools needs --server bench");
+    }
+    let server = if name == "bench" {
+        vellum_demos::bench::bench_server_with(args.bench_tools)
+    } else {
+        (args.server.build)()
+    };
+    server.with_context(|| format!("cannot build the {name} server"))
 }
 
 /// Connects to each Redis URL once.
@@ -237,8 +254,7 @@ async fn shutdown_signal() {
 }
 
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
-    let server = (args.server.build)()
-        .with_context(|| format!("cannot build the {} server", args.server.name))?;
+    let server = build_server(&args)?;
     if args.stdio {
         eprintln!("stdio MCP: serving on stdin/stdout");
         vellum::transport::stdio::serve_stdio(server)

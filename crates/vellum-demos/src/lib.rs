@@ -7,6 +7,7 @@
 //! | `hello-world` | [`hello_world`] | the seed: one typed tool, `hello_world` (`#[tool]`) |
 //! | | [`hello_world_builder`] | the same tool with the closure API (an example only) |
 //! | `everything` | [`everything`] | every fixture of the official conformance suite, plus `hello_world` |
+//! | `bench` | [`bench`] | the benchmark's fixtures: `hello_world`, `stream`, `blob`, `touch` (bench/README.md) |
 //!
 //! Each module is also a complete program: the same file is the example of that name
 //! (`cargo run --example hello_world`), so what the example shows is what the CLI serves.
@@ -21,6 +22,7 @@ extern crate self as vellum_demos;
 
 use vellum::server::{RegistrationError, Server};
 
+pub mod bench;
 // Each module's `main` is its example's entry point (see the crate docs).
 #[allow(dead_code)]
 pub mod everything;
@@ -51,6 +53,11 @@ pub const DEMOS: &[Demo] = &[
         name: "everything",
         about: "Every fixture of the official conformance suite, plus `hello_world`",
         build: everything::everything_server,
+    },
+    Demo {
+        name: "bench",
+        about: "The benchmark's fixtures: `hello_world`, `stream`, `blob`, `touch` (bench/README.md)",
+        build: bench::bench_server,
     },
 ];
 

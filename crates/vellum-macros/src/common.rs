@@ -192,6 +192,7 @@ const EXTRACTORS: &[&str] = &[
     "CallToolRequest",
     "GetPromptRequest",
     "ReadResourceRequest",
+    "Caller",
     "Principal",
     "Extension",
 ];
@@ -227,9 +228,10 @@ fn is_extractor(ty: &Type) -> bool {
     if EXTRACTORS.iter().any(|e| seg.ident == e) {
         return true;
     }
-    // `Option<Principal>`: the caller when there is one.
-    generic_of(ty, "Option")
-        .is_some_and(|inner| last_segment(&inner).is_some_and(|s| s.ident == "Principal"))
+    // `Option<Caller>`, `Option<Principal>`: the caller when there is one.
+    generic_of(ty, "Option").is_some_and(|inner| {
+        last_segment(&inner).is_some_and(|s| s.ident == "Caller" || s.ident == "Principal")
+    })
 }
 
 /// The handler as the macros read it.

@@ -119,8 +119,8 @@ fn free(kind: Kind, attr: TokenStream, item: TokenStream) -> TokenStream {
 /// `#[tool(name = "...", description = "...", title = "...")]`; without them the name is the
 /// function's and the description its doc comment.
 ///
-/// Arguments, in any order: `&RequestContext`, `&CallToolRequest`, `Principal` /
-/// `Option<Principal>` (the caller), `Extension<T>`, `State<T>` (the route builder takes the
+/// Arguments, in any order: `&RequestContext`, `&CallToolRequest`, `Caller` /
+/// `Option<Caller>` or `Principal` / `Option<Principal>` (the caller), `Extension<T>`, `State<T>` (the route builder takes the
 /// `T`), one `Json<T>` (the whole input), `#[extract]` for your own `FromRequest` type, and
 /// typed arguments (`name: Type`, with `Type: Deserialize + JsonSchema`): each a property of
 /// the input, its doc comment the property's description, `Option<_>` optional;

@@ -28,21 +28,47 @@
 //! ```
 //!
 //! ## Layout
+//! Each module is a layer and imports only the ones below it (`docs/architecture.md` draws
+//! them; `scripts/layers.sh` checks them):
 //! - [`protocol`]: JSON-RPC framing and the MCP types of every version (no I/O).
+//! - `peer` (internal): request ids, answers waited for and requests being served, shared
+//!   by the client and the server session.
+//! - [`store`]: event stores for SSE resumption, session stores and the message bus.
 //! - [`server`]: [`Server`](server::Server), its registries, the handler context, sessions and
-//!   the one dispatch path.
-//! - [`transport`]: Streamable HTTP (a tower `Service`), with its security checks and options.
-//! - [`client`]: the MCP client (both eras, every transport), behind the default `client`
-//!   feature.
-//! - [`store`]: event stores for SSE resumption.
+//!   the one method table.
+//! - [`client`]: the MCP client (both eras, every transport), behind the `client` feature.
+//! - [`transport`]: Streamable HTTP (a tower `Service`), with its security layer and
+//!   options; the client side of HTTP; stdio; in-memory.
+//! - [`auth`]: the OAuth 2.1 resource-server layer, behind the `auth` feature.
+//! - [`handler`]: extractors, results and routes of handler functions: what `#[tool]`,
+//!   `#[prompt]`, `#[resource]` and `#[tools]` expand to (the macros are the default
+//!   `macros` feature).
+//!
+//! ## Features
+//! A server needs no feature: the protocol, the server core, the Streamable HTTP server
+//! transport, stdio and the in-memory stores are always compiled.
+//!
+//! | feature | default | what it adds |
+//! |---|---|---|
+//! | `macros` | yes | `#[tool]`, `#[prompt]`, `#[resource]`, `#[tools]` |
+//! | `client` | | [`client`], the Streamable HTTP (and HTTP+SSE) client transport, the stdio and in-memory clients |
+//! | `auth` | | [`auth`]: the OAuth 2.1 resource-server layer and its token verifiers |
+//! | `redis` | | Redis session store, event store and message bus (several instances, one set of sessions) |
+//!
+//! `client` and `auth` connect to other hosts over rustls with the `ring` crypto provider
+//! (see `transport::install_crypto_provider`, with either feature).
 
 #![forbid(unsafe_code)]
+// docs.rs (package.metadata.docs.rs) builds with `--cfg docsrs`: each item gated by a feature
+// shows the feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod auth;
 #[cfg(feature = "client")]
 pub mod client;
 pub mod error;
 pub mod handler;
+mod peer;
 pub mod protocol;
 pub mod server;
 pub mod store;

@@ -26,6 +26,7 @@ async fn everything(
     State(_n): State<Arc<u64>>,
     Json(input): Json<Input>,
     _caller: Option<Principal>,
+    _who: Option<vellum::server::Caller>,
     _req: CallToolRequest,
     Extension(_t): Extension<Tenant>,
 ) -> Result<Json<Out>, vellum::Error> {

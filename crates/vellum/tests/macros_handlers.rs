@@ -59,7 +59,7 @@ fn one() -> u64 {
 
 /// Who is calling.
 #[tool]
-async fn whoami(caller: Option<vellum::auth::Principal>, ctx: RequestContext) -> CallToolResult {
+async fn whoami(caller: Option<vellum::server::Caller>, ctx: RequestContext) -> CallToolResult {
     let who = caller.map_or("anonymous".to_owned(), |p| p.subject);
     CallToolResult::text(format!("{who} over {}", ctx.protocol_version()))
 }

@@ -1,9 +1,18 @@
 //! The Markdown report: tables of medians, ratios against rmcp and the null server, the
-//! issue's targets for Vellum, every repetition, and how the figures were made.
+//! streaming and scaling sections (`curves`), the targets (`targets`), the spread of every
+//! figure and the machine's load (`noise`), and how the figures were made.
+//!
+//! A median whose repetitions spread over [`NOISY`] of it is marked with [`MARK`].
 
 use std::fmt::Write as _;
 
 use super::summary::{self as m, Metric, Summary};
+use super::{curves, noise, targets};
+
+/// Spread ((max − min) / median) above which a figure is marked noisy.
+pub(crate) const NOISY: f64 = 0.10;
+/// The mark of a noisy figure.
+pub(crate) const MARK: &str = " †";
 
 /// The reference peer of the ratio columns.
 pub(crate) const RMCP: &str = "rmcp";
@@ -15,7 +24,25 @@ pub(crate) struct Context<'a> {
     pub(crate) machine: &'a [String],
     pub(crate) versions: &'a str,
     pub(crate) command: &'a str,
+    /// The overview chart's link; the other charts are beside it (`chart_dir`).
     pub(crate) chart: &'a str,
+    pub(crate) chart_dir: &'a str,
+    /// The link to bench/README.md.
+    pub(crate) readme: &'a str,
+    /// `server: why` lines of servers that could not run.
+    pub(crate) skipped: &'a str,
+    /// `key: value` lines of the run (mode, repetitions, duration_s).
+    pub(crate) meta: &'a str,
+}
+
+impl Context<'_> {
+    /// A value of the run's meta lines.
+    pub(crate) fn meta(&self, key: &str) -> Option<&str> {
+        self.meta.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == key).then(|| v.trim())
+        })
+    }
 }
 
 /// Renders the whole report.
@@ -27,31 +54,66 @@ pub(crate) fn render(s: &Summary, cx: &Context<'_>) -> String {
     let _ = writeln!(out, "# Benchmarks\n");
     let _ = writeln!(
         out,
-        "Streamable HTTP, `tools/call hello_world {{\"user_name\":\"bench\"}}`, one server core \
-         (server pinned to CPU 0, load generator to CPU 1), each scenario on a fresh server. \
-         Figures are medians over repetitions; every answer was checked. Method and meaning of \
-         each figure: [`bench/README.md`](../bench/README.md).\n"
+        "Streamable HTTP, one server core (server pinned to CPU 0, load generator to CPU 1), \
+         each scenario on a fresh server. Request/response figures are `tools/call hello_world \
+         {{\"user_name\":\"bench\"}}`; the streaming, result-size, tools/list, held-session and \
+         fan-out scenarios use the benchmark's other tools, the same on every server. Every \
+         answer was checked. Method and meaning of each figure: \
+         [`bench/README.md`]({}).\n",
+        cx.readme
     );
     let _ = writeln!(out, "Command: `{}`\n", cx.command);
+    let reps = s.records.iter().map(|r| r.rep).max().unwrap_or(0);
+    let took = cx
+        .meta("duration_s")
+        .and_then(|d| d.parse::<f64>().ok())
+        .map(|d| format!(" in {:.0} min {:.0} s", (d / 60.0).floor(), d % 60.0))
+        .unwrap_or_default();
     let _ = writeln!(
         out,
-        "{runs} runs, {} checked answers, **{errors} errors**.\n",
+        "{runs} result lines from {reps} interleaved repetition(s){took}, {} checked answers, \
+         **{errors} errors**.\n",
         thousands(answers as f64)
     );
+    if reps < 3 {
+        let _ = writeln!(
+            out,
+            "**{reps} repetition(s) only: not a run to quote.** The spread of a figure needs at \
+             least 3 repetitions (`bench/run.sh` without `--quick`); until then every figure is \
+             a single short window on a shared machine.\n"
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "Figures are medians of {reps} repetitions;{MARK} marks a median whose repetitions \
+             spread over {:.0}% (max − min over the median): noisy, see [Spread](#spread).\n",
+            NOISY * 100.0
+        );
+    }
+    if !cx.skipped.trim().is_empty() {
+        let _ = writeln!(out, "Not measured (the server could not run here):\n");
+        for l in cx.skipped.lines().filter(|l| !l.trim().is_empty()) {
+            let _ = writeln!(out, "- {}", l.trim());
+        }
+        out.push('\n');
+    }
     if errors > 0 {
         write_errors(&mut out, s);
     }
+    noise::write_load_summary(&mut out, s);
     let _ = writeln!(
         out,
         "![throughput, CPU per request and memory per session]({})\n",
         cx.chart
     );
 
+    targets::write(&mut out, s);
     write_request_table(&mut out, s);
     write_session_table(&mut out, s);
     write_ratio_table(&mut out, s);
-    write_targets(&mut out, s);
-    write_repetitions(&mut out, s);
+    curves::write(&mut out, s, cx.chart_dir);
+    noise::write_spread(&mut out, s);
+    noise::write_load(&mut out, s);
 
     let _ = writeln!(out, "## Machine\n");
     for line in cx.machine {
@@ -84,7 +146,12 @@ fn write_errors(out: &mut String, s: &Summary) {
 }
 
 /// A table row per server: the server name, then one cell per column.
-fn table(out: &mut String, s: &Summary, head: &[&str], cells: impl Fn(&str) -> Vec<String>) {
+pub(crate) fn table(
+    out: &mut String,
+    s: &Summary,
+    head: &[&str],
+    cells: impl Fn(&str) -> Vec<String>,
+) {
     let _ = writeln!(out, "| server | {} |", head.join(" | "));
     let _ = writeln!(out, "|---|{}", "---|".repeat(head.len()));
     for server in &s.servers {
@@ -97,7 +164,7 @@ fn table(out: &mut String, s: &Summary, head: &[&str], cells: impl Fn(&str) -> V
     out.push('\n');
 }
 
-const DASH: &str = "–";
+pub(crate) const DASH: &str = "–";
 
 fn write_request_table(out: &mut String, s: &Summary) {
     let _ = writeln!(out, "## Request/response\n");
@@ -126,16 +193,16 @@ fn write_request_table(out: &mut String, s: &Summary) {
         ],
         |sv| {
             vec![
-                int(s.median(sv, m::LAT_P50)),
-                int(s.median(sv, m::LAT_P99)),
-                int(s.median(sv, m::TPUT_RPS)),
-                int(s.median(sv, m::TPUT_P50)),
-                int(s.median(sv, m::TPUT_P99)),
-                dec(s.median(sv, m::TPUT_CPU), 1),
-                int(s.median(sv, m::SESS_RPS)),
-                int(s.median(sv, m::SESS_P99)),
-                int(s.median(sv, m::TPUT_LOADGEN)),
-                int(s.median(sv, m::TPUT_OTHER)),
+                med(s, sv, m::LAT_P50, 0),
+                med(s, sv, m::LAT_P99, 0),
+                med(s, sv, m::TPUT_RPS, 0),
+                med(s, sv, m::TPUT_P50, 0),
+                med(s, sv, m::TPUT_P99, 0),
+                med(s, sv, m::TPUT_CPU, 1),
+                med(s, sv, m::SESS_RPS, 0),
+                med(s, sv, m::SESS_P99, 0),
+                med(s, sv, m::TPUT_LOADGEN, 0),
+                med(s, sv, m::TPUT_OTHER, 0),
             ]
         },
     );
@@ -172,24 +239,24 @@ fn write_session_table(out: &mut String, s: &Summary) {
                 s.median(sv, m::HOLD_AFTER_MIB),
             ) {
                 (Some(a), Some(b)) => {
-                    format!("{a:.0} → {b:.0} ({})", int(s.median(sv, m::HOLD_N)))
+                    format!("{a:.0} → {b:.0} ({})", med(s, sv, m::HOLD_N, 0))
                 }
                 _ => DASH.to_owned(),
             };
             let streams = match s.median(sv, m::STREAMS_AFTER_MIB) {
-                Some(b) => format!("{b:.0} ({})", int(s.median(sv, m::STREAMS_N))),
+                Some(b) => format!("{b:.0} ({})", med(s, sv, m::STREAMS_N, 0)),
                 None => DASH.to_owned(),
             };
             vec![
-                dec(s.median(sv, m::HOLD_KIB), 1),
+                med(s, sv, m::HOLD_KIB, 1),
                 hold,
-                dec(s.median(sv, m::STREAMS_KIB), 1),
+                med(s, sv, m::STREAMS_KIB, 1),
                 streams,
-                int(s.median(sv, m::SETUP_P50)),
-                int(s.median(sv, m::SETUP_P99)),
-                int(s.median(sv, m::SETUP_HANDSHAKE)),
-                dec(s.median(sv, m::COLD_MS), 1),
-                dec(s.median(sv, m::COLD_RSS_MIB), 0),
+                med(s, sv, m::SETUP_P50, 0),
+                med(s, sv, m::SETUP_P99, 0),
+                med(s, sv, m::SETUP_HANDSHAKE, 0),
+                med(s, sv, m::COLD_MS, 1),
+                med(s, sv, m::COLD_RSS_MIB, 0),
                 dec(s.peak_rss_mib(sv), 0),
             ]
         },
@@ -239,149 +306,24 @@ fn write_ratio_table(out: &mut String, s: &Summary) {
     );
 }
 
-/// One performance target of the issue.
-struct Target {
-    what: &'static str,
-    goal: &'static str,
-    measured: Option<f64>,
-    unit: &'static str,
-    pass: fn(f64) -> bool,
-}
-
-fn write_targets(out: &mut String, s: &Summary) {
-    const V: &str = "vellum";
-    if !s.has(V) {
-        return;
-    }
-    let _ = writeln!(out, "## Targets (issues 6 and 7), for `{V}`\n");
-    let streams_n = s.median(V, m::STREAMS_N).unwrap_or(0.0);
-    let streams = if streams_n >= 10_000.0 {
-        s.median(V, m::STREAMS_AFTER_MIB)
+/// The median of `m` for `sv` with `digits` decimals (thousands separators when 0), marked
+/// when noisy.
+pub(crate) fn med(s: &Summary, sv: &str, m: Metric, digits: usize) -> String {
+    let v = s.median(sv, m);
+    let text = if digits == 0 { int(v) } else { dec(v, digits) };
+    if v.is_some() && s.spread(sv, m).is_some_and(|x| x > NOISY) {
+        format!("{text}{MARK}")
     } else {
-        None
-    };
-    let targets = [
-        Target {
-            what: "throughput (c=32) against rmcp",
-            goal: "≥ 2.0×",
-            measured: s.ratio(V, RMCP, m::TPUT_RPS),
-            unit: "×",
-            pass: |x| x >= 2.0,
-        },
-        Target {
-            what: "server CPU per request against rmcp",
-            goal: "≤ 0.45×",
-            measured: s.ratio(V, RMCP, m::TPUT_CPU),
-            unit: "×",
-            pass: |x| x <= 0.45,
-        },
-        Target {
-            what: "p50 latency at c=1 against null",
-            goal: "≤ 1.2×",
-            measured: s.ratio(V, NULL, m::LAT_P50),
-            unit: "×",
-            pass: |x| x <= 1.2,
-        },
-        Target {
-            what: "RSS per idle held session",
-            goal: "≤ 4 KiB",
-            measured: s.median(V, m::HOLD_KIB),
-            unit: " KiB",
-            pass: |x| x <= 4.0,
-        },
-        Target {
-            what: "RSS with 10,000 sessions + 10,000 GET streams",
-            goal: "< 64 MiB",
-            measured: streams,
-            unit: " MiB",
-            pass: |x| x < 64.0,
-        },
-        Target {
-            what: "new session (setup) p50 against null",
-            goal: "≤ 1.2×",
-            measured: s.ratio(V, NULL, m::SETUP_P50),
-            unit: "×",
-            pass: |x| x <= 1.2,
-        },
-        Target {
-            what: "throughput with the event store on (`vellum-store`) against off",
-            goal: "≥ 0.8×",
-            measured: s.ratio("vellum-store", V, m::TPUT_RPS),
-            unit: "×",
-            pass: |x| x >= 0.8,
-        },
-        Target {
-            what: "throughput with the Redis stores (`vellum-redis`, issue 6) against memory (`vellum-store`)",
-            goal: "≥ 0.5×",
-            measured: s.ratio("vellum-redis", "vellum-store", m::TPUT_RPS),
-            unit: "×",
-            pass: |x| x >= 0.5,
-        },
-    ];
-    let _ = writeln!(out, "| target | goal | measured | met |\n|---|---|---|---|");
-    for t in targets {
-        let (measured, met) = match t.measured {
-            Some(x) => (
-                format!("{x:.2}{}", t.unit),
-                if (t.pass)(x) { "yes" } else { "**no**" },
-            ),
-            None => ("not measured".to_owned(), DASH),
-        };
-        let _ = writeln!(out, "| {} | {} | {measured} | {met} |", t.what, t.goal);
+        text
     }
-    out.push('\n');
-}
-
-fn write_repetitions(out: &mut String, s: &Summary) {
-    let _ = writeln!(out, "## Every repetition\n");
-    let _ = writeln!(
-        out,
-        "Each cell lists the runs in order (rep 1 / rep 2 / …).\n"
-    );
-    let reps = |sv: &str, metric: Metric, digits: usize| -> String {
-        let v = s.values(sv, metric);
-        if v.is_empty() {
-            return DASH.to_owned();
-        }
-        v.iter()
-            .map(|x| dec(Some(*x), digits))
-            .collect::<Vec<_>>()
-            .join(" / ")
-    };
-    table(
-        out,
-        s,
-        &[
-            "latency p50 µs",
-            "throughput req/s",
-            "server CPU µs/req",
-            "sessions req/s",
-            "KiB per held session",
-            "KiB per session + stream",
-            "new session p50 µs",
-            "cold start ms",
-        ],
-        |sv| {
-            vec![
-                reps(sv, m::LAT_P50, 0),
-                reps(sv, m::TPUT_RPS, 0),
-                reps(sv, m::TPUT_CPU, 1),
-                reps(sv, m::SESS_RPS, 0),
-                reps(sv, m::HOLD_KIB, 1),
-                reps(sv, m::STREAMS_KIB, 1),
-                reps(sv, m::SETUP_P50, 0),
-                reps(sv, m::COLD_MS, 1),
-            ]
-        },
-    );
 }
 
 /// A whole number with thousands separators, or a dash.
-fn int(v: Option<f64>) -> String {
+pub(crate) fn int(v: Option<f64>) -> String {
     v.map_or_else(|| DASH.to_owned(), thousands)
 }
 
-fn thousands(v: f64) -> String {
+pub(crate) fn thousands(v: f64) -> String {
     let n = v.round() as i64;
     let digits = n.unsigned_abs().to_string();
     let mut out = String::new();
@@ -395,17 +337,17 @@ fn thousands(v: f64) -> String {
 }
 
 /// A number with `digits` decimals, or a dash.
-fn dec(v: Option<f64>, digits: usize) -> String {
+pub(crate) fn dec(v: Option<f64>, digits: usize) -> String {
     v.map_or_else(|| DASH.to_owned(), |x| format!("{x:.digits$}"))
 }
 
 /// A ratio as `1.23×`, or a dash.
-fn times(v: Option<f64>) -> String {
+pub(crate) fn times(v: Option<f64>) -> String {
     v.map_or_else(|| DASH.to_owned(), |x| format!("{x:.2}×"))
 }
 
 /// Text safe inside a table cell.
-fn cell_text(s: &str) -> String {
+pub(crate) fn cell_text(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }
 

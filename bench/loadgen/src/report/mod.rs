@@ -4,8 +4,11 @@
 //! SVG. Machine facts are read here from `/proc`; versions come from the runner's file.
 
 mod chart;
+mod curves;
 mod markdown;
+mod noise;
 mod summary;
+mod targets;
 
 use std::path::{Component, Path, PathBuf};
 
@@ -29,22 +32,40 @@ pub(crate) fn write(args: &ReportArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.svg_dir)
         .with_context(|| format!("creating {}", args.svg_dir.display()))?;
     let chart_path = args.svg_dir.join(CHART);
-    chart::draw(&summary, &chart_path)?;
+    chart::draw_all(&summary, &args.svg_dir, CHART)?;
 
-    let versions = match &args.versions {
-        Some(p) => {
-            std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?
+    let read = |p: &Option<PathBuf>| -> anyhow::Result<String> {
+        match p {
+            Some(p) => {
+                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))
+            }
+            None => Ok(String::new()),
         }
-        None => String::new(),
     };
+    let versions = read(&args.versions)?;
+    let skipped = read(&args.skipped)?;
+    let meta = read(&args.meta)?;
     let md_dir = args.markdown.parent().unwrap_or(Path::new("."));
-    let chart_link = relative(md_dir, &chart_path);
+    // Links between files given relative to here and files given absolutely.
+    let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let chart_link = relative(&abs(md_dir), &abs(&chart_path));
+    let chart_dir = relative(&abs(md_dir), &abs(&args.svg_dir));
+    let chart_dir = if chart_dir.is_empty() {
+        ".".to_owned()
+    } else {
+        chart_dir
+    };
+    let readme = relative(&abs(md_dir), &abs(&args.readme));
     let machine = machine();
     let cx = markdown::Context {
         machine: &machine,
         versions: &versions,
         command: &args.command,
         chart: &chart_link,
+        chart_dir: &chart_dir,
+        readme: &readme,
+        skipped: &skipped,
+        meta: &meta,
     };
     let text = markdown::render(&summary, &cx);
     if !md_dir.as_os_str().is_empty() {

@@ -1,23 +1,48 @@
 //! Results grouped by server and scenario, reduced to medians over repetitions.
 //!
-//! A `Metric` names one figure of one scenario and how to read it from a record; the summary
-//! answers "median of this metric for this server" and "each repetition's value".
+//! A `Metric` names one figure of one scenario (at one point of a sweep) and how to read it
+//! from a record; the summary answers "median of this metric for this server", "each
+//! repetition's value" and, for sweeps, "the curve of this figure over the points".
 
 use std::collections::BTreeMap;
 
 use crate::record::Record;
+use crate::stats::spread;
+
+/// Which records of a scenario a metric reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Pt {
+    /// Every record (scenarios with one record per run).
+    Any,
+    /// The records of this sweep point.
+    At(u64),
+    /// The records of the largest point measured for the server.
+    Largest,
+}
 
 /// One figure of one scenario.
 #[derive(Clone, Copy)]
 pub(crate) struct Metric {
     pub(crate) scenario: &'static str,
+    pub(crate) point: Pt,
     pub(crate) read: fn(&Record) -> Option<f64>,
+}
+
+impl Metric {
+    /// The same figure at another point.
+    pub(crate) const fn at(self, point: Pt) -> Metric {
+        Metric { point, ..self }
+    }
 }
 
 macro_rules! metric {
     ($name:ident, $scenario:literal, |$r:ident| $e:expr) => {
+        metric!($name, $scenario, Pt::Any, |$r| $e);
+    };
+    ($name:ident, $scenario:literal, $pt:expr, |$r:ident| $e:expr) => {
         pub(crate) const $name: Metric = Metric {
             scenario: $scenario,
+            point: $pt,
             read: |$r: &Record| $e,
         };
     };
@@ -33,10 +58,15 @@ metric!(TPUT_LOADGEN, "throughput", |r| r.loadgen_cpu_pct);
 metric!(TPUT_OTHER, "throughput", |r| r.other_cpu_pct);
 metric!(SESS_RPS, "sessions", |r| r.rps);
 metric!(SESS_P99, "sessions", |r| r.p99_us);
-metric!(HOLD_KIB, "hold", |r| r.kib_per_session);
-metric!(HOLD_BEFORE_MIB, "hold", |r| r.rss_before_kib.map(mib));
-metric!(HOLD_AFTER_MIB, "hold", |r| r.rss_after_kib.map(mib));
-metric!(HOLD_N, "hold", |r| r.held.map(|n| n as f64));
+metric!(HOLD_KIB, "hold", Pt::Largest, |r| r.kib_per_session);
+metric!(HOLD_BEFORE_MIB, "hold", Pt::Largest, |r| r
+    .rss_before_kib
+    .map(mib));
+metric!(HOLD_AFTER_MIB, "hold", Pt::Largest, |r| r
+    .rss_after_kib
+    .map(mib));
+metric!(HOLD_N, "hold", Pt::Largest, |r| r.held.map(|n| n as f64));
+metric!(HOLD_FRESH, "hold", Pt::Largest, |r| r.fresh_p50_us);
 metric!(STREAMS_KIB, "streams", |r| r.kib_per_session);
 metric!(STREAMS_AFTER_MIB, "streams", |r| r.rss_after_kib.map(mib));
 metric!(STREAMS_N, "streams", |r| r.held.map(|n| n as f64));
@@ -45,6 +75,21 @@ metric!(SETUP_P99, "setup", |r| r.p99_us);
 metric!(SETUP_HANDSHAKE, "setup", |r| r.handshake_p50_us);
 metric!(COLD_MS, "cold", |r| r.cold_ms);
 metric!(COLD_RSS_MIB, "cold", |r| r.rss_kib.map(mib));
+metric!(STREAM_EPS, "stream", |r| r.events_per_s);
+metric!(STREAM_CPU, "stream", |r| r.cpu_us_per_event);
+metric!(STREAM_P50, "stream", |r| r.p50_us);
+metric!(STREAM_LOADGEN, "stream", |r| r.loadgen_cpu_pct);
+metric!(CHUNKS_PER_EVENT, "chunks", |r| r.chunks_per_event);
+metric!(CHUNKS_PER_HELLO, "chunks", |r| r.chunks_per_hello);
+metric!(WRITES_PER_EVENT, "chunks", |r| r.writes_per_event);
+metric!(CONC_RPS, "conc", Pt::Largest, |r| r.rps);
+metric!(CONC_CPU, "conc", Pt::Largest, |r| r.cpu_us_per_op);
+metric!(SIZE_MBPS, "size", Pt::Largest, |r| r.mb_per_s);
+metric!(SIZE_CPU_MB, "size", Pt::Largest, |r| r.cpu_us_per_mb);
+metric!(SIZE_PEAK, "size", Pt::Largest, |r| r.peak_kib_per_inflight);
+metric!(TOOLS_P50, "tools", Pt::Largest, |r| r.p50_us);
+metric!(TOOLS_CPU, "tools", Pt::Largest, |r| r.cpu_us_per_op);
+metric!(FANOUT_LAST, "fanout", Pt::Largest, |r| r.fanout_last_ms);
 
 fn mib(kib: u64) -> f64 {
     kib as f64 / 1024.0
@@ -87,12 +132,59 @@ impl Summary {
             .unwrap_or_default()
     }
 
+    /// The points measured (not skipped) for `server` in `scenario`, ascending.
+    pub(crate) fn points(&self, server: &str, scenario: &str) -> Vec<u64> {
+        let mut p: Vec<u64> = self
+            .runs(server, scenario)
+            .iter()
+            .filter(|r| r.skipped.is_none())
+            .filter_map(|r| r.point)
+            .collect();
+        p.sort_unstable();
+        p.dedup();
+        p
+    }
+
+    /// The points of `scenario` measured for any server, ascending.
+    pub(crate) fn all_points(&self, scenario: &str) -> Vec<u64> {
+        let mut p: Vec<u64> = self
+            .servers
+            .iter()
+            .flat_map(|s| self.points(s, scenario))
+            .collect();
+        p.sort_unstable();
+        p.dedup();
+        p
+    }
+
+    /// Why a point was not measured for `server`, if it was skipped.
+    pub(crate) fn skipped(&self, server: &str, scenario: &str, point: u64) -> Option<&str> {
+        self.runs(server, scenario)
+            .iter()
+            .find(|r| r.point == Some(point) && r.skipped.is_some())
+            .and_then(|r| r.skipped.as_deref())
+    }
+
     /// Each repetition's value of `m` for `server` (runs without the figure left out).
     pub(crate) fn values(&self, server: &str, m: Metric) -> Vec<f64> {
+        let want = match m.point {
+            Pt::Any => None,
+            Pt::At(p) => Some(p),
+            Pt::Largest => match self.points(server, m.scenario).last() {
+                Some(&p) => Some(p),
+                None => return Vec::new(),
+            },
+        };
         self.runs(server, m.scenario)
             .iter()
+            .filter(|r| want.is_none() || r.point == want)
             .filter_map(m.read)
             .collect()
+    }
+
+    /// (max − min) / median of `m` over the repetitions, when there are several.
+    pub(crate) fn spread(&self, server: &str, m: Metric) -> Option<f64> {
+        spread(&self.values(server, m))
     }
 
     /// Median over repetitions (the mean of the middle two for an even count).
@@ -122,19 +214,7 @@ impl Summary {
     }
 }
 
-/// Median of a list of values; `None` when empty.
-pub(crate) fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
-}
+pub(crate) use crate::stats::median;
 
 #[cfg(test)]
 mod tests {

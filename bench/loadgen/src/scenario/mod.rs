@@ -1,24 +1,42 @@
 //! The scenarios of `mcpbench run`, and what they share: the target server, latency histograms
 //! and the common fields of a result.
 //!
-//! * `load`: latency, throughput and many-sessions (fixed in-flight requests over a window);
-//! * `hold`: RSS per held session, with or without an open GET stream each;
+//! * `load`: fixed in-flight operations over a window: latency, throughput, many sessions,
+//!   streaming, and the concurrency, result-size and tools/list sweeps;
+//! * `hold`: RSS per held session, with or without an open GET stream each, in steps;
 //! * `setup`: new connection + session + first call, one after another;
-//! * `cold`: spawn the server and time its first correct answer.
+//! * `cold`: spawn the server and time its first correct answer;
+//! * `fanout`: one list change delivered to many open streams (`streams`: the held streams);
+//! * `chunks`: how SSE answers are framed on the wire.
+//!
+//! Every record carries the machine's load around its run (`procfs::Meter`).
 
+mod chunks;
 mod cold;
+mod fanout;
 mod hold;
 mod load;
 mod setup;
+mod streams;
 
 use std::time::Duration;
 
 use anyhow::Context as _;
 use hdrhistogram::Histogram;
 
+use crate::check::Expect;
 use crate::cli::{RunArgs, Scenario};
+use crate::procfs;
 use crate::proto::Proto;
 use crate::record::Record;
+use load::{Shape, Work};
+
+/// Default points of the sweeps.
+const CONC_POINTS: [u64; 5] = [1, 4, 16, 64, 256];
+const SIZE_POINTS: [u64; 3] = [100, 10 * 1024, 1024 * 1024];
+
+/// Read buffer of the `size` sweep's connections unless `--read-buf` is given.
+const SIZE_READ_BUF: usize = 256 * 1024;
 
 /// Highest latency a histogram records, µs (longer ones saturate here).
 const MAX_LATENCY_US: u64 = 120_000_000;
@@ -45,7 +63,7 @@ pub(crate) fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX).max(1)
 }
 
-/// Runs the scenario named in `args` and writes its result line.
+/// Runs the scenario named in `args` and writes its result lines (one per sweep point).
 pub(crate) async fn run(args: RunArgs) -> anyhow::Result<()> {
     let proto = Proto::new(
         args.addr,
@@ -54,7 +72,7 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<()> {
         args.stateless,
     )
     .context("building the request templates")?;
-    let mut rec = Record {
+    let base = Record {
         server: args.label.clone(),
         scenario: args.scenario.name().to_owned(),
         rep: args.rep,
@@ -62,23 +80,112 @@ pub(crate) async fn run(args: RunArgs) -> anyhow::Result<()> {
         era: proto.era.name().to_owned(),
         ..Record::default()
     };
-    match args.scenario {
-        Scenario::Latency => load::run(&args, &proto, &mut rec, 1, 1).await?,
-        Scenario::Throughput => load::run(&args, &proto, &mut rec, 1, 32).await?,
-        Scenario::Sessions => load::run(&args, &proto, &mut rec, 32, 64).await?,
-        Scenario::Hold => hold::run(&args, &proto, &mut rec, false).await?,
-        Scenario::Streams => hold::run(&args, &proto, &mut rec, true).await?,
-        Scenario::Setup => setup::run(&args, &proto, &mut rec).await?,
-        Scenario::Cold => cold::run(&args, &proto, &mut rec).await?,
-    }
-    rec.write(args.out.as_deref())?;
-    if rec.errors > 0 {
-        eprintln!(
-            "mcpbench: {} {}: {} errors, e.g. {:?}",
-            rec.server, rec.scenario, rec.errors, rec.error_samples
-        );
+    let records = match args.scenario {
+        Scenario::Hold => hold::run(&args, &proto, &base, false).await?,
+        Scenario::Streams => hold::run(&args, &proto, &base, true).await?,
+        Scenario::Fanout => fanout::run(&args, &proto, &base).await?,
+        Scenario::Conc | Scenario::Size => sweep(&args, &proto, &base).await?,
+        _ => {
+            let meter = procfs::Meter::start();
+            let t0 = std::time::Instant::now();
+            let mut rec = base.clone();
+            single(&args, &proto, &mut rec).await?;
+            rec.set_load(meter.finish(args.server_pid), t0.elapsed().as_secs_f64());
+            vec![rec]
+        }
+    };
+    for rec in &records {
+        rec.write(args.out.as_deref())?;
+        if rec.errors > 0 {
+            eprintln!(
+                "mcpbench: {} {} {}: {} errors, e.g. {:?}",
+                rec.server,
+                rec.scenario,
+                rec.point.map(|p| p.to_string()).unwrap_or_default(),
+                rec.errors,
+                rec.error_samples
+            );
+        }
     }
     Ok(())
+}
+
+/// The scenarios with one record.
+async fn single(args: &RunArgs, proto: &Proto, rec: &mut Record) -> anyhow::Result<()> {
+    let hello = Work::hello(proto)?;
+    match args.scenario {
+        Scenario::Latency => {
+            load::run(args, proto, rec, Shape::from_args(args, 1, 1), &hello).await
+        }
+        Scenario::Throughput => {
+            load::run(args, proto, rec, Shape::from_args(args, 1, 32), &hello).await
+        }
+        Scenario::Sessions => {
+            load::run(args, proto, rec, Shape::from_args(args, 32, 64), &hello).await
+        }
+        Scenario::Stream => {
+            let count = args.stream_count;
+            let work = Work::Call {
+                template: proto.tool("stream", &format!(r#"{{"count":{count}}}"#), true)?,
+                expect: Expect::Stream(count),
+            };
+            load::run(args, proto, rec, Shape::from_args(args, 1, 32), &work).await
+        }
+        Scenario::Tools => {
+            let n = args.points.first().copied().unwrap_or(0);
+            rec.point = Some(n);
+            let work = Work::ListAll {
+                min_tools: n as usize,
+            };
+            load::run(args, proto, rec, Shape::from_args(args, 1, 4), &work).await
+        }
+        Scenario::Setup => setup::run(args, proto, rec).await,
+        Scenario::Cold => cold::run(args, proto, rec).await,
+        Scenario::Chunks => chunks::run(args, proto, rec).await,
+        Scenario::Hold | Scenario::Streams | Scenario::Fanout | Scenario::Conc | Scenario::Size => {
+            anyhow::bail!("{} has a record per point", args.scenario.name())
+        }
+    }
+}
+
+/// The concurrency and result-size sweeps: one load run per point on the same server, each
+/// with its own connections, session, warm-up and window.
+async fn sweep(args: &RunArgs, proto: &Proto, base: &Record) -> anyhow::Result<Vec<Record>> {
+    let size = args.scenario == Scenario::Size;
+    let defaults: &[u64] = if size { &SIZE_POINTS } else { &CONC_POINTS };
+    let points = if args.points.is_empty() {
+        defaults.to_vec()
+    } else {
+        args.points.clone()
+    };
+    let mut args = args.clone();
+    if size && args.read_buf.is_none() {
+        args.read_buf = Some(SIZE_READ_BUF);
+    }
+    let mut out = Vec::with_capacity(points.len());
+    for p in points {
+        let meter = procfs::Meter::start();
+        let t0 = std::time::Instant::now();
+        let mut rec = base.clone();
+        rec.point = Some(p);
+        let (work, shape) = if size {
+            let work = Work::Call {
+                template: proto.tool("blob", &format!(r#"{{"bytes":{p}}}"#), false)?,
+                expect: Expect::Blob(p as usize),
+            };
+            (work, Shape::from_args(&args, 1, 16))
+        } else {
+            let shape = Shape {
+                sessions: args.sessions.unwrap_or(1).max(1),
+                concurrency: p.max(1) as usize,
+            };
+            (Work::hello(proto)?, shape)
+        };
+        load::run(&args, proto, &mut rec, shape, &work).await?;
+        rec.set_load(meter.finish(args.server_pid), t0.elapsed().as_secs_f64());
+        out.push(rec);
+    }
+    Ok(out)
 }
 
 /// Duration from seconds given on the command line (negative or NaN become zero).

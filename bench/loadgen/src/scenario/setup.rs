@@ -17,6 +17,56 @@ use crate::{client, procfs, session};
 /// Unmeasured sessions before the measured ones.
 const WARMUP: usize = 10;
 
+/// One new session on a new connection: connect, open, first call (timed), then an untimed
+/// DELETE. Returns when the handshake and the call ended.
+async fn one(
+    args: &RunArgs,
+    proto: &Proto,
+    timeout: std::time::Duration,
+) -> anyhow::Result<(Instant, Instant)> {
+    let mut conn = client::connect(args.addr).await?;
+    let s = session::open(&mut conn, proto, timeout).await?;
+    let t1 = Instant::now();
+    session::call(&mut conn, proto, &s, 1, timeout).await?;
+    let t2 = Instant::now();
+    session::close(&mut conn, proto, &s, timeout).await?;
+    Ok((t1, t2))
+}
+
+/// What [`fresh_sessions`] measured.
+pub(super) struct Fresh {
+    pub(super) ok: u64,
+    pub(super) errors: Errors,
+    pub(super) p50_us: Option<f64>,
+}
+
+/// `n` new sessions one after another (as in `setup`, without warm-up): p50 of the whole.
+pub(super) async fn fresh_sessions(
+    args: &RunArgs,
+    proto: &Proto,
+    n: usize,
+) -> anyhow::Result<Fresh> {
+    let timeout = secs(args.request_timeout);
+    let mut total = histogram()?;
+    let mut errors = Errors::default();
+    let mut ok = 0;
+    for _ in 0..n {
+        let t0 = Instant::now();
+        match one(args, proto, timeout).await {
+            Ok((_, t2)) => {
+                ok += 1;
+                total.saturating_record(micros(t2 - t0));
+            }
+            Err(e) => errors.add(e),
+        }
+    }
+    Ok(Fresh {
+        ok,
+        errors,
+        p50_us: (!total.is_empty()).then(|| total.value_at_quantile(0.5) as f64),
+    })
+}
+
 /// Runs `setup` and fills `rec`.
 pub(super) async fn run(args: &RunArgs, proto: &Proto, rec: &mut Record) -> anyhow::Result<()> {
     let timeout = secs(args.request_timeout);
@@ -30,16 +80,7 @@ pub(super) async fn run(args: &RunArgs, proto: &Proto, rec: &mut Record) -> anyh
             cpu0 = args.server_pid.map(procfs::tree_cpu).transpose()?;
         }
         let t0 = Instant::now();
-        let attempt = async {
-            let mut conn = client::connect(args.addr).await?;
-            let s = session::open(&mut conn, proto, timeout).await?;
-            let t1 = Instant::now();
-            session::call(&mut conn, proto, &s, 1, timeout).await?;
-            let t2 = Instant::now();
-            session::close(&mut conn, proto, &s, timeout).await?;
-            anyhow::Ok((t1, t2))
-        };
-        match attempt.await {
+        match one(args, proto, timeout).await {
             Ok((t1, t2)) if i >= WARMUP => {
                 ok += 1;
                 handshake.saturating_record(micros(t1 - t0));

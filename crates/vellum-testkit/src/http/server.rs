@@ -241,6 +241,7 @@ where
             .unwrap_or_else(|e| e.into_inner())
             .push(seen);
         if let Some(p) = principal {
+            req.extensions_mut().insert(p.caller());
             req.extensions_mut().insert(p);
         }
         self.inner.call(req)

@@ -1,5 +1,7 @@
 //! The `WWW-Authenticate: Bearer …` challenge (RFC 6750 §3, RFC 9728 §5.1), with correct
 //! quoting. What goes into it is decided by the layer; this only writes it.
+//!
+//! Not here: deciding the status and error (`layer.rs`).
 
 use std::fmt::Write as _;
 

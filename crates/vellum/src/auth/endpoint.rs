@@ -1,6 +1,8 @@
 //! Configuration checks shared by the verifiers and the layer: which URLs may be fetched or
 //! advertised (https, or http on loopback only), and the one HTTP client the verifiers use
 //! (rustls with the platform's roots, no redirects, no proxy, 5 s timeout).
+//!
+//! Not here: verifying tokens (`jwt.rs`, `introspection.rs`).
 
 use std::time::Duration;
 

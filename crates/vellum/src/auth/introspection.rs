@@ -2,6 +2,8 @@
 //! authorization server (RFC 7662). Results are cached under a SHA-256 hash of the token
 //! (never the token itself): active tokens until their expiry or the cache TTL, whichever
 //! is first; inactive ones briefly; failures to reach the server not at all.
+//!
+//! Not here: signed JWTs checked locally (`jwt.rs`).
 
 use std::collections::HashMap;
 use std::sync::Mutex;

@@ -3,6 +3,8 @@
 //! `min_refresh_interval` and single-flight (concurrent misses wait for one fetch); the set
 //! is also refetched once it is older than `max_age`. When a refresh fails the last good set
 //! stays in use.
+//!
+//! Not here: checking a token with the keys (`jwt.rs`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};

@@ -3,6 +3,8 @@
 //!
 //! The algorithm comes from the key (its JWK `alg`, its key type, or the configuration),
 //! never from the token header; issuer, audience, expiry and `nbf` are always checked.
+//!
+//! Not here: fetching keys (`jwks.rs`) and opaque tokens (`introspection.rs`).
 
 use std::sync::Arc;
 

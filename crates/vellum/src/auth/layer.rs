@@ -2,16 +2,21 @@
 //!
 //! Order of a request through [`AuthService`]:
 //! 1. `GET`/`HEAD` of the metadata paths answer the Protected Resource Metadata (public).
-//! 2. The Host (DNS-rebinding) and Origin checks of the handler, with the handler's settings,
+//! 2. The handler's [`SecurityLayer`] (Host and Origin checks, with the handler's settings),
 //!    so a hostile page is refused with the same 403 whether or not it sends a token: a 401
-//!    never tells a rebinding page more than the 403 would.
+//!    never tells a rebinding page more than the 403 would. The request is marked admitted,
+//!    so the handler behind does not check it again.
 //! 3. `OPTIONS` (CORS preflight, which never carries credentials) passes through.
 //! 4. The bearer token: missing → 401 with a challenge; in the query string or twice → 400;
 //!    invalid → 401 `invalid_token`; verifier unreachable → 503 with `Retry-After`.
 //! 5. Required scopes: missing → 403 `insufficient_scope` naming all of them.
-//! 6. The [`Principal`] goes into the request's extensions, and the inner service runs.
+//! 6. The [`Principal`] goes into the request's extensions (for handlers), with the neutral
+//!    [`Caller`](crate::server::Caller) the server core binds sessions and state to, and the inner service runs.
 //!
 //! The body is never read here: 401 and 403 never depend on it.
+//!
+//! Not here: verifying tokens (`TokenVerifier` and its implementations) and per-tool
+//! scopes (a handler checks `principal.has_scope(..)` itself).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -27,9 +32,7 @@ use super::challenge::Challenge;
 use super::endpoint::{AuthConfigError, check_scope, check_url};
 use super::metadata::{PROTECTED_RESOURCE_WELL_KNOWN, ProtectedResourceMetadata};
 use super::verifier::{TokenVerifier, VerifyError};
-use crate::transport::http::cors;
-use crate::transport::http::security::RequestChecks;
-use crate::transport::http::{ConnectionInfo, ResponseBody, StreamableHttpOptions};
+use crate::transport::http::{ResponseBody, SecurityLayer, StreamableHttpOptions};
 
 /// The body of an [`AuthService`] response: the inner service's, or the layer's own
 /// (metadata, challenges).
@@ -47,7 +50,7 @@ struct Config {
     metadata_paths: [String; 2],
     required_scopes: Vec<String>,
     /// The handler's Host/Origin checks and CORS rule, run before any token is looked at.
-    checks: RequestChecks,
+    security: SecurityLayer,
 }
 
 /// Adds OAuth 2.1 resource-server authorization to a service (usually a
@@ -86,7 +89,7 @@ pub struct AuthLayerBuilder {
     required_scopes: Vec<String>,
     scopes_supported: Option<Vec<String>>,
     resource_name: Option<String>,
-    checks: RequestChecks,
+    security: SecurityLayer,
 }
 
 impl std::fmt::Debug for AuthLayerBuilder {
@@ -110,7 +113,7 @@ impl AuthLayer {
             required_scopes: Vec::new(),
             scopes_supported: None,
             resource_name: None,
-            checks: RequestChecks::of(&StreamableHttpOptions::default()),
+            security: SecurityLayer::new(&StreamableHttpOptions::default()),
         }
     }
 
@@ -156,7 +159,7 @@ impl AuthLayerBuilder {
     /// handler's defaults: both checks on, no CORS).
     #[must_use]
     pub fn request_checks_of(mut self, options: &StreamableHttpOptions) -> Self {
-        self.checks = RequestChecks::of(options);
+        self.security = SecurityLayer::new(options);
         self
     }
 
@@ -203,7 +206,7 @@ impl AuthLayerBuilder {
                 metadata_url: format!("{origin}{path_aware}"),
                 metadata_paths: [path_aware, PROTECTED_RESOURCE_WELL_KNOWN.to_owned()],
                 required_scopes: self.required_scopes,
-                checks: self.checks,
+                security: self.security,
             }),
         })
     }
@@ -246,9 +249,7 @@ enum Gate {
 impl Config {
     /// Adds CORS headers to the layer's own answer when the page's origin is trusted.
     fn decorate<B>(&self, req: &Request<B>, resp: &mut Response<ResponseBody>) {
-        if let Some(origin) = self.checks.cors_origin(req.headers()) {
-            cors::decorate(resp.headers_mut(), &origin);
-        }
+        self.security.decorate(req.headers(), resp.headers_mut());
     }
 
     async fn gate<B>(&self, req: &mut Request<B>) -> Gate {
@@ -256,8 +257,8 @@ impl Config {
         if self.metadata_paths.iter().any(|p| p == path) {
             return Gate::Answer(self.metadata_response(req.method()));
         }
-        if let Some(refusal) = self.request_checks(req) {
-            return Gate::Answer(refusal);
+        if let Err(refusal) = self.security.admit(req) {
+            return Gate::Answer(*refusal);
         }
         if req.method() == Method::OPTIONS {
             return Gate::Pass;
@@ -292,21 +293,10 @@ impl Config {
                 Some("The access token lacks a required scope"),
             ));
         }
-        req.extensions_mut().insert::<Principal>(principal);
+        let extensions = req.extensions_mut();
+        extensions.insert(principal.caller());
+        extensions.insert::<Principal>(principal);
         Gate::Pass
-    }
-
-    /// The handler's Host and Origin checks: the handler's refusal, if any.
-    fn request_checks<B>(&self, req: &Request<B>) -> Option<Response<ResponseBody>> {
-        self.checks
-            .check(
-                req.method(),
-                req.uri(),
-                req.headers(),
-                req.extensions().get::<ConnectionInfo>(),
-            )
-            .err()
-            .map(|r| r.into_response())
     }
 
     fn metadata_response(&self, method: &Method) -> Response<ResponseBody> {

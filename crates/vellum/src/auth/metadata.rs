@@ -1,5 +1,7 @@
 //! Protected Resource Metadata (RFC 9728): the document a client reads to learn which
 //! authorization servers issue tokens for this MCP server, and where it is served.
+//!
+//! Not here: serving it (`layer.rs`).
 
 use serde::{Deserialize, Serialize};
 

@@ -1,15 +1,16 @@
 //! Authorization: who is calling. An auth layer (the OAuth resource-server layer
-//! [`AuthLayer`], or your own middleware) verifies a request and inserts a [`Principal`] into
-//! its extensions; the HTTP handler binds each session to the principal that created it, and
-//! handlers read it from their context with `ctx.extension::<Principal>()`.
+//! [`AuthLayer`], or your own middleware) verifies a request and inserts into its extensions
+//! the neutral [`Caller`](crate::server::Caller) the server core binds sessions, tasks and
+//! multi round-trip state to (your own middleware inserts one too), and here the richer
+//! [`Principal`] that handlers read with `ctx.extension::<Principal>()`.
 //!
 //! With the `auth` feature, this module makes an MCP server an OAuth 2.1 resource server:
 //!
 //! ```text
 //! request ─► AuthLayer: Protected Resource Metadata (RFC 9728) at the well-known URLs
-//!          ─► Host / Origin checks (same rules as the handler)
+//!          ─► SecurityLayer: Host / Origin checks (the handler's settings; not run again)
 //!          ─► Bearer token ─► TokenVerifier (JWT + JWKS, or RFC 7662 introspection)
-//!          ─► required scopes ─► Principal in the extensions ─► the MCP handler
+//!          ─► required scopes ─► Principal + Caller in the extensions ─► the MCP handler
 //! ```
 //!
 //! - [`AuthLayer`]: a tower `Layer` for any Vellum server (401 with a `WWW-Authenticate`
@@ -75,6 +76,12 @@ pub struct Principal {
     pub expires_at: Option<u64>,
 }
 
+impl From<&Principal> for crate::server::Caller {
+    fn from(p: &Principal) -> Self {
+        p.caller()
+    }
+}
+
 impl Principal {
     /// A principal with an issuer and a subject, no scopes.
     pub fn new(issuer: impl Into<String>, subject: impl Into<String>) -> Self {
@@ -116,5 +123,11 @@ impl Principal {
     /// True when both name the same caller (issuer and subject).
     pub fn same_caller(&self, other: &Principal) -> bool {
         self.issuer == other.issuer && self.subject == other.subject
+    }
+
+    /// The caller as the server core knows it (issuer and subject): what sessions, tasks
+    /// and multi round-trip state are bound to.
+    pub fn caller(&self) -> crate::server::Caller {
+        crate::server::Caller::new(self.issuer.clone(), self.subject.clone())
     }
 }

@@ -1,4 +1,6 @@
 //! [`TokenVerifier`]: the one interface between the layer and the ways of checking a token.
+//!
+//! Not here: any particular way of checking (`jwt.rs`, `introspection.rs`).
 
 use std::future::Future;
 use std::pin::Pin;

@@ -15,20 +15,50 @@
 //! as answers to JSON-RPC requests in a legacy session, and as `inputResponses` on the retry
 //! of a modern multi round-trip request.
 //!
+//! Errors are [`crate::Error`]; what went wrong moving the messages is a typed
+//! [`TransportError`] inside [`Error::Transport`](crate::Error::Transport).
+//!
+//! ## Layout
+//! Imports run downward through this list (each file uses only those below it, plus
+//! `crate::{peer, protocol, error, sync}` and the transport contract):
+//! - `builder`: [`ClientBuilder`], [`Client::builder`], [`Client::connect`]; connecting
+//!   assembles the shared state, starts the reader and runs the handshake.
+//! - `calls`, `subscriptions`: the typed calls, and `listen` / `resources/subscribe`.
+//! - `handshake`: `server/discover`, the `initialize` fallback, re-initialisation.
+//! - `input_rounds`: the MRTR loop every typed call goes through.
+//! - `engine`: one request out, its answer back (`_meta`, waiting, cancellation, retry).
+//! - `reader`: the task routing what the server sends; `answers`: the callbacks run for
+//!   the server's questions.
+//! - `handle`: [`Client`] and the state its parts share.
+//! - `config`, `call_options` (both use `callbacks`), `callbacks`, `mirror`
+//!   (`x-mcp-header`).
+//!
 //! Not here: the transports themselves (see [`crate::transport`]) and the server side.
 
+mod answers;
 mod builder;
-#[allow(clippy::module_inception)]
-mod client;
-mod handler;
+mod call_options;
+mod callbacks;
+mod calls;
+mod config;
+mod engine;
+mod handle;
+mod handshake;
+mod input_rounds;
 mod mirror;
-mod transport;
+mod reader;
+mod subscriptions;
+pub(crate) mod transport;
 
-pub use builder::{ClientBuilder, ProtocolChoice};
-pub use client::{CallOptions, Client, Listen};
-pub use handler::{
+pub use builder::ClientBuilder;
+pub use call_options::CallOptions;
+pub use callbacks::{
     ElicitationHandler, NotificationHandler, ProgressHandler, RootsHandler, SamplingHandler,
     ServerNotification, form_defaults,
 };
-pub(crate) use transport::decode_incoming as transport_decode;
-pub use transport::{Incoming, OutgoingKind, OutgoingMessage, Transport, TransportError};
+pub use config::ProtocolChoice;
+pub use handle::Client;
+pub use subscriptions::Listen;
+
+pub use crate::error::TransportError;
+pub use transport::{Incoming, OutgoingKind, OutgoingMessage, Transport};

@@ -1,5 +1,9 @@
-//! The contract between the [`Client`](super::Client) and a transport: messages go out as
-//! [`OutgoingMessage`]s, and everything the server sends comes back as [`Incoming`] events.
+//! The contract between the client (`vellum::client::Client`) and a client transport:
+//! messages go out as [`OutgoingMessage`]s, and everything the server sends comes back as
+//! [`Incoming`] events. Published as `vellum::client::{Transport, …}`.
+//!
+//! It belongs to the client: the transports (Streamable HTTP, stdio, in memory) sit above
+//! and implement it, and the client imports none of them.
 //!
 //! A transport moves encoded JSON-RPC messages; it knows nothing of MCP methods beyond what
 //! routing needs (the request id, the method and the mirrored name, which Streamable HTTP
@@ -10,6 +14,7 @@ use std::fmt;
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
 
+use crate::error::TransportError;
 use crate::protocol::{Message, RequestId};
 
 /// One encoded message on its way to the server, with the facts a transport may route by.
@@ -56,6 +61,7 @@ impl OutgoingMessage {
 
 /// What a transport hands to the client.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Incoming {
     /// A message from the server.
     Message(Message),
@@ -67,43 +73,11 @@ pub enum Incoming {
         /// Why.
         error: TransportError,
     },
-}
-
-/// Why a transport could not deliver a message or its answer.
-#[derive(Debug, Clone, thiserror::Error)]
-#[non_exhaustive]
-pub enum TransportError {
-    /// The server answered with an HTTP error status and no JSON-RPC answer to the request.
-    #[error("HTTP {status}{}", fmt_detail(.detail))]
-    Http {
-        /// The status code.
-        status: u16,
-        /// The start of the body, or the message of a JSON-RPC error without an id.
-        detail: String,
-    },
-    /// The server no longer knows the session (HTTP 404 to a request carrying a session id).
-    #[error("the server ended the session (HTTP 404)")]
-    SessionExpired,
-    /// The connection failed (refused, reset, timed out, TLS).
-    #[error("connection failed: {0}")]
-    Connection(String),
-    /// A response stream ended before it carried the response, and could not be resumed.
-    #[error("the response stream ended before the response: {0}")]
-    StreamLost(String),
-    /// The server sent something that is not valid MCP transport framing.
-    #[error("invalid answer from the server: {0}")]
-    Protocol(String),
-    /// The transport is closed.
-    #[error("the transport is closed")]
-    Closed,
-}
-
-fn fmt_detail(detail: &str) -> String {
-    if detail.is_empty() {
-        String::new()
-    } else {
-        format!(": {detail}")
-    }
+    /// The transport ended for good (the server process exited, say): every call still
+    /// waiting, and every later one, fails with `error`. A transport that ends without a
+    /// reason to give just returns `None` from [`recv`](Transport::recv); the calls then
+    /// fail with [`Error::SessionClosed`](crate::Error::SessionClosed).
+    Ended(TransportError),
 }
 
 /// A client transport: carries messages to one server and brings its messages back.
@@ -115,7 +89,8 @@ pub trait Transport: Send + Sync + 'static {
     /// answer arrives through [`recv`](Transport::recv).
     fn send(&self, message: OutgoingMessage) -> BoxFuture<'_, Result<(), TransportError>>;
 
-    /// The next event from the server; `None` once the transport is closed for good.
+    /// The next event from the server; `None` once the transport is closed for good (after
+    /// [`Incoming::Ended`], if it had a reason to give).
     fn recv(&self) -> BoxFuture<'_, Option<Incoming>>;
 
     /// Called once a legacy session is initialized (after `notifications/initialized` went
@@ -139,7 +114,7 @@ impl fmt::Debug for dyn Transport {
 
 /// Decodes one line or body from a server into incoming events (a batch gives several).
 /// Undecodable input is logged and dropped: it cannot be tied to a request.
-pub(crate) fn decode_incoming(bytes: &bytes::Bytes) -> Vec<Incoming> {
+pub(crate) fn decode_incoming(bytes: &Bytes) -> Vec<Incoming> {
     match crate::protocol::decode(bytes) {
         Ok(crate::protocol::Payload::Single(m)) => vec![Incoming::Message(m)],
         Ok(crate::protocol::Payload::Batch(v)) => v.into_iter().map(Incoming::Message).collect(),

@@ -5,14 +5,15 @@ use serde::de::DeserializeOwned;
 use crate::auth::Principal;
 use crate::protocol::ErrorObject;
 use crate::server::{
-    CallToolRequest, GetPromptRequest, HandlerError, ReadResourceRequest, RequestContext,
+    CallToolRequest, Caller, GetPromptRequest, HandlerError, ReadResourceRequest, RequestContext,
 };
 
 /// A value a handler takes as an argument, built from the request's context and the request
 /// (`R` is [`CallToolRequest`], [`GetPromptRequest`] or [`ReadResourceRequest`]).
 ///
-/// Implemented for [`RequestContext`], the request types, [`Principal`] (the authenticated
-/// caller; the call fails without one) and `Option<Principal>`, [`Extension<T>`] and, for
+/// Implemented for [`RequestContext`], the request types, [`Caller`] (whoever an
+/// authentication layer said is calling; the call fails without one) and `Option<Caller>`,
+/// [`Principal`] (the OAuth resource server's caller, with its scopes) and `Option<Principal>`, [`Extension<T>`] and, for
 /// tools, [`Json<T>`]. Implement it for your own types to take them as arguments (mark such
 /// an argument `#[extract]` in a `#[tool]` function so the macro does not read it as an
 /// input property).
@@ -33,7 +34,7 @@ use crate::server::{
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be taken as an argument of this handler",
     label = "not an extractor",
-    note = "a handler argument is one of: &RequestContext, the request (&CallToolRequest, &GetPromptRequest, &ReadResourceRequest), Principal or Option<Principal> (the caller), Extension<T>, State<T>, Json<T> (a tool's whole input), or a typed input property (a plain `name: Type` argument of a #[tool])",
+    note = "a handler argument is one of: &RequestContext, the request (&CallToolRequest, &GetPromptRequest, &ReadResourceRequest), Caller, Principal or an Option of either (the caller), Extension<T>, State<T>, Json<T> (a tool's whole input), or a typed input property (a plain `name: Type` argument of a #[tool])",
     note = "for your own type, implement `vellum::handler::FromRequest` and mark the argument `#[extract]`"
 )]
 pub trait FromRequest<R>: Sized {
@@ -57,6 +58,23 @@ macro_rules! request_extractor {
     )*};
 }
 request_extractor!(CallToolRequest, GetPromptRequest, ReadResourceRequest);
+
+impl<R> FromRequest<R> for Caller {
+    fn from_request(ctx: &RequestContext, _request: &R) -> Result<Self, HandlerError> {
+        ctx.caller().cloned().ok_or_else(|| {
+            // As for `Principal`: no caller means no authentication layer, a setup error.
+            HandlerError::Protocol(ErrorObject::internal(
+                "this handler needs an authenticated caller, but the request carries none (is an authentication layer in front of the MCP endpoint?)",
+            ))
+        })
+    }
+}
+
+impl<R> FromRequest<R> for Option<Caller> {
+    fn from_request(ctx: &RequestContext, _request: &R) -> Result<Self, HandlerError> {
+        Ok(ctx.caller().cloned())
+    }
+}
 
 impl<R> FromRequest<R> for Principal {
     fn from_request(ctx: &RequestContext, _request: &R) -> Result<Self, HandlerError> {

@@ -342,3 +342,7 @@ pub type JsonObject = Map<String, Value>;
 
 /// An ordered map of string keys, used where the protocol has string-keyed objects.
 pub type StringMap<V> = BTreeMap<String, V>;
+
+/// The client's answers to a server's input requests (2026-07-28 multi round-trip), by key,
+/// kept as JSON until the asker decodes them.
+pub type InputResponses = BTreeMap<String, Value>;

@@ -3,11 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-
 use super::client_features::{CreateMessageParams, ElicitParams};
 use super::common::Meta;
+use serde::{Deserialize, Serialize};
 
 /// An input the server needs, keyed in [`InputRequests`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -26,9 +24,6 @@ pub enum InputRequest {
 
 /// Input requests by key.
 pub type InputRequests = BTreeMap<String, InputRequest>;
-
-/// The client's answers by key, kept as JSON until the asker decodes them.
-pub type InputResponses = BTreeMap<String, Value>;
 
 /// A result saying the server needs more input before it can finish.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

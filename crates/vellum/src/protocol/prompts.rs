@@ -4,9 +4,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{Icon, Meta, Role, display_builders};
+use super::common::{Icon, InputResponses, Meta, Role, display_builders};
 use super::content::ContentBlock;
-use super::mrtr::InputResponses;
 
 /// A prompt template the server offers.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

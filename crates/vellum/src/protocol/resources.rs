@@ -2,9 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::common::{Annotations, Icon, Meta, display_builders};
+use super::common::{Annotations, Icon, InputResponses, Meta, display_builders};
 use super::content::ResourceContents;
-use super::mrtr::InputResponses;
 
 /// A resource the server offers.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

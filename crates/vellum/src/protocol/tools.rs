@@ -3,9 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::common::{Icon, JsonObject, Meta};
+use super::common::{Icon, InputResponses, JsonObject, Meta};
 use super::content::ContentBlock;
-use super::mrtr::InputResponses;
 use super::tasks::TaskMetadata;
 
 /// A tool the client can call.

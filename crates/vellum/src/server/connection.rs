@@ -5,6 +5,8 @@
 //! (2026-07-28) requests statelessly from their own `_meta`, both at once. Each request runs
 //! concurrently in its own task; everything the server sends leaves through one ordered
 //! channel, so a transport only has to write what it receives.
+//!
+//! Not here: the byte streams themselves (stdio, in-memory: see the transports).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -14,13 +16,13 @@ use futures_util::future::BoxFuture;
 use tokio::sync::{Notify, mpsc};
 
 use super::Server;
-use super::context::{RequestShared, Scope};
-use super::dispatch::{Outcome, handle_notification, handle_response};
-use super::exchange::{Exchange, Step};
-use super::modern;
+use super::exchange::Step;
+use super::incoming::{handle_notification, handle_response};
+use super::modern_meta;
+use super::reply::Outcome;
 use super::session::{Session, SessionHooks};
 use crate::error::Error;
-use crate::protocol::{ErrorObject, Message, Payload, Request};
+use crate::protocol::{Message, Payload, Request};
 use crate::protocol::{decode, encode_error};
 
 /// How many outgoing messages may wait for the writer.
@@ -33,7 +35,6 @@ pub struct Connection {
 }
 
 struct Inner {
-    server: Server,
     session: Arc<Session>,
     out: mpsc::Sender<Bytes>,
     running: AtomicUsize,
@@ -56,7 +57,7 @@ impl SessionHooks for OutSink {
         Box::pin(async move {
             tx.send(message)
                 .await
-                .map_err(|_| Error::Transport("the connection is closed".into()))
+                .map_err(|_| Error::Transport(crate::error::TransportError::Closed))
         })
     }
 }
@@ -70,7 +71,6 @@ impl Connection {
         session.set_hooks(Arc::new(OutSink(out.clone())));
         let conn = Connection {
             inner: Arc::new(Inner {
-                server,
                 session,
                 out,
                 running: AtomicUsize::new(0),
@@ -112,36 +112,26 @@ impl Connection {
     async fn start(&self, r: Request) {
         let inner = &self.inner;
         // A request whose `_meta` names a protocol version is modern: it stands alone.
-        let scope = match modern::request_meta(r.params.as_ref()) {
-            Ok(Some(meta)) if modern::meta_version(&meta).is_some() => {
-                match modern::parse_meta(Some(&meta)) {
-                    Ok(m) => Scope::Modern(Box::new(m)),
+        let modern = match modern_meta::request_meta(r.params.as_ref()) {
+            Ok(Some(meta)) if modern_meta::meta_version(&meta).is_some() => {
+                match modern_meta::parse_meta(Some(&meta)) {
+                    Ok(m) => Some(Box::new(m)),
                     Err(e) => {
                         let _ = inner.out.send(encode_error(Some(&r.id), &e)).await;
                         return;
                     }
                 }
             }
-            _ => Scope::Legacy(inner.session.clone()),
+            _ => None,
         };
-        let shared = Arc::new(RequestShared::new(
-            r.id.clone(),
-            r.method,
-            scope,
-            inner.server.clone(),
-            None,
-        ));
-        let guard = match inner.session.register_inflight(&shared) {
-            Ok(g) => Some(g),
-            Err(()) => {
-                let e = ErrorObject::invalid_request(
-                    "Invalid request: a request with this id is already in progress",
-                );
-                let _ = inner.out.send(encode_error(Some(&r.id), &e)).await;
+        let id = r.id.clone();
+        let mut exchange = match inner.session.begin(r, modern, None) {
+            Ok(exchange) => exchange,
+            Err(e) => {
+                let _ = inner.out.send(encode_error(Some(&id), &e)).await;
                 return;
             }
         };
-        let mut exchange = Exchange::new(shared, r.params, guard);
         inner.running.fetch_add(1, Ordering::AcqRel);
         let this = self.inner.clone();
         tokio::spawn(async move {

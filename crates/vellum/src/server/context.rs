@@ -5,9 +5,12 @@
 //! in a legacy session a question to the client ([`RequestContext::elicit`] and friends)
 //! is a JSON-RPC request on the request's stream; in the modern era it becomes a multi
 //! round-trip request (the handler returns, the client retries with the answer).
+//!
+//! Not here: the request's shared state itself (`request.rs`), and the session's bookkeeping
+//! of questions in flight (`session.rs`).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -15,174 +18,17 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::Server;
-use super::mrtr::{Attempt, Binding, NextAnswer, principal_digest};
-use super::outbox::Outbox;
-use super::session::Session;
+use super::caller::Caller;
+use super::mrtr::NextAnswer;
+use super::request::{RequestShared, Scope};
 use crate::error::Error;
+use crate::protocol::encode_notification;
 use crate::protocol::{
     ClientCapabilities, CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult,
-    ErrorObject, Implementation, InputRequest, InputRequiredResult, InputResponses,
-    ListRootsResult, LoggingLevel, LoggingMessageParams, Meta, ProgressParams, ProgressToken,
-    ProtocolVersion, RawJson, RequestId, methods,
+    Implementation, InputRequest, InputRequiredResult, ListRootsResult, LoggingLevel,
+    LoggingMessageParams, Meta, ProgressParams, ProgressToken, ProtocolVersion, RequestId, methods,
 };
-use crate::protocol::{encode_notification, encode_request};
 use crate::sync::lock;
-
-/// How long a question to the client may wait for its answer, unless the handler says
-/// otherwise.
-pub const DEFAULT_CLIENT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
-
-/// Where a request's protocol state comes from.
-pub(crate) enum Scope {
-    /// A legacy session (possibly a temporary one, in stateless mode).
-    Legacy(Arc<Session>),
-    /// A modern request: everything comes from its own `_meta`.
-    Modern(Box<ModernMeta>),
-}
-
-/// What a modern (2026-07-28) request says about its client.
-#[derive(Debug, Clone)]
-pub(crate) struct ModernMeta {
-    pub(crate) version: ProtocolVersion,
-    pub(crate) capabilities: ClientCapabilities,
-    pub(crate) client_info: Option<Implementation>,
-    pub(crate) log_level: Option<LoggingLevel>,
-}
-
-/// Everything one request's handlers share.
-pub(crate) struct RequestShared {
-    pub(crate) id: RequestId,
-    pub(crate) method: String,
-    pub(crate) scope: Scope,
-    pub(crate) server: Server,
-    pub(crate) outbox: Outbox,
-    meta: OnceLock<Meta>,
-    http: Option<http::request::Parts>,
-    cancelled: AtomicBool,
-    /// Bits of the last progress value sent (for the "must increase" rule); NaN = none yet.
-    last_progress: AtomicU64,
-    /// Milliseconds of `retry` the handler asked for when closing its SSE stream; 0 = none.
-    close_stream: AtomicU64,
-    /// MRTR bookkeeping (modern requests that may ask the client).
-    attempt: Mutex<Attempt>,
-}
-
-impl RequestShared {
-    pub(crate) fn new(
-        id: RequestId,
-        method: String,
-        scope: Scope,
-        server: Server,
-        http: Option<http::request::Parts>,
-    ) -> Self {
-        RequestShared {
-            id,
-            method,
-            scope,
-            server,
-            outbox: Outbox::default(),
-            meta: OnceLock::new(),
-            http,
-            cancelled: AtomicBool::new(false),
-            last_progress: AtomicU64::new(f64::NAN.to_bits()),
-            close_stream: AtomicU64::new(0),
-            attempt: Mutex::new(Attempt::default()),
-        }
-    }
-
-    /// Records the request's `_meta` (first call wins).
-    pub(crate) fn set_meta(&self, meta: Option<Meta>) {
-        if let Some(m) = meta {
-            let _ = self.meta.set(m);
-        }
-    }
-
-    /// Starts the MRTR attempt of a modern `tools/call`, `resources/read` or `prompts/get`:
-    /// checks the echoed `requestState` and keeps the client's answers.
-    pub(crate) fn begin_attempt(
-        &self,
-        params: Option<&RawJson>,
-        responses: Option<InputResponses>,
-        state: Option<&str>,
-    ) -> Result<(), ErrorObject> {
-        if !matches!(self.scope, Scope::Modern(_)) {
-            return Ok(());
-        }
-        let principal = self.principal_digest();
-        let binding = Binding {
-            method: self.method.clone(),
-            params: params.cloned(),
-            principal,
-        };
-        lock(&self.attempt).begin(&self.server.inner.state_key, binding, responses, state)
-    }
-
-    /// A digest of the authenticated caller (from the HTTP request's extensions), if any.
-    pub(crate) fn principal_digest(&self) -> Option<String> {
-        self.http
-            .as_ref()
-            .and_then(|p| p.extensions.get::<crate::auth::Principal>())
-            .map(|p| principal_digest(&p.issuer, &p.subject))
-    }
-
-    /// The client's capabilities as they apply to this request.
-    pub(crate) fn client_capabilities(&self) -> &ClientCapabilities {
-        static NONE: OnceLock<ClientCapabilities> = OnceLock::new();
-        match &self.scope {
-            Scope::Legacy(s) => s.client_capabilities(),
-            Scope::Modern(m) => Some(&m.capabilities),
-        }
-        .unwrap_or_else(|| NONE.get_or_init(ClientCapabilities::default))
-    }
-
-    /// A copy of this request's identity and context with its own outbox and state, for
-    /// work that outlives the request (a task).
-    pub(crate) fn detached(&self) -> RequestShared {
-        let scope = match &self.scope {
-            Scope::Legacy(s) => Scope::Legacy(s.clone()),
-            Scope::Modern(m) => Scope::Modern(m.clone()),
-        };
-        let copy = RequestShared::new(
-            self.id.clone(),
-            self.method.clone(),
-            scope,
-            self.server.clone(),
-            self.http.clone(),
-        );
-        copy.set_meta(self.meta.get().cloned());
-        copy
-    }
-
-    /// Hands a task's collected answers to its next run (questions are keyed as in MRTR).
-    pub(crate) fn set_task_answers(&self, answers: InputResponses) {
-        lock(&self.attempt).set_answers(answers);
-    }
-
-    /// Marks the request cancelled and wakes its driver, which drops the handler.
-    pub(crate) fn cancel(&self) {
-        self.cancelled.store(true, Ordering::Release);
-        self.outbox.wake_reader();
-    }
-
-    pub(crate) fn is_cancelled(&self) -> bool {
-        self.cancelled.load(Ordering::Acquire)
-    }
-
-    /// The `retry` the handler asked for when it closed its stream (SEP-1699), if it did.
-    pub(crate) fn close_requested(&self) -> Option<Duration> {
-        match self.close_stream.load(Ordering::Acquire) {
-            0 => None,
-            ms => Some(Duration::from_millis(ms)),
-        }
-    }
-
-    pub(crate) fn version(&self) -> ProtocolVersion {
-        match &self.scope {
-            Scope::Legacy(s) => s.protocol_version(),
-            Scope::Modern(m) => m.version,
-        }
-    }
-}
 
 /// The context of one request, given to every handler.
 ///
@@ -286,6 +132,12 @@ impl RequestContext {
     /// it came over HTTP. Auth layers put the verified principal into its extensions.
     pub fn http(&self) -> Option<&http::request::Parts> {
         self.shared.http.as_ref()
+    }
+
+    /// The authenticated caller, when an authentication layer in front of the transport
+    /// identified one (see [`Caller`]).
+    pub fn caller(&self) -> Option<&Caller> {
+        self.shared.caller()
     }
 
     /// A typed value from the HTTP request's extensions (e.g. an authenticated principal).
@@ -523,13 +375,4 @@ impl RequestContext {
             )),
         }
     }
-}
-
-/// Encodes a request to the client (used by sessions).
-pub(crate) fn encode_client_request<P: Serialize + ?Sized>(
-    id: &RequestId,
-    method: &str,
-    params: &P,
-) -> Result<bytes::Bytes, Error> {
-    Ok(encode_request(id, method, Some(params))?)
 }

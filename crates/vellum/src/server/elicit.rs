@@ -1,6 +1,8 @@
 //! Form elicitation rules: the schema a server may ask with (a flat object of primitive
 //! properties, SEP-1034/SEP-1330 enums included), and what the user's accepted answer must
 //! be (defaults filled in, then validated against that schema), as the Go SDK does.
+//!
+//! Not here: asking (`RequestContext::elicit` in `context.rs`).
 
 use serde_json::Value;
 

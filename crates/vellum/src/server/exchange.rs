@@ -3,7 +3,14 @@
 //!
 //! The exchange runs inside whatever polls it (an HTTP response body, a stdio task): no task
 //! is spawned and no channel allocated for a request that just answers.
-
+//!
+//! Every transport starts a request here, the same way: [`Session::begin`] for a request
+//! that arrived for a session (HTTP's `Mcp-Session-Id`, a message-stream connection), which
+//! registers it in flight so that `notifications/cancelled` and duplicate ids find it, and
+//! [`Exchange::sessionless`] for a 2026-07-28 request over HTTP, which stands alone.
+//!
+//! Not here: what runs (`methods/`, wrapped in the request middleware), and how a transport
+//! writes the steps (JSON body, SSE events, a line per message).
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -11,12 +18,16 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
 
-use super::context::RequestShared;
-use super::dispatch::{Outcome, handle_request};
-use super::middleware::{MessageEvent, Observers, observe};
-use super::session::InflightGuard;
-use crate::protocol::RawJson;
-use crate::protocol::encode_error;
+use super::Server;
+use super::context::RequestContext;
+use super::methods::{dispatch_boxed, dispatch_request};
+use super::middleware::IncomingRequest;
+use super::modern_meta::ModernMeta;
+use super::observe::{MessageEvent, Observers, observe};
+use super::reply::Outcome;
+use super::request::{RequestShared, Scope};
+use super::session::{InflightGuard, Session};
+use crate::protocol::{ErrorObject, RawJson, Request, encode_error};
 
 /// One step of an exchange.
 #[derive(Debug)]
@@ -40,19 +51,76 @@ pub(crate) struct Exchange {
     _inflight: Option<InflightGuard>,
 }
 
+impl Session {
+    /// Starts serving a request that arrived for this session: a legacy request (its scope is
+    /// this session), or a 2026-07-28 request on a message-stream connection (`modern`: its
+    /// own `_meta`), which this session still tracks for cancellation. `http` is the HTTP
+    /// request it came in, if any. Fails (with the error to answer) when a request with the
+    /// same id is still in flight.
+    pub(crate) fn begin(
+        self: &Arc<Self>,
+        request: Request,
+        modern: Option<Box<ModernMeta>>,
+        http: Option<http::request::Parts>,
+    ) -> Result<Exchange, ErrorObject> {
+        let scope = match modern {
+            Some(meta) => Scope::Modern(meta),
+            None => Scope::Legacy(self.clone()),
+        };
+        let shared = Arc::new(RequestShared::new(
+            request.id,
+            request.method,
+            scope,
+            self.server().clone(),
+            http,
+        ));
+        let guard = self.register_inflight(&shared).map_err(|()| {
+            ErrorObject::invalid_request(
+                "Invalid request: a request with this id is already in progress",
+            )
+        })?;
+        Ok(Exchange::start(shared, request.params, Some(guard)))
+    }
+}
+
 impl Exchange {
-    /// Starts serving `shared`'s request with these params.
-    pub(crate) fn new(
+    /// Starts serving a 2026-07-28 request that belongs to no session (HTTP): its context is
+    /// its own `_meta`, and closing its stream is what cancels it.
+    pub(crate) fn sessionless(
+        server: Server,
+        request: Request,
+        meta: Box<ModernMeta>,
+        http: Option<http::request::Parts>,
+    ) -> Self {
+        let shared = Arc::new(RequestShared::new(
+            request.id,
+            request.method,
+            Scope::Modern(meta),
+            server,
+            http,
+        ));
+        Exchange::start(shared, request.params, None)
+    }
+
+    /// Starts serving `shared`'s request with these params: through the server's request
+    /// middleware when it has any, straight to the dispatcher otherwise.
+    fn start(
         shared: Arc<RequestShared>,
         params: Option<RawJson>,
         inflight: Option<InflightGuard>,
     ) -> Self {
         let middleware = shared.server.middleware();
-        let fut = handle_request(shared.clone(), params, middleware.chain());
+        let handler = match middleware.chain(dispatch_boxed) {
+            Some(next) => next.run(IncomingRequest::new(
+                RequestContext::new(shared.clone()),
+                params,
+            )),
+            None => Box::pin(dispatch_request(shared.clone(), params)),
+        };
         Exchange {
             observers: middleware.observers(),
             shared,
-            handler: Some(Box::pin(fut)),
+            handler: Some(handler),
             outcome: None,
             finished: false,
             _inflight: inflight,

@@ -14,19 +14,22 @@
 //!   (including those a request middleware produced), messages that belong to no request
 //!   (list changes, resource updates), and the client's notifications and answers.
 //!
+//! Message observers are defined in `observe.rs` and re-exported here.
+//!
 //! Not here: HTTP-level concerns (headers, status codes, authentication of the connection),
 //! which belong in a tower layer around the transport.
 
-use std::borrow::Cow;
 use std::future::Future;
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
-use serde::Deserialize;
 
 use super::context::RequestContext;
-use super::dispatch::{Outcome, dispatch_request};
-use crate::protocol::{Notification, RawJson, Response};
+pub use super::observe::MessageEvent;
+use super::observe::Observers;
+use super::reply::Outcome;
+use super::request::RequestShared;
+use crate::protocol::RawJson;
 
 /// A request on its way to its handler, as request middleware see it.
 #[derive(Debug)]
@@ -63,14 +66,16 @@ impl IncomingRequest {
 }
 
 type RequestFn = dyn Fn(IncomingRequest, Next) -> BoxFuture<'static, Outcome> + Send + Sync;
-type ObserverFn = dyn Fn(&MessageEvent<'_>) + Send + Sync;
-/// A server's message observers, in the order they were added.
-pub(crate) type Observers = Arc<[Arc<ObserverFn>]>;
+
+/// What a chain ends in: the dispatcher (given by whoever starts the request, so that the
+/// chain does not depend on what it wraps).
+pub(crate) type Terminal = fn(Arc<RequestShared>, Option<RawJson>) -> BoxFuture<'static, Outcome>;
 
 /// The rest of the chain: the middleware added after this one, then the dispatcher.
 pub struct Next {
     chain: Arc<[Arc<RequestFn>]>,
     index: usize,
+    end: Terminal,
 }
 
 impl std::fmt::Debug for Next {
@@ -90,38 +95,10 @@ impl Next {
                 Next {
                     chain: self.chain,
                     index: self.index + 1,
+                    end: self.end,
                 },
             ),
-            None => Box::pin(dispatch_request(request.ctx.shared, request.params)),
-        }
-    }
-}
-
-/// A message passing through the server, as observers see it.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum MessageEvent<'a> {
-    /// The server is sending this encoded JSON-RPC message (a response, a notification or a
-    /// request to the client).
-    Sending(&'a [u8]),
-    /// A notification from the client.
-    NotificationReceived(&'a Notification),
-    /// The client's answer to one of the server's requests.
-    ResponseReceived(&'a Response),
-}
-
-impl MessageEvent<'_> {
-    /// The method of a notification or request (`None` for responses).
-    pub fn method(&self) -> Option<Cow<'_, str>> {
-        #[derive(Deserialize)]
-        struct Peek<'a> {
-            #[serde(borrow, default)]
-            method: Option<Cow<'a, str>>,
-        }
-        match self {
-            MessageEvent::Sending(b) => serde_json::from_slice::<Peek<'_>>(b).ok()?.method,
-            MessageEvent::NotificationReceived(n) => Some(Cow::Borrowed(n.method.as_str())),
-            MessageEvent::ResponseReceived(_) => None,
+            None => (self.end)(request.ctx.shared, request.params),
         }
     }
 }
@@ -130,7 +107,7 @@ impl MessageEvent<'_> {
 #[derive(Default, Clone)]
 pub(crate) struct Middleware {
     requests: Option<Arc<[Arc<RequestFn>]>>,
-    observers: Option<Arc<[Arc<ObserverFn>]>>,
+    observers: Option<Observers>,
 }
 
 impl Middleware {
@@ -162,20 +139,17 @@ impl Middleware {
         self.observers = Some(v.into());
     }
 
-    /// The chain for one request, if there is any middleware.
-    pub(crate) fn chain(&self) -> Option<Next> {
-        self.requests.clone().map(|chain| Next { chain, index: 0 })
+    /// The chain for one request ending in `end`, if there is any middleware.
+    pub(crate) fn chain(&self, end: Terminal) -> Option<Next> {
+        self.requests.clone().map(|chain| Next {
+            chain,
+            index: 0,
+            end,
+        })
     }
 
     /// The observers, if any (cloned out so no lock is held while they run).
     pub(crate) fn observers(&self) -> Option<Observers> {
         self.observers.clone()
-    }
-}
-
-/// Runs the observers on one event.
-pub(crate) fn observe(observers: &[Arc<ObserverFn>], event: &MessageEvent<'_>) {
-    for o in observers {
-        o(event);
     }
 }

@@ -1,38 +1,68 @@
 //! The server core: [`Server`] and its registries, the handler context, sessions, and the
 //! single dispatch path every transport feeds.
 //!
-//! Not here: HTTP, stdio or any other I/O (see [`crate::transport`]), and storage (see
-//! [`crate::store`]).
+//! A request flows one way through these files: a transport starts it (`exchange.rs`:
+//! `Session::begin`, or `Exchange::sessionless` for a 2026-07-28 request over HTTP), the
+//! request middleware wrap it (`middleware.rs`), the method table serves it (`methods/`),
+//! handlers run with a [`RequestContext`] (`context.rs`, a view of `request.rs`), and the
+//! result is framed for its era (`reply.rs`). What the client sends besides requests is
+//! handled in `incoming.rs`.
+//!
+//! Not here: HTTP, stdio or any other I/O (see [`crate::transport`]), storage (see
+//! [`crate::store`]), and authentication: the core only learns who is calling, as a
+//! [`Caller`] an authentication layer put into the request.
 
+mod caller;
 mod connection;
 mod context;
-pub(crate) mod dispatch;
 mod elicit;
-pub(crate) mod exchange;
-mod listen;
+mod exchange;
+mod handler_error;
+mod incoming;
+mod list_kind;
+mod listeners;
+mod methods;
 pub mod middleware;
-pub(crate) mod modern;
+mod modern_meta;
 mod mrtr;
-pub(crate) mod outbox;
+mod observe;
+mod options;
+mod outbox;
+mod pagination;
 mod prompt;
+mod redact;
+mod registration;
+mod registry;
+mod reply;
+mod request;
 mod resource;
 #[allow(clippy::module_inception)]
 mod server;
-pub(crate) mod session;
-mod tasks;
+mod session;
+mod task_store;
 mod tool;
 pub mod uri_template;
 
+pub use caller::Caller;
 pub use connection::Connection;
-pub use context::{DEFAULT_CLIENT_REQUEST_TIMEOUT, RequestContext};
-pub(crate) use context::{ModernMeta, RequestShared, Scope};
-pub use dispatch::Outcome;
+pub use context::RequestContext;
+pub use handler_error::HandlerError;
 pub use middleware::{IncomingRequest, MessageEvent, Next};
 pub use mrtr::RequestStateKey;
+pub use options::{DEFAULT_CLIENT_REQUEST_TIMEOUT, ServerOptions};
 pub use prompt::GetPromptRequest;
+pub use reply::Outcome;
 pub use resource::ReadResourceRequest;
-pub use server::{Server, ServerOptions};
+pub use server::Server;
 pub use tool::{
-    CallToolRequest, HandlerError, IntoToolResult, NoArgs, RegistrationError, Structured,
-    is_valid_tool_name, schema_for,
+    CallToolRequest, IntoToolResult, NoArgs, RegistrationError, Structured, is_valid_tool_name,
+    schema_for,
 };
+
+// What the transports use of the core.
+pub(crate) use exchange::{Exchange, Step};
+pub(crate) use incoming::{handle_notification, handle_response};
+pub(crate) use modern_meta::{ModernMeta, meta_version, parse_meta, unsupported_version};
+pub(crate) use outbox::Outbox;
+pub(crate) use redact::redact_session_id;
+pub(crate) use session::{Session, SessionHooks};

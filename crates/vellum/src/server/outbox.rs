@@ -6,6 +6,8 @@
 //! anything: an empty `VecDeque` costs no allocation, while a channel allocates on creation.
 //! The HTTP transport uses the same queue (of SSE events) to feed GET streams, for the same
 //! reason: thousands of idle streams should cost nothing until something is sent.
+//!
+//! Not here: what the reader does with the messages (the exchange and the transports).
 
 use crate::sync::lock;
 use std::collections::VecDeque;

@@ -1,4 +1,8 @@
-//! Prompts: registration and the erased get handler.
+//! Prompts and completions: the request a prompt handler sees, and the erased get and
+//! complete handlers the dispatcher calls.
+//!
+//! Not here: registering them (`registration.rs`) and serving `prompts/get` and
+//! `completion/complete` (`methods/`).
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -7,7 +11,7 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 
 use super::context::RequestContext;
-use super::tool::HandlerError;
+use super::handler_error::HandlerError;
 use crate::protocol::{
     CompleteParams, CompleteResult, Completion, CompletionReference, GetPromptResult, Meta, Prompt,
 };

@@ -1,4 +1,7 @@
-//! Resources and resource templates: registration and the erased read handler.
+//! Resources and resource templates: the request a read handler sees, and the erased read
+//! handler the dispatcher calls.
+//!
+//! Not here: registering them (`registration.rs`) and serving `resources/read` (`methods/`).
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -7,7 +10,7 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 
 use super::context::RequestContext;
-use super::tool::HandlerError;
+use super::handler_error::HandlerError;
 use super::uri_template::UriTemplate;
 use crate::protocol::{Meta, ReadResourceResult, Resource, ResourceTemplate};
 

@@ -4,25 +4,30 @@
 //!
 //! A session owns no task. Its state is a few atomics and small maps that stay empty
 //! (allocation-free) until used.
+//!
+//! Not here: serving the session's requests (`exchange.rs`, `methods/`), and HTTP's view of
+//! sessions (the transport's session table).
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering};
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
 use serde::Serialize;
-use tokio::sync::oneshot;
 
 use super::Server;
-use super::context::{RequestShared, encode_client_request};
 use super::outbox::Outbox;
+use super::redact::redact_session_id;
 use crate::error::Error;
-use crate::protocol::encode_notification;
+use crate::peer::{
+    Cancel, InflightRequests, PendingAnswers, RequestIds, Ticket, cancelled_notification,
+};
+use crate::protocol::encode_request;
 use crate::protocol::{
-    CancelledParams, ClientCapabilities, ErrorObject, Implementation, LoggingLevel,
-    ProtocolVersion, RawJson, RequestId, methods,
+    ClientCapabilities, ErrorObject, Implementation, LoggingLevel, ProtocolVersion, RawJson,
+    RequestId,
 };
 use crate::store::SessionRecord;
 use crate::sync::lock;
@@ -58,7 +63,14 @@ pub(crate) trait SessionHooks: Send + Sync {
     }
 }
 
-type Pending = oneshot::Sender<Result<RawJson, ErrorObject>>;
+/// A request of the client being served, as its session sees it: an id it answers, and a
+/// way to stop it (`notifications/cancelled`, the session's end).
+pub(crate) trait InflightRequest: Send + Sync {
+    /// The request's id.
+    fn request_id(&self) -> &RequestId;
+    /// Cancels the request: its driver drops the handler and sends nothing more.
+    fn cancel(&self);
+}
 
 /// One legacy session.
 pub(crate) struct Session {
@@ -70,11 +82,12 @@ pub(crate) struct Session {
     initialized: AtomicBool,
     /// 0 = no level set; otherwise 1 + the level's index.
     log_level: AtomicU8,
-    next_request_id: AtomicI64,
+    /// Ids of our requests to the client.
+    request_ids: RequestIds,
     /// Our requests to the client, waiting for answers.
-    pending: Mutex<HashMap<RequestId, Pending>>,
+    pending: PendingAnswers<Result<RawJson, ErrorObject>>,
     /// The client's requests being served (for cancellation and duplicate-id detection).
-    inflight: Mutex<HashMap<RequestId, Weak<RequestShared>>>,
+    inflight: InflightRequests<Weak<dyn InflightRequest>>,
     /// Resource URIs the client subscribed to.
     subscriptions: Mutex<BTreeSet<String>>,
     hooks: OnceLock<Arc<dyn SessionHooks>>,
@@ -85,10 +98,7 @@ pub(crate) struct Session {
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Session")
-            .field(
-                "id",
-                &self.id.as_deref().map(crate::transport::redact_session_id),
-            )
+            .field("id", &self.id.as_deref().map(redact_session_id))
             .field("temporary", &self.temporary)
             .finish_non_exhaustive()
     }
@@ -133,9 +143,9 @@ impl Session {
             init: OnceLock::new(),
             initialized: AtomicBool::new(temporary),
             log_level: AtomicU8::new(0),
-            next_request_id: AtomicI64::new(0),
-            pending: Mutex::new(HashMap::new()),
-            inflight: Mutex::new(HashMap::new()),
+            request_ids: RequestIds::new(),
+            pending: PendingAnswers::new(),
+            inflight: InflightRequests::new(),
             subscriptions: Mutex::new(BTreeSet::new()),
             hooks: OnceLock::new(),
             closed: AtomicBool::new(false),
@@ -189,7 +199,7 @@ impl Session {
 
     /// How many of the client's requests are being served now.
     pub(crate) fn inflight_count(&self) -> usize {
-        lock(&self.inflight).len()
+        self.inflight.len()
     }
 
     /// The negotiated version (the default legacy version before `initialize`).
@@ -297,42 +307,32 @@ impl Session {
     }
 
     /// Registers a request being served. Fails if a request with this id is still running.
-    pub(crate) fn register_inflight(
+    pub(crate) fn register_inflight<R: InflightRequest + 'static>(
         self: &Arc<Self>,
-        shared: &Arc<RequestShared>,
+        request: &Arc<R>,
     ) -> Result<InflightGuard, ()> {
-        let mut map = lock(&self.inflight);
-        if map.contains_key(&shared.id) {
-            return Err(());
-        }
-        let weak = Arc::downgrade(shared);
-        map.insert(shared.id.clone(), weak.clone());
+        let id = request.request_id();
+        let weak: Weak<dyn InflightRequest> = Arc::downgrade(request) as Weak<R>;
+        let ticket = self
+            .inflight
+            .start(id, |_| weak)
+            .map_err(|_still_running| ())?;
         Ok(InflightGuard {
             session: Arc::downgrade(self),
-            id: shared.id.clone(),
-            request: weak,
+            id: id.clone(),
+            ticket,
         })
     }
 
     /// Cancels a request of the client (`notifications/cancelled`); false if it does not
     /// run here.
     pub(crate) fn cancel_inflight(&self, id: &RequestId) -> bool {
-        let target = lock(&self.inflight).get(id).and_then(Weak::upgrade);
-        match target {
-            Some(shared) => {
-                shared.cancel();
-                true
-            }
-            None => false,
-        }
+        self.inflight.cancel(id)
     }
 
     /// Delivers the client's answer to one of our requests; false if nobody waits for it.
     pub(crate) fn resolve(&self, id: &RequestId, outcome: Result<RawJson, ErrorObject>) -> bool {
-        match lock(&self.pending).remove(id) {
-            Some(tx) => tx.send(outcome).is_ok(),
-            None => false,
-        }
+        self.pending.resolve(id, outcome)
     }
 
     /// Sends a request to the client on `outbox` (the stream of the request being served)
@@ -352,34 +352,26 @@ impl Session {
         if self.is_closed() {
             return Err(Error::SessionClosed);
         }
-        let n = self.next_request_id.fetch_add(1, Ordering::Relaxed);
-        let id = match self.hooks.get().and_then(|h| h.request_id_prefix()) {
-            Some(prefix) => RequestId::String(format!("{prefix}-{n}").into()),
-            None => RequestId::Number(n),
-        };
-        let message = encode_client_request(&id, method, params)?;
-        let (tx, rx) = oneshot::channel();
-        lock(&self.pending).insert(id.clone(), tx);
-        let mut guard = PendingGuard {
-            session: self,
-            id: &id,
-            outbox,
-            armed: true,
-        };
+        let prefix = self.hooks.get().and_then(|h| h.request_id_prefix());
+        let id = self.request_ids.next(prefix);
+        let message = encode_request(&id, method, Some(params))?;
+        // Dropping the waiter (the handler gave up) forgets the question.
+        let mut waiter = self.pending.wait_for(id, ());
         outbox
             .send(message)
             .await
             .map_err(|_| Error::RequestFinished)?;
-        let outcome = match tokio::time::timeout(timeout, rx).await {
-            Ok(Ok(outcome)) => outcome,
-            Ok(Err(_)) => return Err(Error::SessionClosed),
+        match tokio::time::timeout(timeout, waiter.answer()).await {
+            Ok(Some(outcome)) => outcome.map_err(Error::Remote),
+            Ok(None) => Err(Error::SessionClosed),
             Err(_) => {
-                guard.cancel_on_peer("timed out").await;
-                return Err(Error::Timeout(timeout));
+                waiter.abandon();
+                if let Ok(msg) = cancelled_notification(waiter.id(), "timed out") {
+                    let _ = outbox.send(msg).await;
+                }
+                Err(Error::Timeout(timeout))
             }
-        };
-        guard.armed = false;
-        outcome.map_err(Error::Remote)
+        }
     }
 
     /// Adds a resource subscription; true if it is new.
@@ -410,13 +402,8 @@ impl Session {
         if self.closed.swap(true, Ordering::AcqRel) {
             return;
         }
-        let running: Vec<_> = lock(&self.inflight).drain().map(|(_, w)| w).collect();
-        for w in running {
-            if let Some(s) = w.upgrade() {
-                s.cancel();
-            }
-        }
-        lock(&self.pending).clear();
+        self.inflight.cancel_all();
+        self.pending.clear();
         self.server.unregister_session(self.registry_key);
     }
 
@@ -437,7 +424,7 @@ impl Drop for Session {
 pub(crate) struct InflightGuard {
     session: Weak<Session>,
     id: RequestId,
-    request: Weak<RequestShared>,
+    ticket: Ticket,
 }
 
 impl Drop for InflightGuard {
@@ -445,44 +432,20 @@ impl Drop for InflightGuard {
         let Some(s) = self.session.upgrade() else {
             return;
         };
-        let mut map = lock(&s.inflight);
-        // Only remove our own entry (`ptr_eq` works on dead weak pointers too).
-        if map
-            .get(&self.id)
-            .is_some_and(|w| Weak::ptr_eq(w, &self.request))
-        {
-            map.remove(&self.id);
-        }
+        // Only our own entry goes (the ticket tells it from a later request's).
+        s.inflight.finish(&self.id, self.ticket);
     }
 }
 
-/// Removes a waiting question when the asking handler gives up (dropped or timed out).
-struct PendingGuard<'a> {
-    session: &'a Arc<Session>,
-    id: &'a RequestId,
-    outbox: &'a Outbox,
-    armed: bool,
-}
-
-impl PendingGuard<'_> {
-    async fn cancel_on_peer(&mut self, reason: &str) {
-        self.armed = false;
-        lock(&self.session.pending).remove(self.id);
-        let params = CancelledParams {
-            request_id: self.id.clone(),
-            reason: Some(reason.to_owned()),
-            meta: None,
-        };
-        if let Ok(msg) = encode_notification(methods::CANCELLED, Some(&params)) {
-            let _ = self.outbox.send(msg).await;
-        }
-    }
-}
-
-impl Drop for PendingGuard<'_> {
-    fn drop(&mut self) {
-        if self.armed {
-            lock(&self.session.pending).remove(self.id);
+/// A request being served is cancelled through its shared state, while it still runs.
+impl Cancel for Weak<dyn InflightRequest> {
+    fn cancel(&self) -> bool {
+        match self.upgrade() {
+            Some(shared) => {
+                shared.cancel();
+                true
+            }
+            None => false,
         }
     }
 }

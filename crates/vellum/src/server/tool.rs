@@ -1,5 +1,9 @@
-//! Tools: typed registration (input and output schemas derived from Rust types), argument
-//! validation, and the erased handler the dispatcher calls.
+//! Tools: typed handlers (input and output schemas derived from Rust types), argument and
+//! output validation, the erased handler the dispatcher calls, and running one call
+//! ([`execute_tool`], shared by `tools/call` and tasks).
+//!
+//! Not here: the `tools/call` method's steps (`methods/input.rs`) and tasks
+//! (`methods/tasks.rs`).
 
 use std::future::Future;
 use std::marker::PhantomData;
@@ -13,10 +17,10 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::context::RequestContext;
-use crate::error::Error;
+use super::handler_error::HandlerError;
+use super::request::RequestShared;
 use crate::protocol::{
-    CallToolResult, ContentBlock, ErrorObject, InputRequiredResult, JsonObject, Meta, TaskMetadata,
-    Tool,
+    CallToolResult, ContentBlock, ErrorObject, JsonObject, Meta, TaskMetadata, Tool,
 };
 
 /// The `tools/call` request as a handler sees it, arguments already validated.
@@ -31,57 +35,6 @@ pub struct CallToolRequest {
     pub meta: Option<Meta>,
     /// The task the client asked to run this call as (2025-11-25 tasks).
     pub task: Option<TaskMetadata>,
-}
-
-/// How a handler (tool, resource, prompt) fails.
-///
-/// Any `std::error::Error` converts into it with `?`. In a tool, such an error becomes a tool
-/// error result (`isError: true`, the error's text as content) that the model can read; in
-/// a resource or prompt handler, a JSON-RPC internal error. An [`ErrorObject`] (or an
-/// [`Error::Remote`]) becomes that JSON-RPC error, and [`Error::InputRequired`] (from asking
-/// the client in the 2026-07-28 era) becomes an `InputRequiredResult`.
-#[derive(Debug)]
-pub enum HandlerError {
-    /// The handler failed; for a tool, the text is shown to the model (`isError: true`).
-    Failed(String),
-    /// A protocol error (JSON-RPC error response).
-    Protocol(ErrorObject),
-    /// More input is needed (2026-07-28 MRTR).
-    InputRequired(Box<InputRequiredResult>),
-}
-
-impl HandlerError {
-    /// A failure with this message.
-    pub fn failed(message: impl std::fmt::Display) -> Self {
-        HandlerError::Failed(message.to_string())
-    }
-}
-
-impl std::fmt::Display for HandlerError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            HandlerError::Failed(m) => f.write_str(m),
-            HandlerError::Protocol(e) => write!(f, "{e}"),
-            HandlerError::InputRequired(_) => f.write_str("input required"),
-        }
-    }
-}
-
-impl<E: std::error::Error + Send + Sync + 'static> From<E> for HandlerError {
-    fn from(e: E) -> Self {
-        let boxed: Box<dyn std::error::Error + Send + Sync> = Box::new(e);
-        match boxed.downcast::<Error>() {
-            Ok(err) => match *err {
-                Error::InputRequired(r) => HandlerError::InputRequired(r),
-                Error::Remote(obj) | Error::Rpc(obj) => HandlerError::Protocol(obj),
-                other => HandlerError::Failed(other.to_string()),
-            },
-            Err(boxed) => match boxed.downcast::<ErrorObject>() {
-                Ok(obj) => HandlerError::Protocol(*obj),
-                Err(boxed) => HandlerError::Failed(boxed.to_string()),
-            },
-        }
-    }
 }
 
 /// What a tool handler may return: a [`CallToolResult`], plain text, or a typed
@@ -200,6 +153,12 @@ pub enum RegistrationError {
     /// A resource URI or template is malformed.
     #[error("invalid resource {0:?}: {1}")]
     InvalidResource(String, String),
+}
+
+impl From<RegistrationError> for HandlerError {
+    fn from(e: RegistrationError) -> Self {
+        HandlerError::Failed(e.to_string())
+    }
 }
 
 /// True for a valid tool name (SEP-986).
@@ -361,4 +320,52 @@ where
             }
         })
     }
+}
+
+/// Runs a tool's handler and checks and frames its output for the request's era.
+pub(crate) async fn execute_tool(
+    shared: Arc<RequestShared>,
+    entry: &ToolEntry,
+    request: CallToolRequest,
+) -> Result<CallToolResult, HandlerError> {
+    let modern = shared.is_modern();
+    let result = entry
+        .handler
+        .call(RequestContext::new(shared), request)
+        .await?;
+    if entry.has_output_schema() && !result.is_error() {
+        let checked = match &result.structured_content {
+            Some(v) => entry.validate_output(v),
+            None => {
+                Err("the tool declares an output schema but returned no structuredContent".into())
+            }
+        };
+        if let Err(why) = checked {
+            return Err(HandlerError::Protocol(ErrorObject::internal(format!(
+                "The tool's output does not match its output schema: {why}"
+            ))));
+        }
+    }
+    Ok(frame_structured(result, modern))
+}
+
+/// Makes structured output readable by every client: a result with `structuredContent` and
+/// no content gets a text block with the JSON; before 2026-07-28 `structuredContent` must be an
+/// object, so other values are carried by that text block alone.
+fn frame_structured(mut result: CallToolResult, modern: bool) -> CallToolResult {
+    let Some(value) = &result.structured_content else {
+        return result;
+    };
+    let object = value.is_object();
+    if result.content.is_empty() || (!modern && !object && !has_text(&result)) {
+        result.content.push(ContentBlock::text(value.to_string()));
+    }
+    if !modern && !object {
+        result.structured_content = None;
+    }
+    result
+}
+
+fn has_text(r: &CallToolResult) -> bool {
+    r.content.iter().any(|c| c.as_text().is_some())
 }

@@ -19,6 +19,8 @@
 //! compiles to one anchored regular expression (one group per expression, each as wide as the
 //! characters its expansion may hold) that splits the URI, then each group is decoded on its
 //! own. A backtracking matcher took exponential time on a hostile `resources/read` URI.
+//!
+//! Not here: which resource a URI reads (`methods/input.rs`).
 
 use std::collections::BTreeMap;
 

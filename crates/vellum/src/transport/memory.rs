@@ -9,7 +9,8 @@ use futures_util::future::BoxFuture;
 use tokio::sync::{Mutex, mpsc};
 use tokio_util::sync::CancellationToken;
 
-use crate::client::{Incoming, OutgoingMessage, Transport, TransportError};
+use crate::client::transport::{Incoming, OutgoingMessage, Transport, decode_incoming};
+use crate::error::TransportError;
 use crate::server::{Connection, Server};
 
 /// A client transport whose other end is a [`Connection`] to a [`Server`] in this process.
@@ -60,7 +61,7 @@ impl Transport for MemoryTransport {
                     b = rx.recv() => b?,
                     () = self.closed.cancelled() => return None,
                 };
-                pending.extend(crate::client::transport_decode(&bytes));
+                pending.extend(decode_incoming(&bytes));
             }
         })
     }

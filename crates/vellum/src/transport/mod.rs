@@ -4,6 +4,10 @@
 //! - [`http_client`]: the client side of Streamable HTTP (and of the deprecated HTTP+SSE).
 //! - [`stdio`]: newline-delimited JSON-RPC on stdin/stdout, server and client.
 //! - [`memory`]: a client wired to a server in the same process.
+//!
+//! The contract every client transport implements belongs to the client, as
+//! [`vellum::client::Transport`](crate::client::Transport): transports import the client's
+//! contract, the client imports no transport.
 
 pub mod http;
 #[cfg(feature = "client")]
@@ -11,9 +15,3 @@ pub mod http_client;
 #[cfg(feature = "client")]
 pub mod memory;
 pub mod stdio;
-
-/// A session id shortened for logs: never log one in full (it is a bearer secret).
-pub(crate) fn redact_session_id(id: &str) -> String {
-    let keep: String = id.chars().take(6).collect();
-    format!("{keep}…")
-}

@@ -1,5 +1,7 @@
 //! [`ResponseBody`]: the one body type of every response the handler writes (empty, a few
 //! ready chunks, or a live SSE stream), so the hot path needs no boxing of bodies.
+//!
+//! Not here: what goes into the body (`response.rs`, `sse_writer.rs`).
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -9,7 +11,7 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 
-use super::sse::SseStream;
+use super::sse_writer::SseStream;
 
 /// The body of a response from [`StreamableHttpHandler`](super::StreamableHttpHandler).
 pub struct ResponseBody {

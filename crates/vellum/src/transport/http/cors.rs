@@ -1,6 +1,8 @@
 //! CORS for the trusted origins (when [`cors`](super::StreamableHttpOptions::cors) is on):
 //! preflight answers and the headers a browser page needs to read MCP responses, including
 //! `Mcp-Session-Id`.
+//!
+//! Not here: which origins are trusted and when CORS applies (`security_layer.rs`).
 
 use http::{HeaderMap, HeaderValue, Response, StatusCode, header};
 

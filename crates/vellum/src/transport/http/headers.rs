@@ -1,5 +1,7 @@
 //! Reading the headers the transport cares about: `Content-Type`, `Accept`, the session
 //! id, the protocol version, `Last-Event-ID`.
+//!
+//! Not here: what the values mean for routing (`post.rs`, `session_routing.rs`).
 
 use http::header::AsHeaderName;
 use http::{HeaderMap, header};

@@ -1,38 +1,53 @@
 //! Streamable HTTP, server side: one endpoint for both protocol eras.
 //!
 //! ```text
-//! request ─► security (Host, Origin) ─► method ─► body (limit, JSON-RPC decode)
+//! request ─► SecurityLayer (Host, Origin, CORS) ─► method ─► body (limit, JSON-RPC decode)
 //!         ─► era routing: modern header/_meta │ Mcp-Session-Id │ initialize │ stateless
-//!         ─► server dispatch (one path) ─► one writer: JSON body or SSE stream
+//!         ─► the server core (Session::begin / Exchange::sessionless, one dispatch path)
+//!         ─► one writer: JSON body or SSE stream
 //! ```
 //!
 //! - [`StreamableHttpHandler`]: the endpoint, a tower `Service` (usable from hyper or axum).
+//! - [`SecurityLayer`]: its Host/Origin checks and CORS as a tower layer, for the
+//!   authorization layer and for anything else served beside the endpoint.
 //! - [`StreamableHttpOptions`]: every option of the Go SDK's handler, and a few more.
 //! - [`serve`], [`serve_listener`], [`serve_unix`]: accept loops with the right socket
 //!   settings and graceful shutdown.
 //!
 //! Every rejection and its HTTP status and JSON-RPC code are listed in
 //! `docs/http-status.md`.
+//!
+//! Not here: the client side of Streamable HTTP ([`crate::transport::http_client`]).
 
 mod body;
 mod cluster;
-pub(crate) mod cors;
-mod handler;
+mod cors;
+mod endpoint;
+mod get;
 pub mod headers;
-mod modern;
+mod live_streams;
+mod modern_headers;
 mod options;
+mod post;
+mod post_events;
+mod post_response;
 mod rejection;
-pub(crate) mod security;
+mod response;
+mod resume_stream;
+mod security;
+mod security_layer;
 mod serve;
-mod sessions;
-mod sse;
-mod streams;
+mod session_hooks;
+mod session_routing;
+mod session_table;
+mod sse_writer;
 mod trace;
 
 pub use body::ResponseBody;
-pub use handler::StreamableHttpHandler;
+pub use endpoint::StreamableHttpHandler;
 pub use options::StreamableHttpOptions;
 pub use security::{ConnectionInfo, CrossOriginProtection, InvalidOrigin, is_loopback_host};
+pub use security_layer::{SecurityBody, SecurityLayer, SecurityService};
 pub use serve::{DEFAULT_SHUTDOWN_GRACE, local_addr, serve, serve_listener, serve_listener_with};
 #[cfg(unix)]
 pub use serve::{serve_unix, serve_unix_listener};

@@ -1,5 +1,7 @@
 //! [`StreamableHttpOptions`]: every knob of the Streamable HTTP handler, each with the
 //! default its zero value gives and the wire effect it has.
+//!
+//! Not here: the server's own options (`ServerOptions` in the core).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -67,8 +69,8 @@ pub struct StreamableHttpOptions {
     /// The most requests one session may have in flight; more get 429 with `Retry-After`.
     /// Default: 256.
     pub max_in_flight_per_session: Option<usize>,
-    /// The most live sessions one authenticated principal may hold (see
-    /// [`Principal`](crate::auth::Principal)); more get 503 with `Retry-After`.
+    /// The most live sessions one authenticated caller may hold (see
+    /// [`Caller`](crate::server::Caller)); more get 503 with `Retry-After`.
     /// Default: none.
     pub max_sessions_per_principal: Option<usize>,
     /// Close sessions whose client has not sent `notifications/initialized` this long after

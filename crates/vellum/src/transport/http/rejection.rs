@@ -1,5 +1,9 @@
-//! Every way the HTTP handler refuses a request, and the one function that maps each to its
-//! HTTP status and JSON-RPC error (see `docs/http-status.md` for the table).
+//! Every HTTP status the handler decides: each way it refuses a request ([`Rejection`]) with
+//! its JSON-RPC error, and the status a 2026-07-28 error answer carries
+//! ([`modern_error_status`]). See `docs/http-status.md` for the table.
+//!
+//! Not here: what a handler's failure becomes inside a 200 (the server core's
+//! `handler_error.rs`).
 
 use http::{HeaderValue, Response, StatusCode, header};
 
@@ -52,9 +56,9 @@ pub(crate) enum Rejection {
     NoServer,
     /// The session store is unreachable (503, `Retry-After`).
     StoreUnavailable,
-    /// A JSON-RPC error with a status chosen by the protocol rules (modern-era checks).
-    Rpc {
-        status: StatusCode,
+    /// A 2026-07-28 check failed (headers against `_meta`, `_meta` itself): the status of
+    /// its JSON-RPC error under the modern rules (400 for every code these checks use).
+    Modern {
         id: Option<RequestId>,
         error: ErrorObject,
     },
@@ -204,7 +208,14 @@ impl Rejection {
                 invalid("Bad Request: no server is available for this request"),
                 None,
             ),
-            R::Rpc { status, id, error } => (status, id, error, None),
+            R::Modern { id, error } => {
+                let status = match modern_error_status(error.code) {
+                    // A refused request is never a success.
+                    StatusCode::OK => StatusCode::BAD_REQUEST,
+                    status => status,
+                };
+                (status, id, error, None)
+            }
         }
     }
 

@@ -1,5 +1,8 @@
-//! The request checks that run before anything else: the localhost DNS-rebinding defence
-//! and cross-origin protection.
+//! The checks that run before anything else, as functions of one request: the localhost
+//! DNS-rebinding defence ([`is_loopback_host`], judged against [`ConnectionInfo`]) and
+//! cross-origin protection ([`CrossOriginProtection`]).
+//!
+//! Not here: running them around a service, and CORS (`security_layer.rs`).
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -63,52 +66,8 @@ pub fn is_loopback_host(authority: &str) -> bool {
         .is_ok_and(|ip| ip.is_loopback() || is_mapped_loopback(ip))
 }
 
-/// The Host and Origin checks and the CORS decision, configured once from the handler's
-/// options: the handler runs them, and so does any layer in front of it (authorization),
-/// so a request is judged the same way whichever answers it.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct RequestChecks {
-    /// The DNS-rebinding defence is on.
-    localhost: bool,
-    origin: CrossOriginProtection,
-    cors: bool,
-}
-
-impl RequestChecks {
-    pub(crate) fn of(options: &super::StreamableHttpOptions) -> Self {
-        RequestChecks {
-            localhost: !options.disable_localhost_protection,
-            origin: options.cross_origin_protection.clone().unwrap_or_default(),
-            cors: options.cors,
-        }
-    }
-
-    /// The handler's refusal of this request, if any.
-    pub(crate) fn check(
-        &self,
-        method: &Method,
-        uri: &http::Uri,
-        headers: &HeaderMap,
-        info: Option<&ConnectionInfo>,
-    ) -> Result<(), Rejection> {
-        if self.localhost {
-            check_localhost(headers, uri, info)?;
-        }
-        self.origin.check(method, uri, headers)
-    }
-
-    /// The request's `Origin` when CORS headers answer it: CORS is on and the origin is
-    /// trusted (a foreign origin is refused by [`check`](Self::check) anyway).
-    pub(crate) fn cors_origin(&self, headers: &HeaderMap) -> Option<http::HeaderValue> {
-        headers
-            .get(header::ORIGIN)
-            .filter(|o| self.cors && o.to_str().is_ok_and(|o| self.origin.is_trusted(o)))
-            .cloned()
-    }
-}
-
 /// The DNS-rebinding defence: a loopback connection must name a loopback host.
-fn check_localhost(
+pub(crate) fn check_localhost(
     headers: &HeaderMap,
     uri: &http::Uri,
     info: Option<&ConnectionInfo>,
@@ -137,7 +96,7 @@ fn request_host<'a>(headers: &'a HeaderMap, uri: &'a http::Uri) -> Option<&'a st
 /// (`same-origin` and `none` pass), else the `Origin` header must match `Host`; trusted
 /// origins and bypassed paths are exempt. A request with neither header (any non-browser
 /// client) passes.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CrossOriginProtection {
     enabled: bool,
     trusted: Vec<String>,

@@ -5,6 +5,9 @@
 //! version-detecting builder costs about 7.6 KiB more per connection, measured with 1,000
 //! open GET streams: 29.7 against 22.0 KiB per session and stream.) For HTTP/2, mount the
 //! handler, a tower `Service`, in your own hyper or axum server.
+//!
+//! Not here: what a request does (`endpoint.rs`); TLS and HTTP/2 (mount the handler in your
+//! own server).
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -21,7 +24,7 @@ use tokio::net::{TcpListener, ToSocketAddrs};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
-use super::handler::StreamableHttpHandler;
+use super::endpoint::StreamableHttpHandler;
 use super::security::ConnectionInfo;
 
 /// How long a graceful shutdown waits for in-flight requests.

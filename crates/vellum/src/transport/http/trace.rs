@@ -3,13 +3,16 @@
 //! subscriber. Span fields follow the OpenTelemetry semantic conventions for MCP
 //! (`mcp.method.name`, `gen_ai.tool.name`, `mcp.session.id`, `jsonrpc.request.id`, …), and
 //! `otel.name` carries the span name (`"{method} {target}"`) for the OpenTelemetry bridge.
+//!
+//! Not here: message observers and request middleware (the server core), which see every
+//! transport.
 
 use std::time::Instant;
 
 use tracing::Dispatch;
 
 use crate::protocol::RequestId;
-use crate::transport::redact_session_id;
+use crate::server::redact_session_id;
 
 /// The span of one MCP request and the dispatcher it reports to.
 pub(crate) struct RequestTrace {

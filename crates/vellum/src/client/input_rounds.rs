@@ -1,0 +1,98 @@
+//! Multi round-trip requests (MRTR, 2026-07-28) on the client side: a modern server that
+//! needs input answers with an `InputRequiredResult`; the client runs its callbacks for the
+//! questions and retries the request with `inputResponses` (and the server's
+//! `requestState`), up to the configured number of rounds.
+//!
+//! Every typed call goes through [`Client::call`], so legacy results (which never ask for
+//! input) take the same path with one round.
+
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use super::answers::answer_input;
+use super::call_options::CallOptions;
+use super::handle::Client;
+use crate::error::Error;
+use crate::protocol::{InputRequests, RawJson, ResultType};
+
+impl Client {
+    /// Sends a request and decodes its complete result (`resultType` checked), running the
+    /// MRTR rounds of a modern server that needs input.
+    pub(super) async fn call<R: DeserializeOwned>(
+        &self,
+        method: &str,
+        mut params: Map<String, Value>,
+        opts: &CallOptions,
+    ) -> Result<R, Error> {
+        let rounds = self.inner.config.max_input_rounds;
+        for _ in 0..=rounds {
+            let raw = self.call_raw(method, params.clone(), opts).await?;
+            let head: ResultHead = raw.parse()?;
+            match head.result_type.unwrap_or_default() {
+                ResultType::Complete => return Ok(raw.parse()?),
+                ResultType::InputRequired => {
+                    let responses = self
+                        .answer_inputs(head.input_requests.unwrap_or_default())
+                        .await?;
+                    if responses.is_empty() {
+                        params.remove("inputResponses");
+                    } else {
+                        params.insert("inputResponses".to_owned(), Value::Object(responses));
+                    }
+                    match head.request_state {
+                        Some(s) => params.insert("requestState".to_owned(), Value::String(s)),
+                        None => params.remove("requestState"),
+                    };
+                }
+                ResultType::Task => {
+                    return Err(Error::Unsupported(
+                        "the server answered with a task, which this client did not ask for".into(),
+                    ));
+                }
+                ResultType::Other(t) => {
+                    return Err(Error::Protocol(format!("unknown resultType {t:?}")));
+                }
+            }
+        }
+        Err(Error::Protocol(format!(
+            "the server still needed input after {rounds} rounds"
+        )))
+    }
+
+    /// Answers a modern server's input requests with the client's callbacks.
+    async fn answer_inputs(&self, requests: InputRequests) -> Result<Map<String, Value>, Error> {
+        let mut out = Map::new();
+        for (key, request) in requests {
+            let answer = answer_input(&self.inner.config, request)
+                .await
+                .map_err(Error::Remote)?;
+            out.insert(key, answer);
+        }
+        Ok(out)
+    }
+}
+
+/// The parts of any result the client checks before decoding it.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ResultHead {
+    #[serde(default)]
+    result_type: Option<ResultType>,
+    #[serde(default)]
+    input_requests: Option<InputRequests>,
+    #[serde(default)]
+    request_state: Option<String>,
+}
+
+/// Decodes a result that must be complete (a handshake's): any other `resultType` is a
+/// protocol error.
+pub(super) fn complete_result<R: DeserializeOwned>(raw: &RawJson) -> Result<R, Error> {
+    let head: ResultHead = raw.parse()?;
+    match head.result_type.unwrap_or_default() {
+        ResultType::Complete => Ok(raw.parse()?),
+        other => Err(Error::Protocol(format!(
+            "unexpected resultType {:?}",
+            other.as_str()
+        ))),
+    }
+}

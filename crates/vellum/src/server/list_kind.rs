@@ -1,0 +1,31 @@
+//! [`ListKind`]: the three lists whose changes are announced (`notifications/*/list_changed`),
+//! to legacy sessions and to 2026-07-28 listen streams alike.
+//!
+//! Not here: sending the announcements (`Server::changed` in `server.rs`, `listeners.rs`).
+
+use crate::protocol::methods;
+
+/// The three lists that announce changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ListKind {
+    Tools,
+    Resources,
+    Prompts,
+}
+
+impl ListKind {
+    pub(crate) fn method(self) -> &'static str {
+        match self {
+            ListKind::Tools => methods::TOOLS_LIST_CHANGED,
+            ListKind::Resources => methods::RESOURCES_LIST_CHANGED,
+            ListKind::Prompts => methods::PROMPTS_LIST_CHANGED,
+        }
+    }
+    pub(crate) fn index(self) -> usize {
+        match self {
+            ListKind::Tools => 0,
+            ListKind::Resources => 1,
+            ListKind::Prompts => 2,
+        }
+    }
+}

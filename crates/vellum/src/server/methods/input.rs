@@ -1,0 +1,255 @@
+//! The methods whose handlers may ask the client for input (2026-07-28 multi round-trip):
+//! `tools/call`, `resources/read` and `prompts/get`, served by one generic path, [`serve`]:
+//!
+//! 1. record the request's `_meta`;
+//! 2. start the MRTR attempt (check the echoed `requestState`, keep the client's answers);
+//! 3. find what the params name (the tool, resource or prompt) and
+//! 4. build the handler's request, or answer at once (unknown name, invalid arguments, a
+//!    call that runs as a task);
+//! 5. call the handler;
+//! 6. frame its result, or map its failure with the one mapping
+//!    ([`HandlerError::into_wire`](super::super::handler_error::HandlerError::into_wire)).
+//!
+//! Each method says only what differs (an [`InputMethod`]). Not here: the handler context
+//! asking the question (`context.rs`) and the signed state (`mrtr.rs`).
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::super::context::RequestContext;
+use super::super::handler_error::{HandlerError, Served};
+use super::super::prompt::{GetPromptRequest, PromptEntry};
+use super::super::reply::{Outcome, cacheable, complete, failure};
+use super::super::request::RequestShared;
+use super::super::resource::{DynResourceHandler, ReadResourceRequest};
+use super::super::tool::{CallToolRequest, ToolEntry, execute_tool};
+use super::tasks;
+use crate::protocol::{
+    CallToolParams, CallToolResult, ErrorObject, GetPromptParams, GetPromptResult, InputResponses,
+    Meta, RawJson, ReadResourceParams, ReadResourceResult, code,
+};
+
+/// The params of a method that may ask the client: they carry the retry's answers and
+/// state besides `_meta`.
+pub(super) trait AttemptParams {
+    /// The request's `_meta`.
+    fn meta(&self) -> Option<&Meta>;
+    /// The client's answers and the echoed `requestState`, taken out of the params.
+    fn take_attempt(&mut self) -> (Option<InputResponses>, Option<String>);
+}
+
+macro_rules! attempt_params {
+    ($($t:ty),*) => {
+        $(impl AttemptParams for $t {
+            fn meta(&self) -> Option<&Meta> {
+                self.meta.as_ref()
+            }
+            fn take_attempt(&mut self) -> (Option<InputResponses>, Option<String>) {
+                (self.input_responses.take(), self.request_state.take())
+            }
+        })*
+    };
+}
+
+attempt_params!(CallToolParams, ReadResourceParams, GetPromptParams);
+
+/// What one method of this family does in the steps of [`serve`] that differ.
+pub(super) trait InputMethod {
+    /// The method's params.
+    type Params: AttemptParams;
+    /// What the lookup found and the request built for the handler.
+    type Call: Send;
+    /// What the handler returned.
+    type Output;
+    /// What a plain failure of the handler becomes.
+    const SERVED: Served;
+
+    /// Steps 3 and 4: `Err` answers the request without calling the handler.
+    fn prepare(shared: &Arc<RequestShared>, p: Self::Params) -> Result<Self::Call, Outcome>;
+
+    /// Step 5.
+    fn call(
+        shared: &Arc<RequestShared>,
+        call: Self::Call,
+    ) -> impl Future<Output = Result<Self::Output, HandlerError>> + Send;
+
+    /// Step 6, for a handler that succeeded.
+    fn frame(shared: &RequestShared, output: Self::Output) -> Outcome;
+}
+
+/// Serves one request of a method that may ask the client (the six steps above).
+pub(super) async fn serve<M: InputMethod>(
+    shared: &Arc<RequestShared>,
+    raw: Option<&RawJson>,
+    mut p: M::Params,
+) -> Result<Outcome, ErrorObject> {
+    shared.set_meta(p.meta().cloned());
+    let (responses, state) = p.take_attempt();
+    shared.begin_attempt(raw, responses, state.as_deref())?;
+    let call = match M::prepare(shared, p) {
+        Ok(call) => call,
+        Err(answer) => return Ok(answer),
+    };
+    Ok(match M::call(shared, call).await {
+        Ok(output) => M::frame(shared, output),
+        Err(e) => failure(shared, e.into_wire(M::SERVED, shared.is_modern())),
+    })
+}
+
+/// `tools/call`.
+pub(super) struct ToolCall;
+
+impl InputMethod for ToolCall {
+    type Params = CallToolParams;
+    type Call = (Arc<ToolEntry>, CallToolRequest);
+    type Output = CallToolResult;
+    const SERVED: Served = Served::Tool;
+
+    fn prepare(shared: &Arc<RequestShared>, mut p: CallToolParams) -> Result<Self::Call, Outcome> {
+        let Some(entry) = shared.server.tool(&p.name) else {
+            return Err(Outcome::Error(ErrorObject::invalid_params(format!(
+                "Unknown tool: {}",
+                p.name
+            ))));
+        };
+        let arguments = Value::Object(p.arguments.take().unwrap_or_default());
+        if let Err(message) = entry.validate_input(&arguments) {
+            // Invalid arguments are the model's to fix: a tool error result it can read.
+            return Err(complete(shared, CallToolResult::error(message)));
+        }
+        let request = CallToolRequest {
+            name: p.name,
+            arguments,
+            meta: p.meta,
+            task: p.task,
+        };
+        match tasks::decide(shared, &entry, &request) {
+            Err(e) => Err(Outcome::Error(e)),
+            Ok(Some(ttl)) => Err(tasks::start(shared, entry, request, ttl)),
+            Ok(None) => Ok((entry, request)),
+        }
+    }
+
+    async fn call(
+        shared: &Arc<RequestShared>,
+        (entry, request): Self::Call,
+    ) -> Result<CallToolResult, HandlerError> {
+        execute_tool(shared.clone(), &entry, request).await
+    }
+
+    fn frame(shared: &RequestShared, output: CallToolResult) -> Outcome {
+        complete(shared, output)
+    }
+}
+
+/// `resources/read`.
+pub(super) struct ResourceRead;
+
+/// The resource-not-found error of the request's era.
+fn resource_not_found(shared: &RequestShared, uri: &str) -> ErrorObject {
+    let code = if shared.is_modern() {
+        code::INVALID_PARAMS
+    } else {
+        code::RESOURCE_NOT_FOUND
+    };
+    ErrorObject::new(code, "Resource not found").with_data(serde_json::json!({ "uri": uri }))
+}
+
+impl InputMethod for ResourceRead {
+    type Params = ReadResourceParams;
+    type Call = (Arc<dyn DynResourceHandler>, ReadResourceRequest);
+    type Output = (String, ReadResourceResult);
+    const SERVED: Served = Served::Other;
+
+    fn prepare(shared: &Arc<RequestShared>, p: ReadResourceParams) -> Result<Self::Call, Outcome> {
+        let found = {
+            let reg = shared.server.registry();
+            if let Some(e) = reg.resources.get(&p.uri) {
+                Some((e.handler.clone(), BTreeMap::new()))
+            } else {
+                reg.templates
+                    .values()
+                    .find_map(|t| t.matcher.matches(&p.uri).map(|v| (t.handler.clone(), v)))
+            }
+        };
+        let Some((handler, variables)) = found else {
+            return Err(Outcome::Error(resource_not_found(shared, &p.uri)));
+        };
+        let request = ReadResourceRequest {
+            uri: p.uri,
+            variables,
+            meta: p.meta,
+        };
+        Ok((handler, request))
+    }
+
+    async fn call(
+        shared: &Arc<RequestShared>,
+        (handler, request): Self::Call,
+    ) -> Result<(String, ReadResourceResult), HandlerError> {
+        let uri = request.uri.clone();
+        let result = handler
+            .read(RequestContext::new(shared.clone()), request)
+            .await?;
+        Ok((uri, result))
+    }
+
+    fn frame(shared: &RequestShared, (uri, result): (String, ReadResourceResult)) -> Outcome {
+        // An empty read means "no such resource", never an empty success (2026-07-28 rule).
+        if result.contents.is_empty() {
+            return Outcome::Error(resource_not_found(shared, &uri));
+        }
+        cacheable(shared, result)
+    }
+}
+
+/// `prompts/get`.
+pub(super) struct PromptGet;
+
+impl InputMethod for PromptGet {
+    type Params = GetPromptParams;
+    type Call = (Arc<PromptEntry>, GetPromptRequest);
+    type Output = GetPromptResult;
+    const SERVED: Served = Served::Other;
+
+    fn prepare(shared: &Arc<RequestShared>, mut p: GetPromptParams) -> Result<Self::Call, Outcome> {
+        let Some(entry) = shared.server.registry().prompts.get(&p.name).cloned() else {
+            return Err(Outcome::Error(ErrorObject::invalid_params(format!(
+                "Unknown prompt: {}",
+                p.name
+            ))));
+        };
+        let arguments = p.arguments.take().unwrap_or_default();
+        for a in entry.prompt.arguments.iter().flatten() {
+            if a.required == Some(true) && !arguments.contains_key(&a.name) {
+                return Err(Outcome::Error(ErrorObject::invalid_params(format!(
+                    "Missing required argument: {}",
+                    a.name
+                ))));
+            }
+        }
+        let request = GetPromptRequest {
+            name: p.name,
+            arguments,
+            meta: p.meta,
+        };
+        Ok((entry, request))
+    }
+
+    async fn call(
+        shared: &Arc<RequestShared>,
+        (entry, request): Self::Call,
+    ) -> Result<GetPromptResult, HandlerError> {
+        entry
+            .handler
+            .get(RequestContext::new(shared.clone()), request)
+            .await
+    }
+
+    fn frame(shared: &RequestShared, output: GetPromptResult) -> Outcome {
+        complete(shared, output)
+    }
+}

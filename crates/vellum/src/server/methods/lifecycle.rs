@@ -1,0 +1,101 @@
+//! The methods about the connection itself rather than what the server offers:
+//! `initialize` and `ping` (legacy sessions), `server/discover` (2026-07-28), and the
+//! session state a legacy client sets (`logging/setLevel`, `resources/subscribe` and
+//! `resources/unsubscribe`).
+//!
+//! Not here: `notifications/initialized` and the other notifications (`incoming.rs`).
+
+use std::sync::Arc;
+
+use super::super::reply::{Outcome, cacheable, complete, empty};
+use super::super::request::{RequestShared, Scope};
+use super::super::session::{ClientInit, Session};
+use crate::protocol::{
+    DiscoverResult, ErrorObject, InitializeParams, InitializeResult, ProtocolVersion,
+    SetLevelParams, SubscribeParams,
+};
+
+/// The legacy session of a request (the table only routes legacy methods here).
+fn session_of(shared: &RequestShared) -> Result<&Arc<Session>, ErrorObject> {
+    match &shared.scope {
+        Scope::Legacy(s) => Ok(s),
+        Scope::Modern(_) => Err(ErrorObject::method_not_found(&shared.method)),
+    }
+}
+
+/// `initialize`: negotiates the version and records what the client said.
+pub(super) fn initialize(
+    shared: &RequestShared,
+    p: InitializeParams,
+) -> Result<Outcome, ErrorObject> {
+    let session = session_of(shared)?;
+    let version = ProtocolVersion::negotiate_legacy(&p.protocol_version);
+    let init = ClientInit {
+        version,
+        capabilities: p.capabilities,
+        info: Some(p.client_info),
+    };
+    if !session.set_init(init) {
+        return Err(ErrorObject::invalid_request(
+            "Invalid request: the session is already initialized",
+        ));
+    }
+    let server = &shared.server;
+    let mut capabilities = server.capabilities();
+    capabilities.extensions = None;
+    if version < ProtocolVersion::V2025_11_25 {
+        capabilities.tasks = None;
+    }
+    Ok(complete(
+        shared,
+        InitializeResult {
+            protocol_version: version.as_str().to_owned(),
+            capabilities,
+            server_info: server.info().clone(),
+            instructions: server.options().instructions.clone(),
+            meta: None,
+        },
+    ))
+}
+
+/// `ping`: answers exactly `{}`.
+pub(super) fn ping(shared: &RequestShared, _: ()) -> Result<Outcome, ErrorObject> {
+    Ok(empty(shared))
+}
+
+/// `server/discover` (2026-07-28): versions, capabilities and instructions.
+pub(super) fn discover(shared: &RequestShared, _: ()) -> Result<Outcome, ErrorObject> {
+    let server = &shared.server;
+    let mut capabilities = server.capabilities();
+    capabilities.tasks = None;
+    Ok(cacheable(
+        shared,
+        DiscoverResult {
+            supported_versions: DiscoverResult::all_versions(),
+            capabilities,
+            instructions: server.options().instructions.clone(),
+            meta: None,
+        },
+    ))
+}
+
+/// `logging/setLevel`.
+pub(super) fn set_level(shared: &RequestShared, p: SetLevelParams) -> Result<Outcome, ErrorObject> {
+    session_of(shared)?.set_log_level(p.level);
+    Ok(empty(shared))
+}
+
+/// `resources/subscribe` (`on`) and `resources/unsubscribe`.
+pub(super) fn subscribe(
+    shared: &RequestShared,
+    p: SubscribeParams,
+    on: bool,
+) -> Result<Outcome, ErrorObject> {
+    let session = session_of(shared)?;
+    if on {
+        session.subscribe(&p.uri);
+    } else {
+        session.unsubscribe(&p.uri);
+    }
+    Ok(empty(shared))
+}

@@ -1,0 +1,183 @@
+//! The method table: every method a server answers, one entry each, with the eras that have
+//! it, how its params are read and what serves it. [`dispatch_request`] is the only place a
+//! method name is matched, for every transport and both eras.
+//!
+//! The era decides where a request's context comes from (its session, or its own `_meta`)
+//! and how its result is framed (`reply.rs`), not which handler runs. Two generic paths serve
+//! most entries: the methods that may ask the client for input (`input.rs`: `tools/call`,
+//! `resources/read`, `prompts/get`) and the plain lists (`lists.rs`).
+//!
+//! Not here: request middleware (it wraps this, see `middleware.rs`), notifications and the
+//! client's answers (`incoming.rs`), and any transport framing.
+
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use serde::de::DeserializeOwned;
+
+use super::reply::Outcome;
+use super::request::{RequestShared, Scope};
+use crate::protocol::{
+    CallToolParams, CompleteParams, ErrorObject, GetPromptParams, InitializeParams,
+    PaginatedParams, RawJson, ReadResourceParams, SetLevelParams, SubscribeParams,
+    SubscriptionsListenParams, TaskIdParams, methods,
+};
+
+mod completion;
+mod input;
+mod lifecycle;
+mod listen;
+mod lists;
+pub(crate) mod tasks;
+
+use input::{PromptGet, ResourceRead, ToolCall};
+use lists::{Prompts, Resources, Templates, Tools};
+
+/// Which eras have a method.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Eras {
+    /// Both: sessions (≤ 2025-11-25) and 2026-07-28.
+    Both,
+    /// Only legacy sessions.
+    Legacy,
+    /// Only 2026-07-28.
+    Modern,
+}
+
+impl Eras {
+    fn admit(self, modern: bool) -> bool {
+        match self {
+            Eras::Both => true,
+            Eras::Legacy => !modern,
+            Eras::Modern => modern,
+        }
+    }
+}
+
+/// Decodes params into the method's type.
+fn parse<T: DeserializeOwned>(raw: &RawJson) -> Result<T, ErrorObject> {
+    raw.parse()
+        .map_err(|e| ErrorObject::invalid_params(format!("Invalid params: {e}")))
+}
+
+/// The params of a method that must have them.
+fn required<T: DeserializeOwned>(raw: Option<&RawJson>) -> Result<T, ErrorObject> {
+    match raw {
+        None => Err(ErrorObject::invalid_params(
+            "Invalid params: missing params",
+        )),
+        Some(r) => parse(r),
+    }
+}
+
+/// The params of a method whose params may be left out (their default).
+fn optional<T: DeserializeOwned + Default>(raw: Option<&RawJson>) -> Result<T, ErrorObject> {
+    raw.map_or_else(|| Ok(T::default()), parse)
+}
+
+/// The params of a method that takes none: whatever was sent is not read.
+fn ignored(_: Option<&RawJson>) -> Result<(), ErrorObject> {
+    Ok(())
+}
+
+/// Expands the table into the dispatcher: a `match` on the method name (the same code as
+/// a hand-written one: each entry's future is part of the dispatcher's, nothing is boxed or
+/// called through a pointer) and the list of methods served before `initialize`.
+macro_rules! method_table {
+    ($(
+        $name:ident $(+ $early:ident)?, $eras:ident, $decode:ident($params:ty),
+            |$s:ident, $raw:ident, $p:ident| $serve:expr;
+    )*) => {
+        /// True for the methods a legacy session answers before it is initialized.
+        fn served_before_initialize(method: &str) -> bool {
+            false $(|| (method_table!(@early $($early)?) && method == methods::$name))*
+        }
+
+        async fn dispatch(
+            shared: &Arc<RequestShared>,
+            raw: Option<&RawJson>,
+        ) -> Result<Outcome, ErrorObject> {
+            let modern = shared.is_modern();
+            match shared.method.as_str() {
+                $(methods::$name if Eras::$eras.admit(modern) => {
+                    let $p: $params = $decode(raw)?;
+                    let ($s, $raw) = (shared, raw);
+                    let _ = $raw;
+                    $serve
+                })*
+                other => Err(ErrorObject::method_not_found(other)),
+            }
+        }
+    };
+    (@early before_initialize) => { true };
+    (@early) => { false };
+}
+
+method_table! {
+    // method (+ served before initialize), eras, params,
+    //     what serves it
+    TOOLS_CALL, Both, required(CallToolParams),
+        |s, raw, p| input::serve::<ToolCall>(s, raw, p).await;
+    TOOLS_LIST, Both, optional(PaginatedParams),
+        |s, raw, p| lists::serve::<Tools>(s, p);
+    INITIALIZE + before_initialize, Legacy, required(InitializeParams),
+        |s, raw, p| lifecycle::initialize(s, p);
+    PING + before_initialize, Legacy, ignored(()),
+        |s, raw, p| lifecycle::ping(s, p);
+    DISCOVER, Modern, ignored(()),
+        |s, raw, p| lifecycle::discover(s, p);
+    RESOURCES_LIST, Both, optional(PaginatedParams),
+        |s, raw, p| lists::serve::<Resources>(s, p);
+    RESOURCES_TEMPLATES_LIST, Both, optional(PaginatedParams),
+        |s, raw, p| lists::serve::<Templates>(s, p);
+    RESOURCES_READ, Both, required(ReadResourceParams),
+        |s, raw, p| input::serve::<ResourceRead>(s, raw, p).await;
+    RESOURCES_SUBSCRIBE, Legacy, required(SubscribeParams),
+        |s, raw, p| lifecycle::subscribe(s, p, true);
+    RESOURCES_UNSUBSCRIBE, Legacy, required(SubscribeParams),
+        |s, raw, p| lifecycle::subscribe(s, p, false);
+    PROMPTS_LIST, Both, optional(PaginatedParams),
+        |s, raw, p| lists::serve::<Prompts>(s, p);
+    PROMPTS_GET, Both, required(GetPromptParams),
+        |s, raw, p| input::serve::<PromptGet>(s, raw, p).await;
+    COMPLETION_COMPLETE, Both, required(CompleteParams),
+        |s, raw, p| completion::complete(s, p).await;
+    LOGGING_SET_LEVEL, Legacy, required(SetLevelParams),
+        |s, raw, p| lifecycle::set_level(s, p);
+    TASKS_GET, Both, required(TaskIdParams),
+        |s, raw, p| tasks::get(s, p);
+    TASKS_RESULT, Legacy, required(TaskIdParams),
+        |s, raw, p| tasks::result(s, p).await;
+    TASKS_LIST, Legacy, optional(PaginatedParams),
+        |s, raw, p| tasks::list(s, p);
+    TASKS_CANCEL, Both, required(TaskIdParams),
+        |s, raw, p| tasks::cancel(s, p);
+    TASKS_UPDATE, Modern, required(tasks::TaskUpdateParams),
+        |s, raw, p| tasks::update(s, p);
+    SUBSCRIPTIONS_LISTEN, Modern, required(SubscriptionsListenParams),
+        |s, raw, p| listen::listen(s, p).await;
+}
+
+/// The innermost step of every request (after any request middleware).
+pub(crate) async fn dispatch_request(shared: Arc<RequestShared>, raw: Option<RawJson>) -> Outcome {
+    if let Scope::Legacy(session) = &shared.scope
+        && !session.is_initialized()
+        && !served_before_initialize(&shared.method)
+    {
+        return Outcome::Error(ErrorObject::invalid_request(
+            "Invalid request: the session is not initialized yet",
+        ));
+    }
+    match dispatch(&shared, raw.as_ref()).await {
+        Ok(outcome) => outcome,
+        Err(e) => Outcome::Error(e),
+    }
+}
+
+/// [`dispatch_request`] boxed, as the end of a request middleware chain.
+pub(crate) fn dispatch_boxed(
+    shared: Arc<RequestShared>,
+    raw: Option<RawJson>,
+) -> BoxFuture<'static, Outcome> {
+    Box::pin(dispatch_request(shared, raw))
+}

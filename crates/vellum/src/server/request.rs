@@ -1,0 +1,228 @@
+//! [`RequestShared`]: everything the code serving one request shares (its id, method, era
+//! scope, server, outbox, cancellation flag and multi round-trip bookkeeping). One exists per
+//! request; the handler's [`RequestContext`](super::RequestContext) is a view of it.
+//!
+//! Not here: the handler-facing API (`context.rs`) and starting a request (`exchange.rs`).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use super::Server;
+use super::caller::Caller;
+use super::listeners::ListenTarget;
+use super::modern_meta::ModernMeta;
+use super::mrtr::{Attempt, Binding, principal_digest};
+use super::outbox::Outbox;
+use super::session::{InflightRequest, Session};
+use crate::protocol::{
+    ClientCapabilities, ErrorObject, InputResponses, Meta, ProtocolVersion, RawJson, RequestId,
+};
+use crate::sync::lock;
+
+/// Where a request's protocol state comes from.
+pub(crate) enum Scope {
+    /// A legacy session (possibly a temporary one, in stateless mode).
+    Legacy(Arc<Session>),
+    /// A modern request: everything comes from its own `_meta`.
+    Modern(Box<ModernMeta>),
+}
+
+/// Everything one request's handlers share.
+pub(crate) struct RequestShared {
+    pub(crate) id: RequestId,
+    pub(crate) method: String,
+    pub(crate) scope: Scope,
+    pub(crate) server: Server,
+    pub(crate) outbox: Outbox,
+    pub(crate) meta: OnceLock<Meta>,
+    pub(crate) http: Option<http::request::Parts>,
+    pub(crate) cancelled: AtomicBool,
+    /// Bits of the last progress value sent (for the "must increase" rule); NaN = none yet.
+    pub(crate) last_progress: AtomicU64,
+    /// Milliseconds of `retry` the handler asked for when closing its SSE stream; 0 = none.
+    pub(crate) close_stream: AtomicU64,
+    /// MRTR bookkeeping (modern requests that may ask the client).
+    pub(crate) attempt: Mutex<Attempt>,
+}
+
+impl RequestShared {
+    pub(crate) fn new(
+        id: RequestId,
+        method: String,
+        scope: Scope,
+        server: Server,
+        http: Option<http::request::Parts>,
+    ) -> Self {
+        RequestShared {
+            id,
+            method,
+            scope,
+            server,
+            outbox: Outbox::default(),
+            meta: OnceLock::new(),
+            http,
+            cancelled: AtomicBool::new(false),
+            last_progress: AtomicU64::new(f64::NAN.to_bits()),
+            close_stream: AtomicU64::new(0),
+            attempt: Mutex::new(Attempt::default()),
+        }
+    }
+
+    /// Records the request's `_meta` (first call wins).
+    pub(crate) fn set_meta(&self, meta: Option<Meta>) {
+        if let Some(m) = meta {
+            let _ = self.meta.set(m);
+        }
+    }
+
+    /// Starts the MRTR attempt of a modern `tools/call`, `resources/read` or `prompts/get`:
+    /// checks the echoed `requestState` and keeps the client's answers.
+    pub(crate) fn begin_attempt(
+        &self,
+        params: Option<&RawJson>,
+        responses: Option<InputResponses>,
+        state: Option<&str>,
+    ) -> Result<(), ErrorObject> {
+        if !self.is_modern() {
+            return Ok(());
+        }
+        let principal = self.principal_digest();
+        let binding = Binding {
+            method: self.method.clone(),
+            params: params.cloned(),
+            principal,
+        };
+        lock(&self.attempt).begin(&self.server.inner.state_key, binding, responses, state)
+    }
+
+    /// The authenticated caller (from the HTTP request's extensions), if any.
+    pub(crate) fn caller(&self) -> Option<&Caller> {
+        self.http
+            .as_ref()
+            .and_then(|p| p.extensions.get::<Caller>())
+    }
+
+    /// A digest of the authenticated caller, if any (what state and tasks are bound to).
+    pub(crate) fn principal_digest(&self) -> Option<String> {
+        self.caller()
+            .map(|c| principal_digest(&c.issuer, &c.subject))
+    }
+
+    /// True for a 2026-07-28 request (its context is its own `_meta`).
+    pub(crate) fn is_modern(&self) -> bool {
+        matches!(self.scope, Scope::Modern(_))
+    }
+
+    /// The client's capabilities as they apply to this request.
+    pub(crate) fn client_capabilities(&self) -> &ClientCapabilities {
+        static NONE: OnceLock<ClientCapabilities> = OnceLock::new();
+        match &self.scope {
+            Scope::Legacy(s) => s.client_capabilities(),
+            Scope::Modern(m) => Some(&m.capabilities),
+        }
+        .unwrap_or_else(|| NONE.get_or_init(ClientCapabilities::default))
+    }
+
+    /// A copy of this request's identity and context with its own outbox and state, for
+    /// work that outlives the request (a task).
+    pub(crate) fn detached(&self) -> RequestShared {
+        let scope = match &self.scope {
+            Scope::Legacy(s) => Scope::Legacy(s.clone()),
+            Scope::Modern(m) => Scope::Modern(m.clone()),
+        };
+        let copy = RequestShared::new(
+            self.id.clone(),
+            self.method.clone(),
+            scope,
+            self.server.clone(),
+            self.http.clone(),
+        );
+        copy.set_meta(self.meta.get().cloned());
+        copy
+    }
+
+    /// Hands a task's collected answers to its next run (questions are keyed as in MRTR).
+    pub(crate) fn set_task_answers(&self, answers: InputResponses) {
+        lock(&self.attempt).set_answers(answers);
+    }
+
+    /// Marks the request cancelled and wakes its driver, which drops the handler.
+    pub(crate) fn cancel(&self) {
+        self.cancelled.store(true, Ordering::Release);
+        self.outbox.wake_reader();
+    }
+
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Acquire)
+    }
+
+    /// The `retry` the handler asked for when it closed its stream (SEP-1699), if it did.
+    pub(crate) fn close_requested(&self) -> Option<Duration> {
+        match self.close_stream.load(Ordering::Acquire) {
+            0 => None,
+            ms => Some(Duration::from_millis(ms)),
+        }
+    }
+
+    pub(crate) fn version(&self) -> ProtocolVersion {
+        match &self.scope {
+            Scope::Legacy(s) => s.protocol_version(),
+            Scope::Modern(m) => m.version,
+        }
+    }
+}
+
+impl InflightRequest for RequestShared {
+    fn request_id(&self) -> &RequestId {
+        &self.id
+    }
+
+    fn cancel(&self) {
+        RequestShared::cancel(self);
+    }
+}
+
+impl ListenTarget for RequestShared {
+    fn push(&self, message: Bytes) {
+        self.outbox.try_send(message);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Implementation;
+    use crate::server::ServerOptions;
+
+    fn request(caller: Option<Caller>) -> RequestShared {
+        let server = Server::new(Implementation::new("t", "1"), ServerOptions::default());
+        let (mut parts, ()) = http::Request::new(()).into_parts();
+        if let Some(c) = caller {
+            parts.extensions.insert(c);
+        }
+        RequestShared::new(
+            RequestId::Number(1),
+            "tools/call".into(),
+            Scope::Modern(Box::new(ModernMeta::of_notification())),
+            server,
+            Some(parts),
+        )
+    }
+
+    #[test]
+    fn the_caller_comes_from_the_request_extensions() {
+        let r = request(Some(Caller::new("https://issuer", "alice")));
+        assert_eq!(r.caller(), Some(&Caller::new("https://issuer", "alice")));
+        // What state and tasks are bound to: the same digest as before the neutral type.
+        assert_eq!(
+            r.principal_digest(),
+            Some(principal_digest("https://issuer", "alice"))
+        );
+        let anonymous = request(None);
+        assert_eq!(anonymous.caller(), None);
+        assert_eq!(anonymous.principal_digest(), None);
+    }
+}

@@ -1,0 +1,193 @@
+//! The checks of a 2026-07-28 request over HTTP: the version header against `_meta`, the
+//! required `_meta` fields, and the `Mcp-Method` / `Mcp-Name` mirror headers (SEP-2243).
+//!
+//! Not here: the HTTP status of a failed check (`rejection.rs`), and reading `_meta` itself
+//! (the server core's `modern_meta.rs`).
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use http::HeaderMap;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::protocol::{
+    ErrorObject, Message, Payload, ProtocolVersion, RawJson, RequestId, code, methods,
+};
+use crate::server::{ModernMeta, meta_version, parse_meta, unsupported_version};
+
+use super::headers::{names, text};
+use super::rejection::Rejection;
+
+/// The parts of modern params the transport checks (one pass over the params).
+#[derive(Deserialize, Default)]
+struct Peek {
+    #[serde(rename = "_meta", default)]
+    meta: Option<serde_json::Map<String, Value>>,
+    #[serde(default)]
+    name: Option<Value>,
+    #[serde(default)]
+    uri: Option<Value>,
+}
+
+fn peek(params: Option<&RawJson>) -> Option<Peek> {
+    match params {
+        None => Some(Peek::default()),
+        Some(p) => p.parse().ok(),
+    }
+}
+
+/// True when a single request's `_meta` names a protocol version (a modern request without
+/// the version header, which [`validate`] then rejects with -32020).
+pub(crate) fn carries_modern_meta(payload: &Payload) -> bool {
+    let Payload::Single(Message::Request(r)) = payload else {
+        return false;
+    };
+    #[derive(Deserialize)]
+    struct MetaOnly<'a> {
+        #[serde(rename = "_meta", borrow, default)]
+        meta: Option<VersionOnly<'a>>,
+    }
+    #[derive(Deserialize)]
+    struct VersionOnly<'a> {
+        #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow, default)]
+        version: Option<std::borrow::Cow<'a, str>>,
+    }
+    r.params.as_ref().is_some_and(|p| {
+        serde_json::from_slice::<MetaOnly<'_>>(p.as_bytes())
+            .ok()
+            .and_then(|m| m.meta)
+            .and_then(|m| m.version)
+            .is_some()
+    })
+}
+
+fn reject(id: Option<&RequestId>, code: i64, message: String) -> Rejection {
+    Rejection::Modern {
+        id: id.cloned(),
+        error: ErrorObject::new(code, message),
+    }
+}
+
+/// Decodes a header value that may use the `=?base64?…?=` form.
+pub(crate) fn decode_header_value(v: &str) -> Option<String> {
+    match v
+        .strip_prefix("=?base64?")
+        .and_then(|r| r.strip_suffix("?="))
+    {
+        Some(b64) => STANDARD
+            .decode(b64)
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok()),
+        None => Some(v.to_owned()),
+    }
+}
+
+/// Validates a modern POST and returns the request's client context.
+pub(crate) fn validate(headers: &HeaderMap, payload: &Payload) -> Result<ModernMeta, Rejection> {
+    let message = match payload {
+        Payload::Single(m) => m,
+        Payload::Batch(_) => {
+            return Err(reject(
+                None,
+                code::INVALID_REQUEST,
+                "Invalid request: 2026-07-28 does not allow batches".into(),
+            ));
+        }
+    };
+    let (id, method, params) = match message {
+        Message::Request(r) => (Some(&r.id), r.method.as_str(), r.params.as_ref()),
+        Message::Notification(n) => (None, n.method.as_str(), n.params.as_ref()),
+        Message::Response(_) => {
+            return Err(reject(
+                None,
+                code::INVALID_REQUEST,
+                "Invalid request: clients do not send responses in 2026-07-28".into(),
+            ));
+        }
+    };
+    let Some(p) = peek(params) else {
+        return Err(reject(
+            id,
+            code::INVALID_PARAMS,
+            "Invalid params: params must be an object".into(),
+        ));
+    };
+    let header = text(headers, &names::PROTOCOL_VERSION);
+    let body_version = p.meta.as_ref().and_then(meta_version);
+    let Some(header) = header else {
+        return Err(reject(
+            id,
+            code::HEADER_MISMATCH,
+            "Header mismatch: MCP-Protocol-Version is required".into(),
+        ));
+    };
+    if let Some(v) = body_version
+        && v != header
+    {
+        return Err(reject(
+            id,
+            code::HEADER_MISMATCH,
+            format!(
+                "Header mismatch: MCP-Protocol-Version {header:?} differs from _meta protocolVersion {v:?}"
+            ),
+        ));
+    }
+    if ProtocolVersion::parse(header)
+        .filter(|v| v.is_modern())
+        .is_none()
+    {
+        return Err(Rejection::Modern {
+            id: id.cloned(),
+            error: unsupported_version(header),
+        });
+    }
+    let meta = if id.is_some() {
+        parse_meta(p.meta.as_ref()).map_err(|error| Rejection::Modern {
+            id: id.cloned(),
+            error,
+        })?
+    } else {
+        // Notifications carry no required `_meta`.
+        ModernMeta::of_notification()
+    };
+    let got_method = text(headers, &names::METHOD).and_then(decode_header_value);
+    if got_method.as_deref() != Some(method) {
+        return Err(reject(
+            id,
+            code::HEADER_MISMATCH,
+            format!("Header mismatch: Mcp-Method must be {method:?}"),
+        ));
+    }
+    let expected = match method {
+        methods::TOOLS_CALL | methods::PROMPTS_GET => Some(&p.name),
+        methods::RESOURCES_READ => Some(&p.uri),
+        _ => None,
+    };
+    if let Some(expected) = expected {
+        let body = expected.as_ref().and_then(Value::as_str);
+        let got = text(headers, &names::NAME).and_then(decode_header_value);
+        if body.is_none() || got.as_deref() != body {
+            return Err(reject(
+                id,
+                code::HEADER_MISMATCH,
+                "Header mismatch: Mcp-Name must equal the request's name or uri".into(),
+            ));
+        }
+    }
+    Ok(meta)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_values_decode() {
+        assert_eq!(decode_header_value("plain").as_deref(), Some("plain"));
+        assert_eq!(
+            decode_header_value("=?base64?w6lsw6k=?=").as_deref(),
+            Some("élé")
+        );
+        assert_eq!(decode_header_value("=?base64?***?="), None);
+    }
+}

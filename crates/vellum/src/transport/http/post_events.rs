@@ -1,0 +1,345 @@
+//! [`PostEvents`]: the requests of one POST being served, as the stream of events their
+//! response carries (messages their handlers emit, then each final answer). Once the stream
+//! is resumable, events get ids (from the event store, or numbered here) and are stored; when
+//! the response goes away before its legacy requests finish, they go on in the background
+//! and a GET may resume their stream.
+//!
+//! Not here: deciding JSON or SSE (`post_response.rs`) and writing SSE (`sse_writer.rs`).
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::future::BoxFuture;
+
+use crate::protocol::ErrorObject;
+use crate::protocol::encode_error;
+use crate::server::{Exchange, Outcome, Step};
+use crate::store::{EventId, EventStore, StoreError, StreamId};
+
+use super::live_streams::LiveStreams;
+use super::session_table::ActivityGuard;
+use super::sse_writer::{EventSource, SseEvent};
+use super::trace::RequestTrace;
+
+/// A resumable POST stream: its id, and where its events are stored (`None`: ids are
+/// numbered here, and a resume works on this instance for events after a close the server
+/// asked for).
+pub(crate) struct StoredStream {
+    pub(crate) store: Option<Arc<dyn EventStore>>,
+    pub(crate) session: Arc<str>,
+    pub(crate) stream: StreamId,
+    pub(crate) live: Arc<LiveStreams>,
+}
+
+/// A message waiting for the store to give it an id.
+type Appending = (
+    BoxFuture<'static, Result<EventId, StoreError>>,
+    Bytes,
+    Option<Option<i64>>,
+);
+
+/// One event of a POST stream, with what the response logic needs to know about it.
+#[derive(Debug)]
+pub(crate) struct PostEvent {
+    pub(crate) event: SseEvent,
+    /// `Some` for a request's final response: its JSON-RPC error code, if it failed.
+    pub(crate) fin: Option<Option<i64>>,
+    /// The request was cancelled (by the client, or by its session's end): a stream sends
+    /// nothing for it; only a JSON body, which must answer something, carries this error.
+    pub(crate) silent: bool,
+}
+
+/// The answer a JSON body gives for a request that was cancelled before it finished.
+fn cancelled_error() -> ErrorObject {
+    ErrorObject::internal(
+        "Request cancelled: the client cancelled it or its session ended before it finished",
+    )
+}
+
+/// The requests of one POST being served, as a stream of events.
+pub(crate) struct PostEvents {
+    /// The requests, each with its span when the handler logs.
+    exchanges: Vec<(Exchange, Option<RequestTrace>)>,
+    stored: Option<StoredStream>,
+    /// The last event number given out, when events are numbered here.
+    local_seq: u64,
+    /// Events produced before the stream became resumable, to emit (with ids) first.
+    requeued: VecDeque<(Bytes, Option<Option<i64>>)>,
+    appending: Option<Appending>,
+    /// Present for legacy sessions: keeps the session active while requests run, and lets
+    /// the requests go on after the response is gone.
+    session: Option<ActivityGuard>,
+    done: bool,
+    /// Already running in the background (never detach twice).
+    detached: bool,
+}
+
+impl PostEvents {
+    pub(crate) fn new(
+        exchanges: Vec<(Exchange, Option<RequestTrace>)>,
+        session: Option<ActivityGuard>,
+    ) -> Self {
+        PostEvents {
+            exchanges,
+            stored: None,
+            local_seq: 0,
+            requeued: VecDeque::new(),
+            appending: None,
+            session,
+            done: false,
+            detached: false,
+        }
+    }
+
+    /// The ids of the requests on this stream.
+    pub(crate) fn request_ids(&self) -> Vec<crate::protocol::RequestId> {
+        self.exchanges
+            .iter()
+            .map(|(e, _)| e.shared().id.clone())
+            .collect()
+    }
+
+    /// True when a running handler asked to end its stream early (SSE polling).
+    pub(crate) fn close_requested_any(&self) -> bool {
+        self.exchanges
+            .iter()
+            .any(|(e, _)| !e.is_finished() && e.shared().close_requested().is_some())
+    }
+
+    /// Makes the stream resumable from here on; `earlier` (the events already produced)
+    /// are emitted again first, now with ids.
+    pub(crate) fn make_resumable(&mut self, stored: StoredStream, earlier: Vec<PostEvent>) {
+        self.stored = Some(stored);
+        self.requeued = earlier
+            .into_iter()
+            .filter(|e| !e.silent)
+            .map(|e| (e.event.message, e.fin))
+            .collect();
+    }
+
+    fn emit(&mut self, message: Bytes, fin: Option<Option<i64>>) -> Option<PostEvent> {
+        match &self.stored {
+            Some(StoredStream {
+                store: Some(store),
+                session,
+                stream,
+                ..
+            }) => {
+                let f = store.append(session, *stream, message.clone());
+                self.appending = Some((f, message, fin));
+                None
+            }
+            Some(s) => {
+                self.local_seq += 1;
+                let id = EventId {
+                    stream: s.stream,
+                    seq: self.local_seq,
+                };
+                Some(PostEvent {
+                    event: SseEvent {
+                        id: Some(id),
+                        message,
+                    },
+                    fin,
+                    silent: false,
+                })
+            }
+            None => Some(PostEvent {
+                event: SseEvent { id: None, message },
+                fin,
+                silent: false,
+            }),
+        }
+    }
+
+    /// The next event.
+    pub(crate) fn poll_post_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<PostEvent>> {
+        loop {
+            if let Some((fut, _, _)) = self.appending.as_mut() {
+                let res = match fut.as_mut().poll(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(r) => r,
+                };
+                let Some((_, message, fin)) = self.appending.take() else {
+                    continue;
+                };
+                // A store failure must not lose the live message: send it without an id.
+                let id = res.ok();
+                return Poll::Ready(Some(PostEvent {
+                    event: SseEvent { id, message },
+                    fin,
+                    silent: false,
+                }));
+            }
+            if let Some((m, fin)) = self.requeued.pop_front() {
+                match self.emit(m, fin) {
+                    Some(ev) => return Poll::Ready(Some(ev)),
+                    None => continue,
+                }
+            }
+            if self.done {
+                return Poll::Ready(None);
+            }
+            let mut pending = false;
+            let mut produced = None;
+            for (ex, trace) in self.exchanges.iter_mut().filter(|(e, _)| !e.is_finished()) {
+                let step = match trace {
+                    Some(t) => t.in_scope(|| ex.poll_step(cx)),
+                    None => ex.poll_step(cx),
+                };
+                if let (Some(t), Poll::Ready(Some(Step::Finished(outcome)))) =
+                    (trace.as_ref(), &step)
+                {
+                    t.finish(match outcome {
+                        Outcome::Error(e) => Some(e.code),
+                        _ => None,
+                    });
+                }
+                match step {
+                    Poll::Ready(Some(Step::Message(m))) => {
+                        produced = Some((m, None));
+                        break;
+                    }
+                    Poll::Ready(Some(Step::Finished(outcome))) => {
+                        let id = ex.shared().id.clone();
+                        match outcome {
+                            Outcome::Reply(b) => {
+                                produced = Some((b, Some(None)));
+                                break;
+                            }
+                            Outcome::Error(e) => {
+                                produced = Some((encode_error(Some(&id), &e), Some(Some(e.code))));
+                                break;
+                            }
+                            Outcome::Silent => {
+                                // Never stored, never streamed: see `PostEvent::silent`.
+                                let e = cancelled_error();
+                                return Poll::Ready(Some(PostEvent {
+                                    event: SseEvent {
+                                        id: None,
+                                        message: encode_error(Some(&id), &e),
+                                    },
+                                    fin: Some(Some(e.code)),
+                                    silent: true,
+                                }));
+                            }
+                        }
+                    }
+                    Poll::Ready(None) => {}
+                    Poll::Pending => pending = true,
+                }
+            }
+            if let Some((m, fin)) = produced {
+                match self.emit(m, fin) {
+                    Some(ev) => return Poll::Ready(Some(ev)),
+                    None => continue,
+                }
+            }
+            if pending {
+                return Poll::Pending;
+            }
+            self.done = true;
+            if let Some(s) = &self.stored {
+                s.live.finish(s.stream);
+                if let Some(store) = &s.store {
+                    let f = store.close_stream(&s.session, s.stream);
+                    if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                        rt.spawn(f);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The first `retry` a handler asked for when closing its stream (needs a store).
+    fn close_request(&self) -> Option<Duration> {
+        self.stored.as_ref()?;
+        self.exchanges
+            .iter()
+            .filter(|(e, _)| !e.is_finished())
+            .find_map(|(e, _)| e.shared().close_requested())
+    }
+
+    /// Moves the unfinished requests into a background task (legacy: a disconnect is not a
+    /// cancellation); their later events go to the store and to a GET that resumes them.
+    fn run_detached(&mut self) {
+        let Some(guard) = self.session.take() else {
+            return; // Modern: closing the stream cancels the requests; dropping does it.
+        };
+        let closed = guard.session().closed.clone();
+        if closed.is_cancelled() {
+            return;
+        }
+        if let Some(s) = &self.stored {
+            s.live.release(s.stream);
+        }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let mut rest = PostEvents {
+            exchanges: std::mem::take(&mut self.exchanges),
+            stored: self.stored.take(),
+            local_seq: self.local_seq,
+            requeued: std::mem::take(&mut self.requeued),
+            appending: self.appending.take(),
+            session: Some(guard),
+            done: false,
+            detached: true,
+        };
+        rt.spawn(async move {
+            let drive = async {
+                while let Some(ev) = std::future::poll_fn(|cx| rest.poll_post_event(cx)).await {
+                    // Held for (or handed to) the GET that resumes the stream; a full buffer
+                    // drops it (with an event store, the resume replays it from there).
+                    let sink = rest.stored.as_ref().and_then(|s| s.live.sink(s.stream));
+                    if let Some(q) = sink {
+                        q.try_send(ev.event);
+                    }
+                }
+            };
+            tokio::select! {
+                _ = drive => {}
+                _ = closed.cancelled() => {}
+            }
+        });
+    }
+}
+
+impl EventSource for PostEvents {
+    fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<SseEvent>> {
+        loop {
+            match self.poll_post_event(cx) {
+                Poll::Ready(Some(e)) if e.silent => continue,
+                other => return other.map(|o| o.map(|e| e.event)),
+            }
+        }
+    }
+
+    fn close_requested(&self) -> Option<Duration> {
+        self.close_request()
+    }
+
+    fn ends_on_shutdown(&self) -> bool {
+        // Requests still running finish; a `subscriptions/listen` never does, so it ends.
+        self.exchanges.iter().all(|(e, _)| {
+            e.is_finished() || e.shared().method == crate::protocol::methods::SUBSCRIPTIONS_LISTEN
+        })
+    }
+}
+
+impl Drop for PostEvents {
+    fn drop(&mut self) {
+        if !self.done && !self.detached {
+            self.run_detached();
+        }
+        if let Some(s) = &self.stored
+            && !self.detached
+        {
+            // Never leave a slot claiming to be attached to a response that is gone.
+            s.live.release(s.stream);
+        }
+    }
+}

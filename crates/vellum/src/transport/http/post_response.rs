@@ -1,0 +1,357 @@
+//! Answering the requests of a POST, in five named steps:
+//!
+//! 1. [`start`](Inner::start_requests): begin each request in the core (registered in its
+//!    session, or standing alone for 2026-07-28), with its span when the handler logs;
+//! 2. [`first_events`]: poll once, so most answers are written whole: JSON when asked for
+//!    (upgraded to SSE when a notification comes first), else a finished SSE body;
+//! 3. [`make_resumable`](Inner::make_resumable): an answer that keeps streaming in a legacy
+//!    session gets event ids (and a priming event on 2025-11-25) and is stored;
+//! 4. [`commit_new_session`](Inner::commit_new_session): a new session exists once its
+//!    `initialize` succeeded (the session table settles it);
+//! 5. [`write_response`](Inner::write_response): a JSON body, a modern error with its HTTP
+//!    status, or an SSE body (ready chunks, or a live stream).
+//!
+//! Not here: routing (`post.rs`, `session_routing.rs`), the event source (`post_events.rs`)
+//! and the SSE writer (`sse_writer.rs`).
+
+use std::collections::VecDeque;
+use std::future::poll_fn;
+use std::sync::Arc;
+use std::task::Poll;
+
+use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode};
+
+use crate::protocol::{ProtocolVersion, RawJson, Request as RpcRequest, encode_error, methods};
+use crate::server::{Exchange, ModernMeta, Server, Session, redact_session_id};
+use crate::store::EventId;
+
+use super::body::ResponseBody;
+use super::endpoint::Inner;
+use super::headers::{Accepts, names};
+use super::post_events::{PostEvent, PostEvents, StoredStream};
+use super::rejection::{Rejection, modern_error_status};
+use super::response::{json_response, sse_response};
+use super::session_routing::Route;
+use super::session_table::{ActivityGuard, HttpSession};
+use super::sse_writer::{self, SseEvent, SseStream, push_event};
+use super::trace::{RequestInfo, RequestTrace, log_event};
+
+/// Where the requests of a POST get their protocol context.
+enum Origin {
+    /// A legacy session (possibly a stateless throwaway one).
+    Legacy(Arc<Session>),
+    /// 2026-07-28: each request's own `_meta`, served by this server.
+    Modern(Box<ModernMeta>, Server),
+}
+
+/// What the steps know about the POST they answer.
+struct Post {
+    /// The HTTP session, for a legacy request of a stateful handler.
+    http: Option<Arc<HttpSession>>,
+    /// The session is new: it exists once its `initialize` succeeded.
+    new: bool,
+    /// A 2026-07-28 request.
+    modern: bool,
+    /// More than one request.
+    batch: bool,
+}
+
+/// What the first poll of the requests produced.
+struct FirstEvents {
+    /// The events so far (all of them when `complete`).
+    buffered: Vec<PostEvent>,
+    /// Every request finished.
+    complete: bool,
+    /// A JSON answer had to become a stream (a notification came first, or a handler closed
+    /// its stream early).
+    upgraded: bool,
+}
+
+impl Inner {
+    /// Runs the requests of a POST and writes its answer.
+    pub(super) async fn respond(
+        &self,
+        parts: http::request::Parts,
+        requests: Vec<RpcRequest>,
+        accepts: Accepts,
+        route: Route,
+    ) -> Result<Response<ResponseBody>, Rejection> {
+        // `subscriptions/listen` is a stream by nature: never a JSON body.
+        let listen = requests
+            .iter()
+            .any(|r| r.method == methods::SUBSCRIPTIONS_LISTEN);
+        // JSON when the client takes nothing else, or when asked for and the request is not
+        // a stream by nature.
+        let json_mode = !accepts.sse || (self.options.json_response && accepts.json && !listen);
+        let (post, mut events, early) = self.start_requests(parts, requests, route)?;
+        let mut first = first_events(&mut events, json_mode, accepts.sse, post.new).await;
+        let prefix = self.make_resumable(&post, &mut events, &mut first).await;
+        let session_header = self.commit_new_session(&post, &first).await?;
+        let mut resp = self.write_response(&post, first, json_mode, early, prefix, events);
+        if let Some(v) = session_header {
+            resp.headers_mut().insert(names::SESSION_ID, v);
+        }
+        Ok(resp)
+    }
+
+    /// Step 1: begins every request; a request that cannot begin (its id is still in flight)
+    /// is answered at once, among the `early` messages.
+    fn start_requests(
+        &self,
+        parts: http::request::Parts,
+        requests: Vec<RpcRequest>,
+        route: Route,
+    ) -> Result<(Post, PostEvents, Vec<Bytes>), Rejection> {
+        let batch = requests.len() > 1;
+        let (origin, http, activity, new): (_, _, Option<ActivityGuard>, _) = match route {
+            Route::Legacy {
+                session,
+                http,
+                activity,
+                new,
+            } => (Origin::Legacy(session), http, activity, new),
+            Route::Modern(meta) => {
+                let server = (self.factory)(&parts).ok_or(Rejection::NoServer)?;
+                (Origin::Modern(meta, server), None, None, false)
+            }
+        };
+        let logger = self.options.logger.as_ref();
+        let mut exchanges = Vec::with_capacity(requests.len());
+        let mut early = Vec::new();
+        let n = requests.len();
+        let mut parts_slot = Some(parts);
+        for (i, r) in requests.into_iter().enumerate() {
+            let http_parts = if i + 1 == n {
+                parts_slot.take()
+            } else {
+                parts_slot.clone()
+            };
+            let target = logger.and_then(|_| request_target(&r.method, r.params.as_ref()));
+            let exchange = match &origin {
+                Origin::Legacy(session) => {
+                    let id = r.id.clone();
+                    match session.begin(r, None, http_parts) {
+                        Ok(exchange) => exchange,
+                        Err(e) => {
+                            early.push(encode_error(Some(&id), &e));
+                            continue;
+                        }
+                    }
+                }
+                Origin::Modern(meta, server) => {
+                    Exchange::sessionless(server.clone(), r, meta.clone(), http_parts)
+                }
+            };
+            let trace = logger.map(|d| {
+                let shared = exchange.shared();
+                RequestTrace::start(
+                    d,
+                    RequestInfo {
+                        method: &shared.method,
+                        id: &shared.id,
+                        target: target.as_deref(),
+                        session: http.as_ref().map(|h| &*h.id),
+                        version: shared.version().as_str(),
+                    },
+                )
+            });
+            exchanges.push((exchange, trace));
+        }
+        let post = Post {
+            http,
+            new,
+            modern: matches!(origin, Origin::Modern(..)),
+            batch,
+        };
+        Ok((post, PostEvents::new(exchanges, activity), early))
+    }
+
+    /// Step 3: an answer that keeps streaming in a legacy session is resumable: its events
+    /// get ids (from the event store when there is one, else from this process, good for a
+    /// resume on this instance after the server itself closed the stream), and 2025-11-25
+    /// streams open with a priming event. Returns what the stream starts with.
+    async fn make_resumable(
+        &self,
+        post: &Post,
+        events: &mut PostEvents,
+        first: &mut FirstEvents,
+    ) -> VecDeque<Bytes> {
+        let mut prefix = VecDeque::new();
+        let Some(h) = post.http.as_ref().filter(|_| !first.complete) else {
+            return prefix;
+        };
+        let stream = match self.store() {
+            Some(store) => store
+                .open_stream(&h.id, &events.request_ids())
+                .await
+                .ok()
+                .map(|s| (s, Some(store.clone()))),
+            None => Some((h.live.next_local_stream(), None)),
+        };
+        let Some((stream, store)) = stream else {
+            return prefix;
+        };
+        h.live.open(stream);
+        if h.core.protocol_version() >= ProtocolVersion::V2025_11_25 {
+            prefix.push_back(sse_writer::priming(
+                EventId::start_of(stream),
+                self.options.sse_retry,
+            ));
+        }
+        events.make_resumable(
+            StoredStream {
+                store,
+                session: h.id.clone(),
+                stream,
+                live: h.live.clone(),
+            },
+            std::mem::take(&mut first.buffered),
+        );
+        prefix
+    }
+
+    /// Step 4: a new session exists once `initialize` succeeded; its id goes out in the
+    /// response's `Mcp-Session-Id`.
+    async fn commit_new_session(
+        &self,
+        post: &Post,
+        first: &FirstEvents,
+    ) -> Result<Option<HeaderValue>, Rejection> {
+        let Some(h) = post.http.as_ref().filter(|_| post.new) else {
+            return Ok(None);
+        };
+        let initialized = first.complete && first.buffered.iter().any(|e| e.fin == Some(None));
+        let committed = self
+            .sessions
+            .commit(h, initialized)
+            .await
+            .map_err(|_| Rejection::StoreUnavailable)?;
+        if !committed {
+            return Ok(None);
+        }
+        log_event!(self.options.logger.as_ref(), info, "mcp.session.id" = %redact_session_id(&h.id), "session created");
+        Ok(HeaderValue::from_str(&h.id).ok())
+    }
+
+    /// Step 5: the response: a JSON body, a modern error with its HTTP status, or SSE.
+    fn write_response(
+        &self,
+        post: &Post,
+        first: FirstEvents,
+        json_mode: bool,
+        early: Vec<Bytes>,
+        mut prefix: VecDeque<Bytes>,
+        events: PostEvents,
+    ) -> Response<ResponseBody> {
+        let FirstEvents {
+            buffered,
+            complete,
+            upgraded,
+        } = first;
+        if complete && json_mode && !upgraded {
+            return json_response(&buffered, &early, post.batch);
+        }
+        if complete
+            && post.modern
+            && !post.batch
+            && let Some(status) = modern_error(&buffered)
+        {
+            // Modern protocol errors carry their HTTP status, so they cannot ride a stream.
+            let mut r = json_response(&buffered, &early, false);
+            *r.status_mut() = status;
+            return r;
+        }
+        for message in early {
+            push_event(&mut prefix, SseEvent { id: None, message });
+        }
+        for ev in buffered.into_iter().filter(|e| !e.silent) {
+            push_event(&mut prefix, ev.event);
+        }
+        let body = if complete {
+            ResponseBody::chunks(prefix)
+        } else {
+            ResponseBody::stream(SseStream::new(
+                Box::new(events),
+                prefix,
+                self.options.sse_keep_alive,
+                self.options.sse_retry,
+                self.stops(post.http.as_deref()),
+                None,
+            ))
+        };
+        sse_response(body)
+    }
+}
+
+/// Step 2: polls the requests once, so that most answers are written in one go (nothing to
+/// resume: no event ids, nothing stored). In JSON mode, waits for the result unless a
+/// notification (or a handler closing its stream) comes first; a new session's `initialize`
+/// waits too (its session exists only once it succeeded).
+async fn first_events(
+    events: &mut PostEvents,
+    json_mode: bool,
+    accepts_sse: bool,
+    new_session: bool,
+) -> FirstEvents {
+    let mut buffered: Vec<PostEvent> = Vec::new();
+    let mut upgraded = false;
+    let complete = poll_fn(|cx| {
+        loop {
+            match events.poll_post_event(cx) {
+                Poll::Ready(Some(ev)) => {
+                    let notification = ev.fin.is_none();
+                    if notification && json_mode && !accepts_sse {
+                        continue; // The client cannot take a stream: drop it.
+                    }
+                    buffered.push(ev);
+                    if notification && json_mode {
+                        upgraded = true;
+                        return Poll::Ready(false);
+                    }
+                }
+                Poll::Ready(None) => return Poll::Ready(true),
+                // A handler that ends its stream early (SSE polling) needs a stream.
+                Poll::Pending if json_mode && accepts_sse && events.close_requested_any() => {
+                    upgraded = true;
+                    return Poll::Ready(false);
+                }
+                Poll::Pending if json_mode || new_session => return Poll::Pending,
+                Poll::Pending => return Poll::Ready(false),
+            }
+        }
+    })
+    .await;
+    FirstEvents {
+        buffered,
+        complete,
+        upgraded,
+    }
+}
+
+/// The HTTP status of a modern request's final error, when it is not 200.
+fn modern_error(events: &[PostEvent]) -> Option<StatusCode> {
+    events
+        .iter()
+        .find_map(|e| e.fin.flatten())
+        .map(modern_error_status)
+        .filter(|s| *s != StatusCode::OK)
+}
+
+/// The tool, prompt or resource a request targets (for span names).
+fn request_target(method: &str, params: Option<&RawJson>) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Target {
+        #[serde(default)]
+        name: Option<String>,
+        #[serde(default)]
+        uri: Option<String>,
+    }
+    match method {
+        methods::TOOLS_CALL | methods::PROMPTS_GET | methods::RESOURCES_READ => {
+            let t: Target = params?.parse().ok()?;
+            t.name.or(t.uri)
+        }
+        _ => None,
+    }
+}

@@ -1,0 +1,322 @@
+//! The client side of stdio: [`LineTransport`] over any reader/writer pair, and
+//! [`ChildProcessTransport`], which runs the server as a child process, tells the client how
+//! it exited, and shuts it down the way the spec asks.
+
+use std::io;
+use std::pin::Pin;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use tokio::io::{AsyncRead, AsyncWrite, BufReader};
+use tokio::process::{Child, Command};
+use tokio::sync::{Mutex, mpsc};
+use tokio::task::JoinHandle;
+
+use super::{DEFAULT_MAX_LINE_BYTES, Line, next_line, write_line};
+use crate::client::transport::{Incoming, OutgoingMessage, Transport, decode_incoming};
+use crate::error::TransportError;
+
+type Writer = Pin<Box<dyn AsyncWrite + Send>>;
+
+/// A client transport over any reader/writer pair carrying newline-delimited JSON-RPC
+/// (a socket, a pipe, `tokio::io::duplex` in tests).
+pub struct LineTransport {
+    writer: Mutex<Option<Writer>>,
+    incoming: Mutex<mpsc::Receiver<Incoming>>,
+    reader: JoinHandle<()>,
+}
+
+impl std::fmt::Debug for LineTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LineTransport").finish_non_exhaustive()
+    }
+}
+
+impl LineTransport {
+    /// A transport reading the server's messages from `reader` and writing to `writer`.
+    pub fn new<R, W>(reader: R, writer: W) -> LineTransport
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Send + 'static,
+    {
+        let (tx, rx) = mpsc::channel(256);
+        let reader = tokio::spawn(async move {
+            let mut reader = BufReader::new(reader);
+            loop {
+                match next_line(&mut reader, DEFAULT_MAX_LINE_BYTES).await {
+                    Ok(Some(Line::Message(bytes))) => {
+                        for i in decode_incoming(&bytes) {
+                            if tx.send(i).await.is_err() {
+                                return;
+                            }
+                        }
+                    }
+                    Ok(Some(Line::TooLong)) => {
+                        tracing::warn!(
+                            "the server sent a line longer than {DEFAULT_MAX_LINE_BYTES} bytes; skipped"
+                        );
+                    }
+                    Ok(None) => return,
+                    Err(e) => {
+                        // The calls waiting learn why.
+                        let _ = tx.send(Incoming::Ended(e.into())).await;
+                        return;
+                    }
+                }
+            }
+        });
+        LineTransport {
+            writer: Mutex::new(Some(Box::pin(writer))),
+            incoming: Mutex::new(rx),
+            reader,
+        }
+    }
+
+    /// Closes the writing side (the server sees the end of its input).
+    pub async fn close_writer(&self) {
+        if let Some(mut w) = self.writer.lock().await.take() {
+            let _ = tokio::io::AsyncWriteExt::shutdown(&mut w).await;
+        }
+    }
+}
+
+impl Drop for LineTransport {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+impl Transport for LineTransport {
+    fn send(&self, message: OutgoingMessage) -> BoxFuture<'_, Result<(), TransportError>> {
+        Box::pin(async move {
+            let mut guard = self.writer.lock().await;
+            let Some(w) = guard.as_mut() else {
+                return Err(TransportError::Closed);
+            };
+            Ok(write_line(w, &message.bytes).await?)
+        })
+    }
+
+    fn recv(&self) -> BoxFuture<'_, Option<Incoming>> {
+        Box::pin(async move { self.incoming.lock().await.recv().await })
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            self.close_writer().await;
+            self.reader.abort();
+        })
+    }
+}
+
+/// Why a stdio server command could not be started.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StdioCommandError {
+    /// The command line could not be split (an unclosed quote, say).
+    #[error("cannot parse the command line {line:?}: {reason}")]
+    Parse {
+        /// The command line.
+        line: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The command line is empty.
+    #[error("the command line is empty")]
+    Empty,
+    /// The process could not be started.
+    #[error("cannot start {program:?}")]
+    Spawn {
+        /// The program.
+        program: String,
+        /// The OS error.
+        source: io::Error,
+    },
+}
+
+impl From<StdioCommandError> for crate::Error {
+    fn from(e: StdioCommandError) -> Self {
+        crate::Error::Transport(TransportError::Setup(Arc::new(e)))
+    }
+}
+
+/// A client transport that runs a stdio server as a child process.
+///
+/// The child's stderr is passed through (servers log there). When the child exits (or
+/// closes its stdout) on its own, the calls waiting, and every later one, fail with
+/// [`TransportError::ProcessExited`] and its exit status. [`close`](Transport::close) shuts
+/// it down the way the spec asks: close its stdin, wait, SIGTERM, wait, SIGKILL.
+pub struct ChildProcessTransport {
+    lines: LineTransport,
+    child: Mutex<Option<Child>>,
+    grace: Duration,
+    /// Set when the client closes the transport: the child's exit is then no news.
+    closing: AtomicBool,
+    /// Set once the child's exit was reported.
+    reported: AtomicBool,
+}
+
+impl std::fmt::Debug for ChildProcessTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChildProcessTransport")
+            .field("grace", &self.grace)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ChildProcessTransport {
+    /// How long each shutdown step waits for the child to exit: 2 s.
+    pub const DEFAULT_GRACE: Duration = Duration::from_secs(2);
+
+    /// Spawns `command` with piped stdin and stdout. The command's own stderr setting is
+    /// kept (inherited by default).
+    pub fn spawn(mut command: Command) -> Result<ChildProcessTransport, StdioCommandError> {
+        let program = command
+            .as_std()
+            .get_program()
+            .to_string_lossy()
+            .into_owned();
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = command.spawn().map_err(|source| StdioCommandError::Spawn {
+            program: program.clone(),
+            source,
+        })?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(StdioCommandError::Spawn {
+                program,
+                source: io::Error::other("the child has no stdin/stdout pipes"),
+            });
+        };
+        Ok(ChildProcessTransport {
+            lines: LineTransport::new(stdout, stdin),
+            child: Mutex::new(Some(child)),
+            grace: Self::DEFAULT_GRACE,
+            closing: AtomicBool::new(false),
+            reported: AtomicBool::new(false),
+        })
+    }
+
+    /// Spawns a command line split shell-style (`"npx -y server --flag 'a b'"`), without
+    /// running a shell: no variables, globs or pipes.
+    pub fn from_command_line(line: &str) -> Result<ChildProcessTransport, StdioCommandError> {
+        let words = shell_words::split(line).map_err(|e| StdioCommandError::Parse {
+            line: line.to_owned(),
+            reason: e.to_string(),
+        })?;
+        let (program, args) = words.split_first().ok_or(StdioCommandError::Empty)?;
+        let mut command = Command::new(program);
+        command.args(args);
+        Self::spawn(command)
+    }
+
+    /// Sets how long each shutdown step waits. Default [`Self::DEFAULT_GRACE`].
+    #[must_use]
+    pub fn with_grace(mut self, grace: Duration) -> Self {
+        self.grace = grace;
+        self
+    }
+
+    /// The child's process id, while it runs.
+    pub async fn pid(&self) -> Option<u32> {
+        self.child.lock().await.as_ref().and_then(Child::id)
+    }
+
+    /// Shuts the child down: close stdin, wait; SIGTERM, wait; SIGKILL. Returns its exit
+    /// status when it could be read.
+    pub async fn shutdown(&self) -> Option<std::process::ExitStatus> {
+        self.closing.store(true, Ordering::Release);
+        self.lines.close_writer().await;
+        let mut guard = self.child.lock().await;
+        let child = guard.as_mut()?;
+        if let Ok(Ok(status)) = tokio::time::timeout(self.grace, child.wait()).await {
+            guard.take();
+            return Some(status);
+        }
+        #[cfg(unix)]
+        if let Some(pid) = child
+            .id()
+            .and_then(|p| i32::try_from(p).ok())
+            .and_then(rustix::process::Pid::from_raw)
+        {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+            if let Ok(Ok(status)) = tokio::time::timeout(self.grace, child.wait()).await {
+                guard.take();
+                return Some(status);
+            }
+        }
+        let _ = child.start_kill();
+        let status = tokio::time::timeout(self.grace, child.wait())
+            .await
+            .ok()
+            .and_then(Result::ok);
+        guard.take();
+        status
+    }
+
+    /// How the child exited, waiting at most the grace period for it (its stdout closed).
+    async fn exit_status(&self) -> Option<std::process::ExitStatus> {
+        let mut guard = self.child.lock().await;
+        let child = guard.as_mut()?;
+        tokio::time::timeout(self.grace, child.wait())
+            .await
+            .ok()
+            .and_then(Result::ok)
+    }
+
+    /// The exit status if the child has already exited.
+    async fn exited(&self) -> Option<Option<std::process::ExitStatus>> {
+        let mut guard = self.child.lock().await;
+        match guard.as_mut() {
+            Some(child) => child.try_wait().ok().flatten().map(Some),
+            None => Some(None),
+        }
+    }
+}
+
+impl Transport for ChildProcessTransport {
+    fn send(&self, message: OutgoingMessage) -> BoxFuture<'_, Result<(), TransportError>> {
+        Box::pin(async move {
+            match self.lines.send(message).await {
+                // A write to a child that is gone: say so rather than "broken pipe".
+                Err(TransportError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => {
+                    match self.exited().await {
+                        Some(status) => Err(TransportError::ProcessExited { status }),
+                        None => Err(TransportError::Io(e)),
+                    }
+                }
+                other => other,
+            }
+        })
+    }
+
+    fn recv(&self) -> BoxFuture<'_, Option<Incoming>> {
+        Box::pin(async move {
+            if let Some(i) = self.lines.recv().await {
+                return Some(i);
+            }
+            // The child's stdout ended: tell the client how the child went, once, unless the
+            // client is closing it.
+            if self.closing.load(Ordering::Acquire) || self.reported.swap(true, Ordering::AcqRel) {
+                return None;
+            }
+            let status = self.exit_status().await;
+            if self.closing.load(Ordering::Acquire) {
+                return None;
+            }
+            Some(Incoming::Ended(TransportError::ProcessExited { status }))
+        })
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            self.shutdown().await;
+            self.lines.close().await;
+        })
+    }
+}
