@@ -24,6 +24,9 @@ step "format and lints"
 cargo fmt --all -- --check
 cargo clippy --all-targets --all-features -- -D warnings
 
+step "lean features, one crypto provider, docs, publish dry run (scripts/release-checks.sh)"
+bash scripts/release-checks.sh
+
 step "import layers (scripts/layers.sh: the rule table, no circles between files; self-test first)"
 bash scripts/layers.sh --self-test
 bash scripts/layers.sh

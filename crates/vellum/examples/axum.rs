@@ -126,6 +126,7 @@ mod tests {
     #[tokio::test]
     async fn mcp_beside_the_app_routes_with_shared_state_and_uncompressed_sse() {
         let (base, state, task) = start().await;
+        vellum::transport::install_crypto_provider();
         let http = reqwest::Client::new();
 
         let health = http.get(format!("{base}/health")).send().await.unwrap();
