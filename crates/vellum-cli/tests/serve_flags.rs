@@ -359,6 +359,7 @@ async fn unix_socket() {
     let path = dir.join("mcp.sock");
     let s = serve(&["--unix", path.to_str().unwrap()]);
     assert_eq!(s.url, format!("unix:{}", path.display()));
+    vellum::transport::install_crypto_provider();
     let http = reqwest::Client::builder()
         .unix_socket(path.clone())
         .build()

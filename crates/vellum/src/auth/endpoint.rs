@@ -77,6 +77,7 @@ pub(crate) const HTTP_TIMEOUT: Duration = Duration::from_secs(5);
 /// The HTTP client of the verifiers: reqwest's rustls with the platform's roots, no
 /// redirects, no proxy, a 5 s limit on every call.
 pub(crate) fn http_client() -> Result<reqwest::Client, AuthConfigError> {
+    crate::transport::install_crypto_provider();
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()
