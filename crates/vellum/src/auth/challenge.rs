@@ -1,5 +1,5 @@
-//! The `WWW-Authenticate: Bearer …` challenge (RFC 6750 §3, RFC 9728 §5.1), with correct
-//! quoting. What goes into it is decided by the layer; this only writes it.
+//! The `WWW-Authenticate: Bearer …` challenge (RFC 6750 §3, RFC 9728 §5.1) and its `DPoP …`
+//! form (RFC 9449 §7.1), with correct quoting. What goes into it is decided by the layer; this only writes it.
 //!
 //! Not here: deciding the status and error (`layer.rs`).
 
@@ -22,9 +22,20 @@ pub struct Challenge {
 impl Challenge {
     /// The header value.
     pub fn to_header_value(&self) -> String {
-        let mut out = String::from("Bearer");
+        self.render("Bearer", None)
+    }
+
+    /// The same challenge for the `DPoP` scheme (RFC 9449 §7.1), with the proof algorithms
+    /// the server accepts (`algs`, space-separated).
+    pub fn to_dpop_header_value(&self, algs: &str) -> String {
+        self.render("DPoP", Some(algs))
+    }
+
+    fn render(&self, scheme: &str, algs: Option<&str>) -> String {
+        let mut out = String::from(scheme);
         let mut sep = " ";
         let params = [
+            ("algs", algs),
             ("resource_metadata", self.resource_metadata.as_deref()),
             ("scope", self.scope.as_deref()),
             ("error", self.error),
@@ -79,5 +90,13 @@ mod tests {
              error_description=\"needs \\\"more\\\" \\\\ scopes\""
         );
         assert!(http::HeaderValue::from_str(&c.to_header_value()).is_ok());
+        let d = Challenge {
+            error: Some("invalid_dpop_proof"),
+            ..Challenge::default()
+        };
+        assert_eq!(
+            d.to_dpop_header_value("ES256 EdDSA"),
+            "DPoP algs=\"ES256 EdDSA\", error=\"invalid_dpop_proof\""
+        );
     }
 }

@@ -36,6 +36,7 @@ mod registry;
 mod reply;
 mod request;
 mod resource;
+pub(crate) mod scopes;
 #[allow(clippy::module_inception)]
 mod server;
 mod session;
@@ -53,6 +54,7 @@ pub use options::{DEFAULT_CLIENT_REQUEST_TIMEOUT, ServerOptions};
 pub use prompt::GetPromptRequest;
 pub use reply::Outcome;
 pub use resource::ReadResourceRequest;
+pub use scopes::{InsufficientScope, ScopeRules};
 pub use server::Server;
 pub use tool::{
     CallToolRequest, IntoToolResult, NoArgs, RegistrationError, Structured, is_valid_tool_name,

@@ -1,0 +1,1 @@
+//! DPoP at the resource server (filled in below).
