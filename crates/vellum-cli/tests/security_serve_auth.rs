@@ -59,6 +59,21 @@ fn post(
     )
 }
 
+/// The protected-resource metadata the server publishes.
+fn metadata(s: &ServerProcess) -> serde_json::Value {
+    let host = s.host();
+    send(
+        s,
+        &build(
+            "GET",
+            "/.well-known/oauth-protected-resource/mcp",
+            &[("host", &host)],
+            None,
+        ),
+    )
+    .json()
+}
+
 #[test]
 fn a_request_without_a_token_gets_the_challenge_and_the_metadata_names_the_issuer() {
     let s = serve(&[]);
@@ -189,17 +204,7 @@ fn auth_tool_scope_steps_up_on_the_same_session() {
         r.json()["result"]["content"][0]["text"],
         "Hello World, alice"
     );
-    let host = s.host();
-    let m = send(
-        &s,
-        &build(
-            "GET",
-            "/.well-known/oauth-protected-resource/mcp",
-            &[("host", &host)],
-            None,
-        ),
-    )
-    .json();
+    let m = metadata(&s);
     assert_eq!(m["scopes_supported"], json!(["greet"]));
 }
 
@@ -213,17 +218,7 @@ fn auth_dpop_required_refuses_bearer_tokens() {
         challenge.starts_with("DPoP algs=") && challenge.contains("invalid_token"),
         "{challenge}"
     );
-    let host = s.host();
-    let m = send(
-        &s,
-        &build(
-            "GET",
-            "/.well-known/oauth-protected-resource/mcp",
-            &[("host", &host)],
-            None,
-        ),
-    )
-    .json();
+    let m = metadata(&s);
     assert_eq!(m["dpop_bound_access_tokens_required"], true);
     assert!(vellum_serve_fails(&["--auth-dpop", "maybe"]).contains("maybe"));
 }

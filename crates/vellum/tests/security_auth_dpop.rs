@@ -38,6 +38,15 @@ fn key(seed: u8) -> SigningKey {
     SigningKey::from_pkcs8_der(&der, Algorithm::EdDSA).unwrap()
 }
 
+/// A proof with exactly these claims (what `dpop_proof` would not make: a stale `iat`, a
+/// chosen `jti`).
+fn proof_with(k: &SigningKey, claims: &Value) -> String {
+    let mut header = Header::new(Algorithm::EdDSA);
+    header.typ = Some("dpop+jwt".into());
+    header.jwk = Some(k.public_jwk().clone());
+    k.sign(header, claims).unwrap()
+}
+
 /// An access token for `scope`, bound to `jkt` when given.
 fn token(scope: &str, jkt: Option<&str>) -> String {
     let mut claims = json!({
@@ -138,6 +147,11 @@ fn assert_dpop_refusal(r: &reqwest::Response, error: &str) {
     );
 }
 
+async fn metadata(mcp: &TestHttpServer) -> Value {
+    let url = format!("{}/.well-known/oauth-protected-resource", mcp.base());
+    reqwest::get(url).await.unwrap().json().await.unwrap()
+}
+
 fn allowed() -> Configure {
     Box::new(|b| b)
 }
@@ -206,16 +220,11 @@ async fn a_bound_token_needs_the_dpop_scheme_and_a_valid_proof() {
     }
 
     // A stale iat (ten minutes ago).
-    let mut header = Header::new(Algorithm::EdDSA);
-    header.typ = Some("dpop+jwt".into());
-    header.jwk = Some(k.public_jwk().clone());
-    let stale = k
-        .sign(
-            header,
-            &json!({"jti": "stale-1", "htm": "POST", "htu": url, "iat": now() - 600,
-                    "ath": sha256_b64url(t.as_bytes())}),
-        )
-        .unwrap();
+    let stale = proof_with(
+        &k,
+        &json!({"jti": "stale-1", "htm": "POST", "htu": url, "iat": now() - 600,
+                "ath": sha256_b64url(t.as_bytes())}),
+    );
     let r = post(&mcp, &format!("DPoP {t}"), &[&stale], &echo_body()).await;
     assert_dpop_refusal(&r, "invalid_dpop_proof");
 
@@ -237,15 +246,7 @@ async fn a_bound_token_needs_the_dpop_scheme_and_a_valid_proof() {
 #[tokio::test]
 async fn the_metadata_and_the_plain_challenge_name_dpop() {
     let mcp = start(allowed()).await;
-    let m: Value = reqwest::get(format!(
-        "{}/.well-known/oauth-protected-resource",
-        mcp.base()
-    ))
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
+    let m: Value = metadata(&mcp).await;
     assert_eq!(
         m["dpop_signing_alg_values_supported"],
         json!(["ES256", "ES384", "EdDSA", "RS256", "PS256"])
@@ -282,15 +283,7 @@ async fn required_mode_refuses_bearer_tokens() {
         1,
         "no Bearer challenge in required mode"
     );
-    let m: Value = reqwest::get(format!(
-        "{}/.well-known/oauth-protected-resource",
-        mcp.base()
-    ))
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
+    let m: Value = metadata(&mcp).await;
     assert_eq!(m["dpop_bound_access_tokens_required"], true);
 
     let k = key(3);
@@ -349,16 +342,12 @@ async fn a_proof_replayed_to_another_instance_sharing_the_cache_is_refused() {
     // Both instances know themselves by the same canonical URL in production; here each
     // has its own, so the proof is made for `a` and its htu is what `b` is told it is not:
     // make one per instance with the same jti instead.
-    let mut header = Header::new(Algorithm::EdDSA);
-    header.typ = Some("dpop+jwt".into());
-    header.jwk = Some(k.public_jwk().clone());
     let proof_for = |url: &str| {
-        k.sign(
-            header.clone(),
+        proof_with(
+            &k,
             &json!({"jti": "same-jti", "htm": "POST", "htu": url, "iat": now(),
                     "ath": sha256_b64url(t.as_bytes())}),
         )
-        .unwrap()
     };
     let r = post(
         &a,

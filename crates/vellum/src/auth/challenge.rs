@@ -1,9 +1,16 @@
 //! The `WWW-Authenticate: Bearer …` challenge (RFC 6750 §3, RFC 9728 §5.1) and its `DPoP …`
 //! form (RFC 9449 §7.1), with correct quoting. What goes into it is decided by the layer; this only writes it.
 //!
+//! Also the OAuth-style JSON body of the layer's refusals.
+//!
 //! Not here: deciding the status and error (`layer.rs`).
 
 use std::fmt::Write as _;
+
+use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode, header};
+
+use crate::transport::http::ResponseBody;
 
 /// A Bearer challenge.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -51,6 +58,34 @@ impl Challenge {
         }
         out
     }
+}
+
+/// 503 with `Retry-After`: the token (or proof) cannot be checked right now.
+pub(crate) fn unavailable() -> Response<ResponseBody> {
+    let mut r = oauth_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "temporarily_unavailable",
+        "The access token cannot be verified right now",
+    );
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    r
+}
+
+/// An OAuth-style JSON error body (`error`, `error_description`) with `status`.
+pub(crate) fn oauth_error(
+    status: StatusCode,
+    error: &str,
+    description: &str,
+) -> Response<ResponseBody> {
+    let body = serde_json::json!({ "error": error, "error_description": description });
+    let mut r = Response::new(ResponseBody::full(Bytes::from(body.to_string())));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
 }
 
 /// Writes `v` as the inside of a quoted-string: `"` and `\` escaped, other control

@@ -32,7 +32,8 @@ use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::Either;
 
 use super::Principal;
-use super::challenge::Challenge;
+use super::challenge::{Challenge, oauth_error, unavailable};
+use super::credentials::{Scheme, credentials};
 use super::dpop::{DpopMode, DpopReplayCache, DpopSettings, Nonces, ProofRefusal};
 use super::endpoint::{AuthConfigError, check_scope, check_url};
 use super::metadata::{PROTECTED_RESOURCE_WELL_KNOWN, ProtectedResourceMetadata};
@@ -44,9 +45,6 @@ use crate::transport::http::{ResponseBody, SecurityLayer, StreamableHttpOptions}
 /// The body of an [`AuthService`] response: the inner service's, or the layer's own
 /// (metadata, challenges).
 pub type AuthBody<B> = Either<B, ResponseBody>;
-
-/// The longest bearer token accepted.
-const MAX_TOKEN_BYTES: usize = 16 * 1024;
 
 /// The header a server nonce travels in (RFC 9449 §8).
 const DPOP_NONCE: http::HeaderName = http::HeaderName::from_static("dpop-nonce");
@@ -390,13 +388,6 @@ enum Gate {
     Answer(Response<ResponseBody>),
 }
 
-/// The `Authorization` scheme a request used.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Scheme {
-    Bearer,
-    Dpop,
-}
-
 impl Config {
     /// Adds CORS headers to the layer's own answer when the page's origin is trusted.
     fn decorate<B>(&self, req: &Request<B>, resp: &mut Response<ResponseBody>) {
@@ -653,73 +644,6 @@ impl Config {
     }
 }
 
-fn unavailable() -> Response<ResponseBody> {
-    let mut r = oauth_error(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "temporarily_unavailable",
-        "The access token cannot be verified right now",
-    );
-    r.headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
-    r
-}
-
-/// An OAuth-style JSON error body (`error`, `error_description`) with `status`.
-fn oauth_error(status: StatusCode, error: &str, description: &str) -> Response<ResponseBody> {
-    let body = serde_json::json!({ "error": error, "error_description": description });
-    let mut r = Response::new(ResponseBody::full(Bytes::from(body.to_string())));
-    *r.status_mut() = status;
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    r
-}
-
-/// The access token of a request and its scheme (`Bearer`, or `DPoP` when `dpop` is on):
-/// `Ok(None)` without credentials for these schemes, `Err` for a malformed request (token in
-/// the query, two Authorization headers, bad syntax).
-fn credentials<B>(req: &Request<B>, dpop: bool) -> Result<Option<(Scheme, String)>, &'static str> {
-    if req.uri().query().is_some_and(|q| {
-        q.split('&')
-            .any(|kv| kv.split('=').next() == Some("access_token"))
-    }) {
-        return Err("Access tokens are accepted only in the Authorization header");
-    }
-    let mut values = req.headers().get_all(header::AUTHORIZATION).iter();
-    let Some(value) = values.next() else {
-        return Ok(None);
-    };
-    if values.next().is_some() {
-        return Err("More than one Authorization header");
-    }
-    let Ok(value) = value.to_str() else {
-        return Err("The Authorization header is not ASCII");
-    };
-    let Some((scheme, token)) = value.split_once(' ') else {
-        return Ok(None);
-    };
-    let scheme = if scheme.eq_ignore_ascii_case("bearer") {
-        Scheme::Bearer
-    } else if dpop && scheme.eq_ignore_ascii_case("dpop") {
-        Scheme::Dpop
-    } else {
-        return Ok(None);
-    };
-    let token = token.trim_matches(' ');
-    // RFC 6750 b64token: 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="
-    let body = token.trim_end_matches('=');
-    let valid = !body.is_empty()
-        && token.len() <= MAX_TOKEN_BYTES
-        && body
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-._~+/".contains(&b));
-    if !valid {
-        return Err("The access token is malformed");
-    }
-    Ok(Some((scheme, token.to_owned())))
-}
-
 /// Reads and drops what a refused request's body has (up to 64 KiB, for at most 2 s) before
 /// the refusal goes out. Unread bytes left in the socket when the connection closes make
 /// the kernel reset it, and the client may then lose the refusal itself (seen in Chromium:
@@ -773,42 +697,5 @@ where
                 }
             }
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn req(auth: &[&str], uri: &str) -> Request<()> {
-        let mut b = Request::builder().uri(uri);
-        for a in auth {
-            b = b.header(header::AUTHORIZATION, *a);
-        }
-        b.body(()).unwrap()
-    }
-
-    #[test]
-    fn bearer_tokens() {
-        let b = |a: &[&str], uri: &str| credentials(&req(a, uri), true);
-        let bearer = |t: &str| Ok(Some((Scheme::Bearer, t.to_owned())));
-        assert_eq!(b(&[], "/mcp"), Ok(None));
-        assert_eq!(
-            b(&["Bearer abc.def-_~+/=="], "/mcp"),
-            bearer("abc.def-_~+/==")
-        );
-        assert_eq!(b(&["bearer abc"], "/mcp"), bearer("abc"));
-        assert_eq!(b(&["Basic dXNlcjpwdw=="], "/mcp"), Ok(None));
-        assert!(b(&["Bearer a b"], "/mcp").is_err());
-        assert!(b(&["Bearer "], "/mcp").is_err());
-        assert!(b(&["Bearer a", "Bearer b"], "/mcp").is_err());
-        assert!(b(&[], "/mcp?access_token=abc").is_err());
-        assert_eq!(b(&[], "/mcp?x=access_token"), Ok(None));
-        assert_eq!(
-            b(&["DPoP abc"], "/mcp"),
-            Ok(Some((Scheme::Dpop, "abc".to_owned())))
-        );
-        // With DPoP off the scheme is not ours: no credentials.
-        assert_eq!(credentials(&req(&["DPoP abc"], "/mcp"), false), Ok(None));
     }
 }

@@ -32,6 +32,8 @@
 #[cfg(feature = "auth")]
 mod challenge;
 #[cfg(feature = "auth")]
+mod credentials;
+#[cfg(feature = "auth")]
 mod dpop;
 #[cfg(feature = "auth")]
 mod endpoint;
