@@ -51,8 +51,6 @@ pub mod auth;
 pub mod client;
 pub mod error;
 #[cfg(any(feature = "auth", feature = "client-auth"))]
-// Until the OAuth client (its other user) is on this branch, a key accessor has no caller.
-#[allow(dead_code)]
 pub mod jose;
 mod peer;
 pub mod protocol;

@@ -36,9 +36,9 @@ use super::challenge::{Challenge, oauth_error, unavailable};
 use super::credentials::{Scheme, credentials};
 use super::dpop::{DpopMode, DpopReplayCache, DpopSettings, Nonces, ProofRefusal};
 use super::endpoint::{AuthConfigError, check_scope, check_url};
-use super::metadata::{PROTECTED_RESOURCE_WELL_KNOWN, ProtectedResourceMetadata};
 use super::verifier::{TokenVerifier, VerifyError};
 use crate::jose::{Algorithm, is_asymmetric};
+use crate::protocol::{PROTECTED_RESOURCE_WELL_KNOWN, ProtectedResourceMetadata};
 use crate::server::{InsufficientScope, ScopeRules, Server};
 use crate::transport::http::{ResponseBody, SecurityLayer, StreamableHttpOptions};
 
