@@ -183,6 +183,7 @@ const TESTED: &[(&str, &str)] = &[
     (EVERY, NOT_JSON),
     (EVERY, NOT_JSON_RPC),
     (EVERY, NO_SERVER),
+    (EVERY, MISSING_SCOPE),
     (EVERY, ONLY_NOTIFICATIONS),
     (LEGACY, BAD_VERSION),
     (LEGACY, BATCH_VERSION),
@@ -318,6 +319,7 @@ const BODY_BUDGET: &str = "body would pass `max_buffered_body_bytes`, the bytes 
 const NOT_JSON: &str = "body is not JSON";
 const NOT_JSON_RPC: &str = "body is JSON but not JSON-RPC 2.0 (wrong `jsonrpc`, `\"id\": null`, non-object params, empty batch, …)";
 const NO_SERVER: &str = "the server factory returned `None`";
+const MISSING_SCOPE: &str = "an authentication layer identified the caller, and it lacks a scope the request's tool or method needs (`Tool::requires_scope`, the layer's scope rules); checked before the request begins, the session is kept";
 const ONLY_NOTIFICATIONS: &str = "only notifications and/or responses were posted";
 
 /// Sends an `initialize` with header `name` set to each of `values`, by each of `methods`,
@@ -1603,4 +1605,68 @@ async fn row_modern_notification() {
         check(MODERN_ERA, MODERN_NOTIFICATION, &a, None);
     }
     assert_eq!(srv.handler.session_count(), 0);
+}
+
+#[tokio::test]
+async fn row_missing_scope() {
+    let f = test_server();
+    f.server
+        .add_raw_tool(
+            vellum::protocol::Tool::new("scoped", "Needs a scope").requires_scope("files:write"),
+            |_c: vellum::server::RequestContext, _r: vellum::server::CallToolRequest| async move {
+                Ok::<_, vellum::server::HandlerError>(vellum::protocol::CallToolResult::text("ran"))
+            },
+        )
+        .unwrap();
+    let srv = TestHttpServer::start_instrumented(StreamableHttpHandler::for_server(
+        f.server,
+        StreamableHttpOptions::default().json_response(true),
+    ))
+    .await;
+    let mut c = srv.client();
+    let init = c
+        .send(
+            c.builder(Method::POST)
+                .header("x-test-principal", "https://issuer alice")
+                .body(initialize().to_string()),
+        )
+        .await;
+    c.session = init.header(SESSION_ID).map(str::to_owned);
+    c.protocol_version = Some("2025-06-18".into());
+    let legacy = c
+        .send(
+            c.builder(Method::POST)
+                .header("x-test-principal", "https://issuer alice")
+                .body(call(2, "scoped", json!({})).to_string()),
+        )
+        .await;
+    let body = check(EVERY, MISSING_SCOPE, &legacy, None);
+    assert_eq!(body["id"], 2);
+    assert_eq!(
+        legacy.header("www-authenticate"),
+        Some("Bearer error=\"insufficient_scope\", scope=\"files:write\"")
+    );
+    // The session is kept: an unscoped call on it is served.
+    let ok = c
+        .send(
+            c.builder(Method::POST)
+                .header("x-test-principal", "https://issuer alice")
+                .body(call(3, "add", json!({"a": 1, "b": 2})).to_string()),
+        )
+        .await;
+    assert_eq!(ok.status, StatusCode::OK, "{}", ok.text());
+
+    let m = srv.client();
+    let body = vellum_testkit::http::modern_body(
+        json!(4),
+        "tools/call",
+        json!({"name": "scoped", "arguments": {}}),
+    );
+    let modern = m
+        .send(
+            m.modern_builder(&body)
+                .header("x-test-principal", "https://issuer alice"),
+        )
+        .await;
+    check(EVERY, MISSING_SCOPE, &modern, None);
 }

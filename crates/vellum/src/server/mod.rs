@@ -36,6 +36,7 @@ mod registry;
 mod reply;
 mod request;
 mod resource;
+pub(crate) mod scopes;
 #[allow(clippy::module_inception)]
 mod server;
 mod session;
@@ -55,6 +56,7 @@ pub use options::{DEFAULT_CLIENT_REQUEST_TIMEOUT, ServerOptions};
 pub use prompt::GetPromptRequest;
 pub use reply::Outcome;
 pub use resource::ReadResourceRequest;
+pub use scopes::{InsufficientScope, ScopeRules};
 pub use server::Server;
 pub use skill_files::{MAX_SKILL_BYTES, MAX_SKILL_FILES, SkillError, SkillFiles};
 pub use tool::{

@@ -23,7 +23,9 @@ use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode};
 
 use crate::protocol::{ProtocolVersion, RawJson, Request as RpcRequest, encode_error, methods};
-use crate::server::{Exchange, ModernMeta, Server, Session, redact_session_id};
+use crate::server::{
+    Caller, Exchange, ModernMeta, ScopeRules, Server, Session, redact_session_id, scopes,
+};
 use crate::store::EventId;
 
 use super::body::ResponseBody;
@@ -117,6 +119,11 @@ impl Inner {
                 (Origin::Modern(Some(meta), server), None, None, false)
             }
         };
+        let server = match &origin {
+            Origin::Legacy(session) => session.server(),
+            Origin::Modern(_, server) => server,
+        };
+        check_scopes(server, &parts, &requests)?;
         let logger = self.options.logger.as_ref();
         let mut exchanges = Vec::with_capacity(requests.len());
         let mut early = Vec::new();
@@ -365,4 +372,28 @@ fn request_target(method: &str, params: Option<&RawJson>) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// Refuses, before any of them begins, requests whose caller lacks a scope they need
+/// (HTTP 403: the client steps up and sends the request again, on the same session). Only
+/// with a caller: without one no authentication layer is in front, nobody can step up, and
+/// the core refuses a scoped tool with a JSON-RPC error instead.
+fn check_scopes(
+    server: &Server,
+    parts: &http::request::Parts,
+    requests: &[RpcRequest],
+) -> Result<(), Rejection> {
+    let Some(caller) = parts.extensions.get::<Caller>() else {
+        return Ok(());
+    };
+    let rules = parts.extensions.get::<Arc<ScopeRules>>().map(|r| &**r);
+    for r in requests {
+        scopes::check(Some(caller), scopes::needed(server, rules, r)).map_err(|refusal| {
+            Rejection::InsufficientScope {
+                id: Some(r.id.clone()),
+                refusal,
+            }
+        })?;
+    }
+    Ok(())
 }

@@ -10,6 +10,7 @@ use http::{HeaderValue, Response, StatusCode, header};
 use super::body::ResponseBody;
 use crate::protocol::encode_error;
 use crate::protocol::{DecodeError, ErrorObject, ProtocolVersion, RequestId, code};
+use crate::server::InsufficientScope;
 use crate::store::StoreError;
 
 /// Why a request was refused before (or instead of) being served.
@@ -63,6 +64,13 @@ pub(crate) enum Rejection {
     NoServer,
     /// The session store is unreachable (503, `Retry-After`).
     StoreUnavailable,
+    /// The caller lacks a scope the request needs (403, `WWW-Authenticate: Bearer
+    /// error="insufficient_scope"`; the response carries the refusal in its extensions for
+    /// an authentication layer to write its own challenge). The session, if any, is kept.
+    InsufficientScope {
+        id: Option<RequestId>,
+        refusal: InsufficientScope,
+    },
     /// A 2026-07-28 check failed (headers against `_meta`, `_meta` itself): the status of
     /// its JSON-RPC error under the modern rules (400 for every code these checks use).
     Modern {
@@ -236,6 +244,20 @@ impl Rejection {
                 invalid("Bad Request: no server is available for this request"),
                 None,
             ),
+            R::InsufficientScope { id, refusal } => {
+                let challenge = format!(
+                    "Bearer error=\"insufficient_scope\", scope=\"{}\"",
+                    refusal.scope_param()
+                );
+                (
+                    StatusCode::FORBIDDEN,
+                    id,
+                    refusal.to_error(),
+                    HeaderValue::from_str(&challenge)
+                        .ok()
+                        .map(|v| (header::WWW_AUTHENTICATE, v)),
+                )
+            }
             R::Modern { id, error } => {
                 let status = match modern_error_status(error.code) {
                     // A refused request is never a success.
@@ -250,6 +272,10 @@ impl Rejection {
     /// The HTTP response for this rejection: its status, a JSON-RPC error body, and the
     /// header the status needs (`Allow`, `Retry-After`).
     pub(crate) fn into_response(self) -> Response<ResponseBody> {
+        let scope_refusal = match &self {
+            Rejection::InsufficientScope { refusal, .. } => Some(refusal.clone()),
+            _ => None,
+        };
         let (status, id, error, extra) = self.parts();
         let body = encode_error(id.as_ref(), &error);
         let mut resp = Response::new(ResponseBody::full(body));
@@ -260,6 +286,9 @@ impl Rejection {
         );
         if let Some((k, v)) = extra {
             resp.headers_mut().insert(k, v);
+        }
+        if let Some(refusal) = scope_refusal {
+            resp.extensions_mut().insert(refusal);
         }
         resp
     }
