@@ -1,17 +1,18 @@
-//! Serving the handler: an accept loop on TCP or a Unix socket with the settings that
-//! matter (TCP_NODELAY on every socket, a header-read timeout, graceful shutdown).
+//! Serving the handler: an accept loop on TCP, TLS over TCP (feature `tls`) or a Unix socket
+//! with the settings that matter (TCP_NODELAY on every socket, a header-read timeout, a
+//! handshake deadline, graceful shutdown).
 //!
 //! The loops speak HTTP/1.1, which every MCP client uses on a plaintext connection. (hyper's
 //! version-detecting builder costs about 7.6 KiB more per connection, measured with 1,000
 //! open GET streams: 29.7 against 22.0 KiB per session and stream.) For HTTP/2, mount the
 //! handler, a tower `Service`, in your own hyper or axum server.
 //!
-//! Not here: what a request does (`endpoint.rs`); TLS and HTTP/2 (mount the handler in your
-//! own server).
+//! Not here: what a request does (`endpoint.rs`); the TLS configuration (`tls.rs`).
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::{Request, Response};
@@ -58,6 +59,82 @@ pub async fn serve_listener(
     handler: StreamableHttpHandler,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
+    serve_plain(listener, handler, shutdown).await
+}
+
+/// Like [`serve_listener`], with `layer` (e.g. [`AuthLayer`](crate::auth::AuthLayer))
+/// wrapped around the handler; each request carries its [`ConnectionInfo`] in its
+/// extensions. Shutdown still ends the handler's streams and sessions.
+pub async fn serve_listener_with<L, B>(
+    listener: TcpListener,
+    handler: StreamableHttpHandler,
+    layer: L,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()>
+where
+    L: tower_layer::Layer<StreamableHttpHandler>,
+    L::Service:
+        tower_service::Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+    <L::Service as tower_service::Service<Request<Incoming>>>::Future: Send + 'static,
+    <L::Service as tower_service::Service<Request<Incoming>>>::Error:
+        Into<Box<dyn std::error::Error + Send + Sync>> + 'static,
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    serve_layered(listener, handler, layer, shutdown).await
+}
+
+/// Like [`serve_listener`], over TLS: each connection's handshake runs in its own task
+/// within [`TLS_HANDSHAKE_TIMEOUT`]. [`TlsConfig::reload`](super::TlsConfig::reload) changes
+/// the certificate of later handshakes while this serves.
+#[cfg(feature = "tls")]
+pub async fn serve_tls_listener(
+    listener: TcpListener,
+    tls: super::TlsConfig,
+    handler: StreamableHttpHandler,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    let listener = TlsListener {
+        tls: tls.acceptor(),
+        tcp: listener,
+    };
+    serve_plain(listener, handler, shutdown).await
+}
+
+/// [`serve_listener_with`] over TLS, as [`serve_tls_listener`].
+#[cfg(feature = "tls")]
+pub async fn serve_tls_listener_with<L, B>(
+    listener: TcpListener,
+    tls: super::TlsConfig,
+    handler: StreamableHttpHandler,
+    layer: L,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()>
+where
+    L: tower_layer::Layer<StreamableHttpHandler>,
+    L::Service:
+        tower_service::Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+    <L::Service as tower_service::Service<Request<Incoming>>>::Future: Send + 'static,
+    <L::Service as tower_service::Service<Request<Incoming>>>::Error:
+        Into<Box<dyn std::error::Error + Send + Sync>> + 'static,
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let listener = TlsListener {
+        tls: tls.acceptor(),
+        tcp: listener,
+    };
+    serve_layered(listener, handler, layer, shutdown).await
+}
+
+/// The handler itself on any listener.
+async fn serve_plain(
+    listener: impl Acceptor,
+    handler: StreamableHttpHandler,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
     let h = handler.clone();
     let respond = move |req, info| {
         let h = h.clone();
@@ -66,11 +143,9 @@ pub async fn serve_listener(
     accept_loop(listener, handler, respond, shutdown).await
 }
 
-/// Like [`serve_listener`], with `layer` (e.g. [`AuthLayer`](crate::auth::AuthLayer))
-/// wrapped around the handler; each request carries its [`ConnectionInfo`] in its
-/// extensions. Shutdown still ends the handler's streams and sessions.
-pub async fn serve_listener_with<L, B>(
-    listener: TcpListener,
+/// The handler inside `layer` on any listener.
+async fn serve_layered<L, B>(
+    listener: impl Acceptor,
     handler: StreamableHttpHandler,
     layer: L,
     shutdown: impl Future<Output = ()>,
@@ -98,15 +173,30 @@ where
     accept_loop(listener, handler, respond, shutdown).await
 }
 
+/// How long a TLS client may take to complete its handshake before the connection is
+/// dropped (a client that connects and stays silent must not hold a task for ever).
+pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// A listener the accept loop can take connections from.
 trait Acceptor: Send + 'static {
+    /// What the listener accepts.
+    type Io: Send + 'static;
+    /// What HTTP is spoken over, once [`upgrade`](Acceptor::upgrade)d.
     type Stream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static;
 
     /// The next connection and how it looks.
-    fn next(&self) -> impl Future<Output = std::io::Result<(Self::Stream, ConnectionInfo)>> + Send;
+    fn next(&self) -> impl Future<Output = std::io::Result<(Self::Io, ConnectionInfo)>> + Send;
+
+    /// Makes an accepted connection ready for HTTP (the TLS handshake). Run in the
+    /// connection's own task, so a slow handshake does not hold up the accept loop.
+    fn upgrade(
+        &self,
+        io: Self::Io,
+    ) -> impl Future<Output = std::io::Result<Self::Stream>> + Send + 'static;
 }
 
 impl Acceptor for TcpListener {
+    type Io = tokio::net::TcpStream;
     type Stream = tokio::net::TcpStream;
 
     async fn next(&self) -> std::io::Result<(Self::Stream, ConnectionInfo)> {
@@ -119,10 +209,42 @@ impl Acceptor for TcpListener {
         };
         Ok((stream, info))
     }
+
+    fn upgrade(
+        &self,
+        io: Self::Io,
+    ) -> impl Future<Output = std::io::Result<Self::Stream>> + Send + 'static {
+        std::future::ready(Ok(io))
+    }
+}
+
+/// TLS over TCP.
+#[cfg(feature = "tls")]
+struct TlsListener {
+    tcp: TcpListener,
+    tls: tokio_rustls::TlsAcceptor,
+}
+
+#[cfg(feature = "tls")]
+impl Acceptor for TlsListener {
+    type Io = tokio::net::TcpStream;
+    type Stream = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
+
+    fn next(&self) -> impl Future<Output = std::io::Result<(Self::Io, ConnectionInfo)>> + Send {
+        self.tcp.next()
+    }
+
+    fn upgrade(
+        &self,
+        io: Self::Io,
+    ) -> impl Future<Output = std::io::Result<Self::Stream>> + Send + 'static {
+        self.tls.accept(io)
+    }
 }
 
 #[cfg(unix)]
 impl Acceptor for tokio::net::UnixListener {
+    type Io = tokio::net::UnixStream;
     type Stream = tokio::net::UnixStream;
 
     async fn next(&self) -> std::io::Result<(Self::Stream, ConnectionInfo)> {
@@ -132,6 +254,13 @@ impl Acceptor for tokio::net::UnixListener {
             remote: None,
         };
         Ok((stream, info))
+    }
+
+    fn upgrade(
+        &self,
+        io: Self::Io,
+    ) -> impl Future<Output = std::io::Result<Self::Stream>> + Send + 'static {
+        std::future::ready(Ok(io))
     }
 }
 
@@ -182,9 +311,9 @@ async fn accept_connections<A, F, Fut, B, E>(
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let graceful = GracefulShutdown::new();
-    let builder = builder();
+    let builder = Arc::new(builder());
     loop {
-        let (stream, info) = tokio::select! {
+        let (io, info) = tokio::select! {
             r = listener.next() => match r {
                 Ok(x) => x,
                 // Out of file descriptors and the like: wait a little instead of spinning.
@@ -196,9 +325,17 @@ async fn accept_connections<A, F, Fut, B, E>(
         // Boxed: hyper keeps the slot of a request's future for the connection's whole life,
         // so an unboxed one (~4.5 KiB) would cost every open connection that much.
         let svc = service_fn(move |req| Box::pin(respond(req, info)));
-        let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), svc));
+        let upgrade = listener.upgrade(io);
+        // Taken before the handshake, so a shutdown that starts meanwhile waits for it too.
+        let watcher = graceful.watcher();
+        let builder = builder.clone();
         tokio::spawn(async move {
-            let _ = conn.await;
+            let Ok(Ok(stream)) = tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, upgrade).await else {
+                return;
+            };
+            let _ = watcher
+                .watch(builder.serve_connection(TokioIo::new(stream), svc))
+                .await;
         });
     }
     drop(listener);
@@ -226,12 +363,7 @@ pub async fn serve_unix_listener(
     handler: StreamableHttpHandler,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let h = handler.clone();
-    let respond = move |req, info| {
-        let h = h.clone();
-        async move { Ok::<_, Infallible>(h.handle_on(req, Some(info)).await) }
-    };
-    accept_loop(listener, handler, respond, shutdown).await
+    serve_plain(listener, handler, shutdown).await
 }
 
 /// The address a listener is bound to (for tests and logs).
