@@ -8,8 +8,8 @@ use clap::Args;
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use vellum::store::MemoryEventStore;
 use vellum::transport::http::{
-    CrossOriginProtection, StreamableHttpHandler, StreamableHttpOptions, serve_listener,
-    serve_listener_with,
+    CrossOriginProtection, StreamableHttpHandler, StreamableHttpOptions, TlsConfig, serve_listener,
+    serve_listener_with, serve_tls_listener, serve_tls_listener_with,
 };
 use vellum_demos::{DEMOS, Demo};
 
@@ -117,6 +117,18 @@ pub(crate) struct ServeArgs {
     /// Interval of SSE keep-alive comments (`0s` turns them off).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "15s")]
     sse_keep_alive: Duration,
+    /// Serve HTTPS with this certificate chain (PEM, leaf first); needs `--tls-key`.
+    /// `SIGHUP` reloads both files without dropping connections.
+    #[arg(
+        long,
+        value_name = "PEM",
+        requires = "tls_key",
+        conflicts_with = "unix"
+    )]
+    tls_cert: Option<std::path::PathBuf>,
+    /// The private key of `--tls-cert` (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    tls_key: Option<std::path::PathBuf>,
     #[command(flatten)]
     auth: Box<crate::auth_flags::AuthArgs>,
 }
@@ -284,20 +296,52 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         #[cfg(not(unix))]
         bail!("--unix needs a Unix system");
     }
+    let tls = tls_config(&args)?;
     let listener = tokio::net::TcpListener::bind(&args.addr)
         .await
         .with_context(|| format!("cannot listen on {}", args.addr))?;
     let addr = listener.local_addr()?;
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    // Held for the life of the server: reloads the certificate on SIGHUP.
+    #[cfg(unix)]
+    let _reload = match &tls {
+        Some(t) => Some(
+            t.reload_on_sighup(|r| match r {
+                Ok(()) => eprintln!("TLS certificate reloaded"),
+                Err(e) => eprintln!("TLS certificate reload failed, keeping the current one: {e}"),
+            })
+            .context("cannot listen for SIGHUP")?,
+        ),
+        None => None,
+    };
     if args.auth.enabled() {
         let layer = args.auth.layer(addr, &auth_checks)?;
         eprintln!(
-            "streamable HTTP MCP: http://{addr} (OAuth: {})",
+            "streamable HTTP MCP: {scheme}://{addr} (OAuth: {})",
             layer.metadata_url()
         );
-        serve_listener_with(listener, handler, layer, shutdown_signal()).await?;
+        match tls {
+            Some(tls) => {
+                serve_tls_listener_with(listener, tls, handler, layer, shutdown_signal()).await?
+            }
+            None => serve_listener_with(listener, handler, layer, shutdown_signal()).await?,
+        }
         return Ok(());
     }
-    eprintln!("streamable HTTP MCP: http://{addr}");
-    serve_listener(listener, handler, shutdown_signal()).await?;
+    eprintln!("streamable HTTP MCP: {scheme}://{addr}");
+    match tls {
+        Some(tls) => serve_tls_listener(listener, tls, handler, shutdown_signal()).await?,
+        None => serve_listener(listener, handler, shutdown_signal()).await?,
+    }
     Ok(())
+}
+
+/// `--tls-cert` and `--tls-key`, loaded (clap makes sure both or neither are given).
+fn tls_config(args: &ServeArgs) -> anyhow::Result<Option<TlsConfig>> {
+    match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Ok(Some(
+            TlsConfig::from_pem_files(cert, key).context("--tls-cert/--tls-key")?,
+        )),
+        _ => Ok(None),
+    }
 }

@@ -94,10 +94,11 @@ impl ServerProcess {
         }
     }
 
-    /// The TCP address of an `http://` URL.
+    /// The TCP address of an `http://` or `https://` URL.
     pub fn addr(&self) -> SocketAddr {
         self.url
             .strip_prefix("http://")
+            .or_else(|| self.url.strip_prefix("https://"))
             .and_then(|rest| rest.split('/').next())
             .and_then(|a| a.parse().ok())
             .unwrap_or_else(|| panic!("not an http://ADDR start line: {}", self.url))

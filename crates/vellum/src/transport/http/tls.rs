@@ -107,20 +107,20 @@ impl TlsConfig {
         self.cert.as_ref().ok_or(TlsError::NotReloadable)?.reload()
     }
 
-    /// Reloads on every `SIGHUP` until the returned handle is dropped; a failed reload is
-    /// logged (`tracing` error) and the current certificate stays.
+    /// Reloads on every `SIGHUP` until the returned handle is dropped, telling `reloaded`
+    /// how each reload went (a failed reload keeps the current certificate).
     #[cfg(unix)]
-    pub fn reload_on_sighup(&self) -> std::io::Result<tokio_util::task::AbortOnDropHandle<()>> {
+    pub fn reload_on_sighup(
+        &self,
+        reloaded: impl Fn(Result<(), TlsError>) + Send + 'static,
+    ) -> std::io::Result<tokio_util::task::AbortOnDropHandle<()>> {
         use tokio::signal::unix::{SignalKind, signal};
         let mut hup = signal(SignalKind::hangup())?;
         let this = self.clone();
         Ok(tokio_util::task::AbortOnDropHandle::new(tokio::spawn(
             async move {
                 while hup.recv().await.is_some() {
-                    match this.reload() {
-                        Ok(()) => tracing::info!("TLS certificate reloaded"),
-                        Err(e) => tracing::error!(error = %e, "TLS certificate reload failed"),
-                    }
+                    reloaded(this.reload());
                 }
             },
         )))
