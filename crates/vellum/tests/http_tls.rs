@@ -1,5 +1,5 @@
 //! TLS on the library's own accept loop (feature `tls`), over real sockets with a CA made in
-//! the test: calls, an SSE stream resumed after a dropped connection, a certificate reload
+//! the test: calls (HTTP/2 by ALPN, HTTP/1.1 for clients that offer only it), an SSE stream resumed after a dropped connection, a certificate reload
 //! that the next handshake sees while an open stream stays up on the old certificate, a
 //! reload that fails and keeps the old certificate, and a silent client that holds up no
 //! other handshake.
@@ -101,6 +101,27 @@ async fn a_session_and_a_call_over_tls() {
         .send()
         .await;
     assert!(r.is_err(), "plain HTTP was answered: {r:?}");
+}
+
+#[tokio::test]
+async fn alpn_picks_h2_and_http1_still_works() {
+    let ca = TestCa::new();
+    let f = test_server();
+    let srv = TlsServer::start(&f, &ca.issue("server"), with_store()).await;
+    for (http, version) in [
+        (ca.client_h2(), reqwest::Version::HTTP_2),
+        (ca.client(), reqwest::Version::HTTP_11),
+    ] {
+        let mut c = srv.client(http);
+        c.connect("2025-11-25").await;
+        assert!(greet(&c).await.contains("Alice"));
+        let r = c.get(None).send().await.unwrap();
+        assert_eq!(r.version(), version);
+        assert_eq!(r.status(), StatusCode::OK);
+        let mut stream = SseReader::new(r);
+        let priming = within("the priming event", stream.next_block()).await;
+        assert!(priming.is_some_and(|b| b.id.is_some()), "{version:?}");
+    }
 }
 
 /// Resumes after `last_id`, retrying while the server still holds the dropped stream (409).

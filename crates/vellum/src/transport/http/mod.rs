@@ -52,8 +52,9 @@ pub use options::StreamableHttpOptions;
 pub use security::{ConnectionInfo, CrossOriginProtection, InvalidOrigin, is_loopback_host};
 pub use security_layer::{SecurityBody, SecurityLayer, SecurityService};
 pub use serve::{
-    DEFAULT_SHUTDOWN_GRACE, TLS_HANDSHAKE_TIMEOUT, local_addr, serve, serve_listener,
-    serve_listener_with,
+    DEFAULT_SHUTDOWN_GRACE, H2_KEEP_ALIVE, H2_MAX_CONCURRENT_STREAMS, H2_MAX_HEADER_LIST_BYTES,
+    H2_MAX_LOCAL_ERROR_RESET_STREAMS, H2_MAX_PENDING_ACCEPT_RESET_STREAMS, TLS_HANDSHAKE_TIMEOUT,
+    local_addr, serve, serve_listener, serve_listener_with,
 };
 #[cfg(feature = "tls")]
 pub use serve::{serve_tls_listener, serve_tls_listener_with};

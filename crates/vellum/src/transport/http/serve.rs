@@ -2,10 +2,22 @@
 //! with the settings that matter (TCP_NODELAY on every socket, a header-read timeout, a
 //! handshake deadline, graceful shutdown).
 //!
-//! The loops speak HTTP/1.1, which every MCP client uses on a plaintext connection. (hyper's
-//! version-detecting builder costs about 7.6 KiB more per connection, measured with 1,000
-//! open GET streams: 29.7 against 22.0 KiB per session and stream.) For HTTP/2, mount the
-//! handler, a tower `Service`, in your own hyper or axum server.
+//! Every connection speaks HTTP/1.1 or HTTP/2, told apart by the client's first bytes (the
+//! HTTP/2 preface): h2c with prior knowledge on plain TCP and Unix sockets, h2 by ALPN over
+//! TLS. (Telling them apart costs about 7.6 KiB more per HTTP/1.1 connection than a
+//! HTTP/1.1-only server, measured with 1,000 open GET streams: 29.7 against 22.0 KiB per
+//! session and stream.) HTTP/2's limits, each against a known abuse:
+//!
+//! | limit | value | against |
+//! |---|---|---|
+//! | concurrent streams per connection | [`H2_MAX_CONCURRENT_STREAMS`] | one connection holding unbounded work |
+//! | header list size | [`H2_MAX_HEADER_LIST_BYTES`] | header and CONTINUATION floods |
+//! | streams reset by the client before the server accepted them | [`H2_MAX_PENDING_ACCEPT_RESET_STREAMS`] | rapid reset (CVE-2023-44487): the connection gets GOAWAY beyond it |
+//! | streams the server had to reset for protocol errors | [`H2_MAX_LOCAL_ERROR_RESET_STREAMS`] | a client that provokes resets in a loop (CVE-2024-27316's kin) |
+//! | keep-alive PING | every [`H2_KEEP_ALIVE`], closed when unanswered for as long | dead peers holding streams |
+//!
+//! SETTINGS and PING floods are bounded by the HTTP/2 implementation itself (it answers
+//! each with one ACK and queues no more than one pending ACK of each).
 //!
 //! Not here: what a request does (`endpoint.rs`); the TLS configuration (`tls.rs`).
 
@@ -17,9 +29,9 @@ use std::time::Duration;
 
 use http::{Request, Response};
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::{TcpListener, ToSocketAddrs};
 use tokio_util::sync::CancellationToken;
@@ -40,14 +52,43 @@ pub async fn serve(
     serve_listener(listener, handler, std::future::pending()).await
 }
 
-/// The HTTP/1.1 connection settings: a 30 s header-read timeout (slowloris), at most
-/// 64 KiB of buffered request head, at most 100 headers.
-fn builder() -> http1::Builder {
-    let mut b = http1::Builder::new();
-    b.timer(TokioTimer::new())
+/// The most streams one HTTP/2 connection may have open at once (each MCP request and each
+/// GET stream is one; a client beyond it waits for a stream to end).
+pub const H2_MAX_CONCURRENT_STREAMS: u32 = 256;
+
+/// The largest HTTP/2 header list accepted, in bytes (the HTTP/1.1 head is bounded at
+/// 64 KiB too).
+pub const H2_MAX_HEADER_LIST_BYTES: u32 = 64 * 1024;
+
+/// How many streams an HTTP/2 client may reset before the server got to them, at once,
+/// before the connection is closed (rapid reset).
+pub const H2_MAX_PENDING_ACCEPT_RESET_STREAMS: usize = 20;
+
+/// How many streams the server may have to reset for a client's protocol errors before it
+/// closes the connection.
+pub const H2_MAX_LOCAL_ERROR_RESET_STREAMS: usize = 256;
+
+/// The interval of HTTP/2 keep-alive PINGs, and how long an answer may take.
+pub const H2_KEEP_ALIVE: Duration = Duration::from_secs(20);
+
+/// The connection settings. HTTP/1.1: a 30 s header-read timeout (slowloris), at most
+/// 64 KiB of buffered request head, at most 100 headers. HTTP/2: the limits of the module
+/// documentation.
+fn builder() -> auto::Builder<TokioExecutor> {
+    let mut b = auto::Builder::new(TokioExecutor::new());
+    b.http1()
+        .timer(TokioTimer::new())
         .header_read_timeout(Duration::from_secs(30))
         .max_buf_size(64 * 1024)
         .max_headers(100);
+    b.http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(H2_MAX_CONCURRENT_STREAMS)
+        .max_header_list_size(H2_MAX_HEADER_LIST_BYTES)
+        .max_pending_accept_reset_streams(H2_MAX_PENDING_ACCEPT_RESET_STREAMS)
+        .max_local_error_reset_streams(H2_MAX_LOCAL_ERROR_RESET_STREAMS)
+        .keep_alive_interval(H2_KEEP_ALIVE)
+        .keep_alive_timeout(H2_KEEP_ALIVE);
     b
 }
 

@@ -66,8 +66,8 @@ impl fmt::Debug for TlsConfig {
 }
 
 impl TlsConfig {
-    /// The ALPN protocols offered, most preferred first.
-    pub const ALPN: &[&[u8]] = &[b"http/1.1"];
+    /// The ALPN protocols offered, most preferred first: HTTP/2, then HTTP/1.1.
+    pub const ALPN: &[&[u8]] = &[b"h2", b"http/1.1"];
 
     /// Loads the certificate chain (`cert`, PEM, leaf first) and its private key (`key`,
     /// PEM: PKCS#8, PKCS#1 or SEC1), checks that they belong together, and offers TLS 1.3
