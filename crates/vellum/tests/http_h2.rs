@@ -124,9 +124,12 @@ async fn conversation(url: &str, http: reqwest::Client) -> Vec<Value> {
     seen
 }
 
+/// Builds one set of handler options.
+type MakeOptions = fn() -> StreamableHttpOptions;
+
 #[tokio::test]
 async fn every_handler_option_answers_over_h2_exactly_as_over_http1() {
-    let options: [(&str, fn() -> StreamableHttpOptions); 4] = [
+    let options: [(&str, MakeOptions); 4] = [
         ("default", StreamableHttpOptions::default),
         ("stateless", || {
             let mut o = StreamableHttpOptions::default();

@@ -26,6 +26,7 @@ mod cors;
 mod endpoint;
 mod get;
 pub mod headers;
+mod health;
 mod live_streams;
 mod modern_headers;
 mod options;
@@ -48,6 +49,7 @@ mod trace;
 
 pub use body::ResponseBody;
 pub use endpoint::StreamableHttpHandler;
+pub use health::{Health, HealthBody, HealthLayer, HealthService, READINESS_CHECK_TIMEOUT};
 pub use options::StreamableHttpOptions;
 pub use security::{ConnectionInfo, CrossOriginProtection, InvalidOrigin, is_loopback_host};
 pub use security_layer::{SecurityBody, SecurityLayer, SecurityService};
