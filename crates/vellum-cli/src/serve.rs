@@ -280,10 +280,14 @@ fn health(redis: Vec<vellum::store::redis::Redis>) -> Health {
     })
 }
 
-/// SIGTERM (or Ctrl-C), then `/readyz` 503 for `grace` while serving on.
+/// SIGTERM (or Ctrl-C), then `/readyz` 503 for `grace` while serving on. Quiet without a
+/// grace: stderr stays for what the operator asked to see.
 async fn drained(health: Health, grace: Duration) {
     shutdown_signal().await;
     health.start_draining();
+    if grace.is_zero() {
+        return;
+    }
     eprintln!(
         "draining: /readyz answers 503, stopping in {}",
         humantime::format_duration(grace)
