@@ -14,7 +14,7 @@ use serde_json::json;
 use vellum_testkit::http::{McpHttp, SseReader};
 use vellum_testkit::process::{ServerProcess, vellum_serve};
 use vellum_testkit::redis::RedisServer;
-use vellum_testkit::{DEADLINE, within};
+use vellum_testkit::within;
 
 fn http() -> reqwest::Client {
     reqwest::Client::builder().no_proxy().build().unwrap()
@@ -24,19 +24,6 @@ async fn probe(s: &ServerProcess, path: &str) -> (StatusCode, String) {
     let r = http().get(format!("{}{path}", s.url)).send().await.unwrap();
     let status = r.status();
     (status, r.text().await.unwrap())
-}
-
-/// The next stderr line of `s` containing `needle`, within the deadline.
-fn line_with(s: &ServerProcess, needle: &str) -> String {
-    let deadline = std::time::Instant::now() + DEADLINE;
-    loop {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        match s.next_line(left) {
-            Some(l) if l.contains(needle) => return l,
-            Some(_) => {}
-            None => panic!("no stderr line with {needle:?} within {DEADLINE:?}"),
-        }
-    }
 }
 
 #[tokio::test]
@@ -106,7 +93,7 @@ async fn sigterm_drains_readiness_first_then_stops() {
         .unwrap()
         .success();
     assert!(ok);
-    line_with(&s, "draining");
+    s.line_with("draining");
     // Not ready, still alive, still serving its sessions.
     assert_eq!(
         probe(&s, "/readyz").await.0,
@@ -123,7 +110,7 @@ async fn sigterm_drains_readiness_first_then_stops() {
 
     // After the grace: the stream ends (with a retry hint when the era has one) and the
     // process exits.
-    line_with(&s, "stopping");
+    s.line_with("stopping");
     let rest = within("the stream to end", stream.rest()).await;
     assert!(
         rest.iter().any(|b| b.retry.is_some()),

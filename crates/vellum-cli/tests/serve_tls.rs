@@ -17,7 +17,7 @@ use reqwest::StatusCode;
 use vellum_testkit::http::{McpHttp, SseReader};
 use vellum_testkit::process::{ServerProcess, vellum_serve, vellum_serve_fails};
 use vellum_testkit::tls::{Leaf, TestCa, peer_certificate};
-use vellum_testkit::{DEADLINE, within};
+use vellum_testkit::within;
 
 fn interop(sub: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -121,19 +121,6 @@ fn the_official_python_client_works_over_tls() {
     }
 }
 
-/// The next stderr line of `s` containing `needle`, within the deadline.
-fn line_with(s: &ServerProcess, needle: &str) -> String {
-    let deadline = std::time::Instant::now() + DEADLINE;
-    loop {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        match s.next_line(left) {
-            Some(l) if l.contains(needle) => return l,
-            Some(_) => {}
-            None => panic!("no stderr line with {needle:?} within {DEADLINE:?}"),
-        }
-    }
-}
-
 fn sighup(s: &ServerProcess) {
     let ok = Command::new("kill")
         .args(["-HUP", &s.pid().to_string()])
@@ -168,7 +155,7 @@ async fn sighup_reloads_the_certificate_and_open_streams_stay_up() {
 
     let second = ca.issue_to("second", &first.cert, &first.key);
     sighup(&s);
-    line_with(&s, "TLS certificate reloaded");
+    s.line_with("TLS certificate reloaded");
     assert_eq!(presented(&ca, &s).await, second.der);
 
     // The old stream is still served: keep-alive comments keep coming.
@@ -182,7 +169,7 @@ async fn sighup_reloads_the_certificate_and_open_streams_stay_up() {
     // A broken file is refused; the second certificate stays.
     std::fs::write(&first.key, "not a key").unwrap();
     sighup(&s);
-    let l = line_with(&s, "TLS certificate reload failed");
+    let l = s.line_with("TLS certificate reload failed");
     assert!(l.contains(first.key.to_str().unwrap()), "{l}");
     assert_eq!(presented(&ca, &s).await, second.der);
     let more = within("the old stream after a failed reload", stream.next_block()).await;

@@ -130,6 +130,23 @@ impl ServerProcess {
         self.lines.recv_timeout(wait).ok()
     }
 
+    /// Waits for the next stderr line containing `needle` (skipping others), failing the
+    /// test after [`crate::DEADLINE`].
+    pub fn line_with(&self, needle: &str) -> String {
+        let deadline = Instant::now() + crate::DEADLINE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.next_line(left) {
+                Some(l) if l.contains(needle) => return l,
+                Some(_) => {}
+                None => panic!(
+                    "no stderr line with {needle:?} within {:?}",
+                    crate::DEADLINE
+                ),
+            }
+        }
+    }
+
     /// Ends the process with `signal` (as `kill` takes it: `-TERM`, `-INT`) and returns its
     /// exit status and everything it wrote to stderr after its start line (read until the
     /// pipe closes, which is the event waited for).

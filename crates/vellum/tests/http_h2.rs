@@ -19,7 +19,7 @@ use vellum::transport::http::{
     ConnectionInfo, H2_MAX_CONCURRENT_STREAMS, StreamableHttpHandler, StreamableHttpOptions,
 };
 use vellum_testkit::fixture::test_server;
-use vellum_testkit::http::{McpHttp, Streamed, TestHttpServer, text_of};
+use vellum_testkit::http::{McpHttp, Streamed, TestHttpServer};
 use vellum_testkit::within;
 
 fn h2_client() -> reqwest::Client {
@@ -42,16 +42,6 @@ fn with_store() -> StreamableHttpOptions {
     StreamableHttpOptions::default().event_store(Arc::new(MemoryEventStore::default()))
 }
 
-async fn greet(c: &McpHttp) -> String {
-    let r = c
-        .request(
-            "tools/call",
-            json!({"name": "hello_world", "arguments": {"user_name": "Alice"}}),
-        )
-        .await;
-    text_of(&r).to_owned()
-}
-
 #[tokio::test]
 async fn calls_and_a_resumed_sse_answer_over_h2c() {
     let f = test_server();
@@ -60,7 +50,7 @@ async fn calls_and_a_resumed_sse_answer_over_h2c() {
     let r = c.get(None).send().await.unwrap();
     assert_eq!(r.version(), Version::HTTP_2, "prior knowledge speaks h2");
     c.connect("2025-11-25").await;
-    assert!(greet(&c).await.contains("Alice"));
+    assert!(c.greet().await.contains("Alice"));
     let a = c.modern("tools/list", json!({})).await;
     assert_eq!(a.status, StatusCode::OK, "{}", a.text());
 
@@ -205,7 +195,7 @@ async fn one_connection_carries_many_sessions_and_a_stalled_stream_blocks_none()
     // Each still gets calls answered and its stream's events delivered.
     for (c, _) in &sessions {
         assert!(
-            within("a call beside the stalled stream", greet(c))
+            within("a call beside the stalled stream", c.greet())
                 .await
                 .contains("Alice")
         );
@@ -290,7 +280,7 @@ async fn the_server_advertises_its_stream_limit_and_survives_a_reset_flood() {
     // A fresh client is served at once.
     let mut c = McpHttp::with_client(&srv.url, h2_client());
     within("a session after the flood", c.connect("2025-11-25")).await;
-    assert!(greet(&c).await.contains("Alice"));
+    assert!(c.greet().await.contains("Alice"));
 }
 
 #[tokio::test]
@@ -314,5 +304,5 @@ async fn an_oversized_header_list_is_refused_and_the_server_serves_on() {
     }
     let mut c = McpHttp::with_client(&srv.url, h2_client());
     c.connect("2025-11-25").await;
-    assert!(greet(&c).await.contains("Alice"));
+    assert!(c.greet().await.contains("Alice"));
 }

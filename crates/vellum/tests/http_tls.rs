@@ -19,7 +19,7 @@ use vellum::transport::http::{
     StreamableHttpHandler, StreamableHttpOptions, TlsConfig, TlsError, serve_tls_listener,
 };
 use vellum_testkit::fixture::{Fixture, test_server};
-use vellum_testkit::http::{McpHttp, SseReader, Streamed, text_of};
+use vellum_testkit::http::{McpHttp, SseReader, Streamed};
 use vellum_testkit::tls::{Leaf, TestCa, peer_certificate};
 use vellum_testkit::within;
 
@@ -61,16 +61,6 @@ fn with_store() -> StreamableHttpOptions {
     StreamableHttpOptions::default().event_store(Arc::new(MemoryEventStore::default()))
 }
 
-async fn greet(c: &McpHttp) -> String {
-    let r = c
-        .request(
-            "tools/call",
-            json!({"name": "hello_world", "arguments": {"user_name": "Alice"}}),
-        )
-        .await;
-    text_of(&r).to_owned()
-}
-
 #[tokio::test]
 async fn a_session_and_a_call_over_tls() {
     let ca = TestCa::new();
@@ -78,7 +68,7 @@ async fn a_session_and_a_call_over_tls() {
     let srv = TlsServer::start(&f, &ca.issue("server"), StreamableHttpOptions::default()).await;
     let mut c = srv.client(ca.client());
     c.connect("2025-11-25").await;
-    assert!(greet(&c).await.contains("Alice"));
+    assert!(c.greet().await.contains("Alice"));
     // The 2026 era too: no session, headers and `_meta` per request.
     let a = c.modern("tools/list", json!({})).await;
     assert_eq!(a.status, StatusCode::OK, "{}", a.text());
@@ -114,7 +104,7 @@ async fn alpn_picks_h2_and_http1_still_works() {
     ] {
         let mut c = srv.client(http);
         c.connect("2025-11-25").await;
-        assert!(greet(&c).await.contains("Alice"));
+        assert!(c.greet().await.contains("Alice"));
         let r = c.get(None).send().await.unwrap();
         assert_eq!(r.version(), version);
         assert_eq!(r.status(), StatusCode::OK);
@@ -216,7 +206,7 @@ async fn a_reload_reaches_the_next_handshake_while_an_open_stream_stays_up() {
         .expect("the stream is still open");
     assert_eq!(b.json()["method"], "notifications/tools/list_changed");
     // And its session still answers calls over the pooled connection.
-    assert!(greet(&a).await.contains("Alice"));
+    assert!(a.greet().await.contains("Alice"));
 }
 
 #[tokio::test]
@@ -258,5 +248,5 @@ async fn a_silent_client_holds_up_no_other_handshake() {
         c.connect("2025-11-25"),
     )
     .await;
-    assert!(greet(&c).await.contains("Alice"));
+    assert!(c.greet().await.contains("Alice"));
 }
