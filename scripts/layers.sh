@@ -27,10 +27,11 @@ RULES = {
     "store":     {"protocol", "sync"},           # event and session stores, the bus
     "error":     {"protocol", "store"},          # the crate's error type for calls
     "peer":      {"protocol", "error", "sync"},  # ids, waiters, cancellation (client and server)
+    "jose":      set(),                          # JWKs, thumbprints, DPoP proofs, signed JWTs
     "server":    {"protocol", "error", "sync", "store", "peer"},
-    "client":    {"protocol", "error", "sync", "peer"},
+    "client":    {"protocol", "error", "sync", "peer", "jose"},
     "transport": {"protocol", "error", "sync", "store", "peer", "server", "client"},
-    "auth":      {"protocol", "error", "sync", "server", "transport"},
+    "auth":      {"protocol", "error", "sync", "server", "transport", "jose"},
 }
 # Names the crate root re-exports, and the module they belong to.
 ROOT_REEXPORTS = {"Error": "error", "Result": "error"}

@@ -3,6 +3,7 @@
 
 mod auth_flags;
 mod commands;
+mod login;
 mod output;
 mod serve;
 mod target;
@@ -25,6 +26,7 @@ Talk to any MCP server, over Streamable HTTP (give its URL) or stdio (--stdio \"
   vellum resources read URL test://static-text
   vellum prompts get URL greet who=Bob
   vellum ping URL -H \"Authorization: Bearer TOKEN\"
+  vellum login URL               (OAuth: later commands use and refresh the tokens)
 Add --json for the exact JSON answer. Progress bars and server logs go to stderr.
 
 Serve a demo server:
@@ -51,6 +53,11 @@ enum Command {
     Prompts(commands::PromptsCommand),
     /// Check that a server answers, and show its name and protocol version.
     Ping(commands::PingArgs),
+    /// Authorize with an MCP server's OAuth authorization server (opens the browser, or
+    /// prints the URL) and keep the tokens for the other commands.
+    Login(login::LoginArgs),
+    /// Forget (and revoke) the tokens kept for an MCP server.
+    Logout(login::LogoutArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -72,6 +79,8 @@ fn main() -> std::process::ExitCode {
             Command::Resources(c) => commands::resources(c).await,
             Command::Prompts(c) => commands::prompts(c).await,
             Command::Ping(a) => commands::ping(a).await,
+            Command::Login(a) => login::login(a).await,
+            Command::Logout(a) => login::logout(a).await,
         }
     });
     match result {

@@ -13,6 +13,8 @@ use vellum::protocol::{LoggingLevel, ProgressParams};
 use vellum::transport::http_client::{HttpClientOptions, StreamableHttpClientTransport};
 use vellum::transport::stdio::ChildProcessTransport;
 
+use crate::login::{OAuthArgs, login_hint};
+
 /// Which protocol era to speak.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub(crate) enum Protocol {
@@ -51,6 +53,9 @@ pub(crate) struct Target {
     /// Print the server's answer as exact JSON instead of a readable summary.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Stored OAuth tokens (from `vellum login`), used and refreshed for HTTP servers.
+    #[command(flatten)]
+    oauth: OAuthArgs,
 }
 
 /// Draws progress notifications on stderr (only on a terminal) and prints logs around it.
@@ -161,10 +166,14 @@ impl Target {
         let feedback = Feedback::new();
         let transport: Arc<dyn Transport> = match (&self.url, &self.stdio) {
             (_, Some(cmd)) => Arc::new(ChildProcessTransport::from_command_line(cmd)?),
-            (Some(url), None) => Arc::new(StreamableHttpClientTransport::with_options(
-                url,
-                http_options(&self.headers)?,
-            )?),
+            (Some(url), None) => {
+                let mut options = http_options(&self.headers)?;
+                // A header given by hand replaces the stored tokens.
+                if !options.headers.contains_key(http::header::AUTHORIZATION) {
+                    options.auth = Some(self.oauth.client(url)?);
+                }
+                Arc::new(StreamableHttpClientTransport::with_options(url, options)?)
+            }
             (None, None) => bail!("give a server URL or --stdio \"COMMAND\""),
         };
         let fb = feedback.clone();
@@ -190,10 +199,16 @@ impl Target {
         if let Some(level) = parse_level(&self.log_level)? {
             builder = builder.log_level(level);
         }
-        let client = builder
-            .connect_arc(transport)
-            .await
-            .with_context(|| format!("cannot connect to {}", self.describe()))?;
+        let client = match builder.connect_arc(transport).await {
+            Ok(c) => c,
+            Err(e) => {
+                let e = anyhow::Error::new(e);
+                if let Some(line) = self.url.as_deref().and_then(|u| login_hint(&e, u)) {
+                    bail!(line);
+                }
+                return Err(e.context(format!("cannot connect to {}", self.describe())));
+            }
+        };
         Ok((client, feedback))
     }
 }

@@ -12,6 +12,7 @@
 //! | [`raw`] | HTTP/1.1 written and read byte by byte over `std::net`, for tests that control every byte and stall |
 //! | [`redis`] | a throwaway `redis-server` on a free loopback port |
 //! | [`tls`] | a test CA, its leaf certificates as PEM files, and clients that trust it |
+//! | [`oauth`] | [`oauth::TestAuthServer`], a strict OAuth 2.1 authorization server on `127.0.0.1:0` (metadata, authorize, token, register, revoke, introspect, JWKS; DPoP) |
 //!
 //! The README's Rust snippets are this crate's doc tests, and its quick start is checked to
 //! be the seed's example file.
@@ -26,6 +27,7 @@ pub mod client;
 pub mod conn;
 pub mod fixture;
 pub mod http;
+pub mod oauth;
 pub mod process;
 pub mod raw;
 mod readme;

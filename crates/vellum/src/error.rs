@@ -132,6 +132,12 @@ pub enum TransportError {
     /// does not start); the source is the transport's own error type.
     #[error("cannot set up the transport")]
     Setup(#[source] Arc<dyn std::error::Error + Send + Sync>),
+    /// The server wants authorization the client could not give: no OAuth client could get
+    /// a token (a login is needed, the authorization server refused, …). The source is the
+    /// OAuth client's error (`vellum::client::auth::AuthError`, found with
+    /// `AuthError::find_in`); it never carries a credential.
+    #[error("the server needs authorization")]
+    Unauthorized(#[source] Arc<dyn std::error::Error + Send + Sync>),
     /// The transport is closed.
     #[error("the transport is closed")]
     Closed,

@@ -41,6 +41,8 @@
 //! - [`transport`]: Streamable HTTP (a tower `Service`), with its security layer and
 //!   options; the client side of HTTP; stdio; in-memory.
 //! - [`auth`]: the OAuth 2.1 resource-server layer, behind the `auth` feature.
+//! - `jose` (features `auth` or `client-auth`): JWKs, thumbprints, DPoP proofs, signed JWTs,
+//!   shared by the OAuth client and the resource server.
 
 #![forbid(unsafe_code)]
 
@@ -48,6 +50,8 @@ pub mod auth;
 #[cfg(feature = "client")]
 pub mod client;
 pub mod error;
+#[cfg(any(feature = "auth", feature = "client-auth"))]
+pub mod jose;
 mod peer;
 pub mod protocol;
 pub mod server;

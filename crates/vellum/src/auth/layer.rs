@@ -30,8 +30,8 @@ use http_body_util::Either;
 use super::Principal;
 use super::challenge::Challenge;
 use super::endpoint::{AuthConfigError, check_scope, check_url};
-use super::metadata::{PROTECTED_RESOURCE_WELL_KNOWN, ProtectedResourceMetadata};
 use super::verifier::{TokenVerifier, VerifyError};
+use crate::protocol::{PROTECTED_RESOURCE_WELL_KNOWN, ProtectedResourceMetadata};
 use crate::transport::http::{ResponseBody, SecurityLayer, StreamableHttpOptions};
 
 /// The body of an [`AuthService`] response: the inner service's, or the layer's own

@@ -36,8 +36,6 @@ mod jwt;
 #[cfg(feature = "auth")]
 mod layer;
 #[cfg(feature = "auth")]
-mod metadata;
-#[cfg(feature = "auth")]
 mod verifier;
 
 #[cfg(feature = "auth")]
@@ -52,8 +50,9 @@ pub use jwks::JwksCache;
 pub use jwt::JwtVerifier;
 #[cfg(feature = "auth")]
 pub use layer::{AuthBody, AuthLayer, AuthLayerBuilder, AuthService};
+// The document lives with the protocol types: the OAuth client reads it too.
 #[cfg(feature = "auth")]
-pub use metadata::{PROTECTED_RESOURCE_WELL_KNOWN, ProtectedResourceMetadata};
+pub use crate::protocol::{PROTECTED_RESOURCE_WELL_KNOWN, ProtectedResourceMetadata};
 #[cfg(feature = "auth")]
 pub use verifier::{InvalidToken, TokenVerifier, VerifyError, VerifyFuture};
 

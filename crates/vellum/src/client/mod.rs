@@ -32,10 +32,14 @@
 //! - `handle`: [`Client`] and the state its parts share.
 //! - `config`, `call_options` (both use `callbacks`), `callbacks`, `mirror`
 //!   (`x-mcp-header`).
+//! - `auth` (feature `client-auth`): the OAuth 2.1 client the HTTP transport asks for
+//!   credentials (it imports nothing of the files above).
 //!
 //! Not here: the transports themselves (see [`crate::transport`]) and the server side.
 
 mod answers;
+#[cfg(feature = "client-auth")]
+pub mod auth;
 mod builder;
 mod call_options;
 mod callbacks;

@@ -62,7 +62,7 @@ pub use tool::{
 // What the transports use of the core.
 pub(crate) use exchange::{Exchange, Step};
 pub(crate) use incoming::{handle_notification, handle_response};
-pub(crate) use modern_meta::{ModernMeta, meta_version, parse_meta, unsupported_version};
+pub(crate) use modern_meta::{MetaFields, ModernMeta, parse_meta, raw_str, unsupported_version};
 pub(crate) use outbox::Outbox;
 pub(crate) use redact::redact_session_id;
 pub(crate) use session::{Session, SessionHooks};

@@ -4,35 +4,38 @@
 //! Not here: the HTTP status of a failed check (`rejection.rs`), and reading `_meta` itself
 //! (the server core's `modern_meta.rs`).
 
+use std::borrow::Cow;
+
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use http::HeaderMap;
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::protocol::{
     ErrorObject, Message, Payload, ProtocolVersion, RawJson, RequestId, code, methods,
 };
-use crate::server::{ModernMeta, meta_version, parse_meta, unsupported_version};
+use crate::server::{MetaFields, ModernMeta, parse_meta, raw_str, unsupported_version};
 
 use super::headers::{names, text};
 use super::rejection::Rejection;
 
-/// The parts of modern params the transport checks (one pass over the params).
+/// The parts of modern params the transport checks (one pass over the params, borrowed
+/// from the request's bytes).
 #[derive(Deserialize, Default)]
-struct Peek {
-    #[serde(rename = "_meta", default)]
-    meta: Option<serde_json::Map<String, Value>>,
-    #[serde(default)]
-    name: Option<Value>,
-    #[serde(default)]
-    uri: Option<Value>,
+struct Peek<'a> {
+    #[serde(rename = "_meta", borrow, default)]
+    meta: Option<MetaFields<'a>>,
+    #[serde(borrow, default)]
+    name: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    uri: Option<&'a RawValue>,
 }
 
-fn peek(params: Option<&RawJson>) -> Option<Peek> {
+fn peek(params: Option<&RawJson>) -> Option<Peek<'_>> {
     match params {
         None => Some(Peek::default()),
-        Some(p) => p.parse().ok(),
+        Some(p) => serde_json::from_slice(p.as_bytes()).ok(),
     }
 }
 
@@ -68,8 +71,9 @@ fn reject(id: Option<&RequestId>, code: i64, message: String) -> Rejection {
     }
 }
 
-/// Decodes a header value that may use the `=?base64?…?=` form.
-pub(crate) fn decode_header_value(v: &str) -> Option<String> {
+/// Decodes a header value that may use the `=?base64?…?=` form (borrowed when plain, the
+/// common case).
+pub(crate) fn decode_header_value(v: &str) -> Option<Cow<'_, str>> {
     match v
         .strip_prefix("=?base64?")
         .and_then(|r| r.strip_suffix("?="))
@@ -77,8 +81,9 @@ pub(crate) fn decode_header_value(v: &str) -> Option<String> {
         Some(b64) => STANDARD
             .decode(b64)
             .ok()
-            .and_then(|b| String::from_utf8(b).ok()),
-        None => Some(v.to_owned()),
+            .and_then(|b| String::from_utf8(b).ok())
+            .map(Cow::Owned),
+        None => Some(Cow::Borrowed(v)),
     }
 }
 
@@ -113,7 +118,7 @@ pub(crate) fn validate(headers: &HeaderMap, payload: &Payload) -> Result<ModernM
         ));
     };
     let header = text(headers, &names::PROTOCOL_VERSION);
-    let body_version = p.meta.as_ref().and_then(meta_version);
+    let body_version = p.meta.as_ref().and_then(MetaFields::version);
     let Some(header) = header else {
         return Err(reject(
             id,
@@ -122,7 +127,7 @@ pub(crate) fn validate(headers: &HeaderMap, payload: &Payload) -> Result<ModernM
         ));
     };
     if let Some(v) = body_version
-        && v != header
+        && v.as_ref() != header
     {
         return Err(reject(
             id,
@@ -164,9 +169,9 @@ pub(crate) fn validate(headers: &HeaderMap, payload: &Payload) -> Result<ModernM
         _ => None,
     };
     if let Some(expected) = expected {
-        let body = expected.as_ref().and_then(Value::as_str);
+        let body = expected.and_then(raw_str);
         let got = text(headers, &names::NAME).and_then(decode_header_value);
-        if body.is_none() || got.as_deref() != body {
+        if body.is_none() || got.as_deref() != body.as_deref() {
             return Err(reject(
                 id,
                 code::HEADER_MISMATCH,

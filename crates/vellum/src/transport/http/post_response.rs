@@ -41,8 +41,9 @@ use super::trace::{RequestInfo, RequestTrace, log_event};
 enum Origin {
     /// A legacy session (possibly a stateless throwaway one).
     Legacy(Arc<Session>),
-    /// 2026-07-28: each request's own `_meta`, served by this server.
-    Modern(Box<ModernMeta>, Server),
+    /// 2026-07-28: the request's own `_meta` (taken by the one request a modern POST
+    /// holds), served by this server.
+    Modern(Option<Box<ModernMeta>>, Server),
 }
 
 /// What the steps know about the POST they answer.
@@ -104,7 +105,7 @@ impl Inner {
         route: Route,
     ) -> Result<(Post, PostEvents, Vec<Bytes>), Rejection> {
         let batch = requests.len() > 1;
-        let (origin, http, activity, new): (_, _, Option<ActivityGuard>, _) = match route {
+        let (mut origin, http, activity, new): (_, _, Option<ActivityGuard>, _) = match route {
             Route::Legacy {
                 session,
                 http,
@@ -113,7 +114,7 @@ impl Inner {
             } => (Origin::Legacy(session), http, activity, new),
             Route::Modern(meta) => {
                 let server = (self.factory)(&parts).ok_or(Rejection::NoServer)?;
-                (Origin::Modern(meta, server), None, None, false)
+                (Origin::Modern(Some(meta), server), None, None, false)
             }
         };
         let logger = self.options.logger.as_ref();
@@ -128,7 +129,7 @@ impl Inner {
                 parts_slot.clone()
             };
             let target = logger.and_then(|_| request_target(&r.method, r.params.as_ref()));
-            let exchange = match &origin {
+            let exchange = match &mut origin {
                 Origin::Legacy(session) => {
                     let id = r.id.clone();
                     match session.begin(r, None, http_parts) {
@@ -140,7 +141,15 @@ impl Inner {
                     }
                 }
                 Origin::Modern(meta, server) => {
-                    Exchange::sessionless(server.clone(), r, meta.clone(), http_parts)
+                    // The last request (a modern POST has one) takes the context, the others
+                    // a copy; it is there until the last takes it.
+                    let meta = if i + 1 == n {
+                        meta.take()
+                    } else {
+                        meta.clone()
+                    }
+                    .unwrap_or_else(|| Box::new(ModernMeta::of_notification()));
+                    Exchange::sessionless(server.clone(), r, meta, http_parts)
                 }
             };
             let trace = logger.map(|d| {
@@ -269,7 +278,7 @@ impl Inner {
             push_event(&mut prefix, ev.event);
         }
         let body = if complete {
-            ResponseBody::chunks(prefix)
+            ResponseBody::chunks(sse_writer::gather(prefix))
         } else {
             ResponseBody::stream(SseStream::new(
                 Box::new(events),

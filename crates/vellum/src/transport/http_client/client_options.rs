@@ -85,13 +85,20 @@ pub struct HttpClientOptions {
     /// `initialize` with 400, 404 or 405 (the spec's backwards-compatibility rule). Default
     /// true.
     pub legacy_sse_fallback: bool,
+    /// The OAuth client that authorizes every request (feature `client-auth`): its
+    /// `Authorization` (and `DPoP`) headers on every POST, GET and DELETE, refreshed before
+    /// they expire; 401 and 403 `insufficient_scope` answered by discovery, a grant or a
+    /// step-up, then the request sent again. Default: none (a 401 is an error like any
+    /// other status). See `docs/client.md`.
+    #[cfg(feature = "client-auth")]
+    pub auth: Option<crate::client::auth::OAuth>,
 }
 
 impl std::fmt::Debug for HttpClientOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let header_names: Vec<&str> = self.headers.keys().map(|k| k.as_str()).collect();
-        f.debug_struct("HttpClientOptions")
-            .field("headers", &header_names)
+        let mut d = f.debug_struct("HttpClientOptions");
+        d.field("headers", &header_names)
             .field("client", &self.client.is_some())
             .field("connect_timeout", &self.connect_timeout)
             .field("read_timeout", &self.read_timeout)
@@ -99,8 +106,10 @@ impl std::fmt::Debug for HttpClientOptions {
             .field("max_message_bytes", &self.max_message_bytes)
             .field("close_timeout", &self.close_timeout)
             .field("standalone_stream", &self.standalone_stream)
-            .field("legacy_sse_fallback", &self.legacy_sse_fallback)
-            .finish()
+            .field("legacy_sse_fallback", &self.legacy_sse_fallback);
+        #[cfg(feature = "client-auth")]
+        d.field("auth", &self.auth);
+        d.finish()
     }
 }
 
@@ -131,6 +140,8 @@ impl Default for HttpClientOptions {
             close_timeout: Duration::from_secs(5),
             standalone_stream: true,
             legacy_sse_fallback: true,
+            #[cfg(feature = "client-auth")]
+            auth: None,
         }
     }
 }

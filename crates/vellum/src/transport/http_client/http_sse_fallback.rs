@@ -13,8 +13,9 @@ use bytes::Bytes;
 use http::HeaderValue;
 use http::header::CONTENT_TYPE;
 
+use super::authorize::send_request;
 use super::event_reader::{Cursor, EventReader, Lost};
-use super::response::{connect_error, content_type, status_error};
+use super::response::{content_type, status_error};
 use super::shared::{ACCEPT_BOTH, FallbackConnection, Shared};
 use crate::client::transport::{Incoming, OutgoingKind, OutgoingMessage, decode_incoming};
 use crate::error::TransportError;
@@ -27,13 +28,11 @@ const ENDPOINT_TIMEOUT: Duration = Duration::from_secs(10);
 /// GETs the URL and waits for the `endpoint` event; then reads the rest of the stream in a
 /// task.
 pub(super) async fn open(shared: &Arc<Shared>) -> Result<Arc<FallbackConnection>, TransportError> {
-    let resp = shared
+    let get = shared
         .http
         .get(shared.url.clone())
-        .headers(shared.base_headers("text/event-stream"))
-        .send()
-        .await
-        .map_err(connect_error)?;
+        .headers(shared.base_headers("text/event-stream"));
+    let resp = send_request(shared, get).await?;
     if !resp.status().is_success() {
         return Err(status_error(resp).await);
     }
@@ -110,17 +109,15 @@ pub(super) async fn send(
     }
     let mut headers = shared.base_headers(ACCEPT_BOTH);
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    let sent = shared
+    let post = shared
         .http
         .post(connection.endpoint.clone())
         .headers(headers)
-        .body(message.bytes.clone())
-        .send()
-        .await;
-    let outcome = match sent {
+        .body(message.bytes.clone());
+    let outcome = match send_request(shared, post).await {
         Ok(r) if r.status().is_success() => Ok(()),
         Ok(r) => Err(status_error(r).await),
-        Err(e) => Err(connect_error(e)),
+        Err(e) => Err(e),
     };
     match (outcome, &message.kind) {
         (Err(e), OutgoingKind::Request(id)) => {

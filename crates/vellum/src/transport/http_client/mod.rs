@@ -28,6 +28,7 @@
 //! - `response`: bounded bodies, error details, reqwest errors as [`TransportError`]s.
 //! - `http_sse_fallback`: the 2024-11-05 transport; `client_options`: the settings.
 
+mod authorize;
 mod client_options;
 mod event_reader;
 mod http_sse_fallback;
@@ -266,15 +267,15 @@ impl Transport for StreamableHttpClientTransport {
                 f.close();
             }
             if let Some(delete) = shared.delete() {
-                match tokio::time::timeout(shared.options.close_timeout, delete.send()).await {
+                let sent = authorize::send_request(shared, delete);
+                match tokio::time::timeout(shared.options.close_timeout, sent).await {
                     Ok(Ok(r))
                         if r.status().is_success()
                             || r.status() == StatusCode::METHOD_NOT_ALLOWED => {}
                     Ok(Ok(r)) => tracing::debug!("DELETE of the session answered {}", r.status()),
-                    Ok(Err(e)) => tracing::debug!(
-                        "DELETE of the session failed: {}",
-                        crate::error::chain(&e.without_url())
-                    ),
+                    Ok(Err(e)) => {
+                        tracing::debug!("DELETE of the session failed: {}", crate::error::chain(&e))
+                    }
                     Err(_) => tracing::debug!("DELETE of the session timed out"),
                 }
             }

@@ -8,9 +8,10 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::StatusCode;
 
+use super::authorize::send_request;
 use super::http_sse_fallback;
 use super::response::{
-    ERROR_BODY_LIMIT, answer_in, connect_error, content_type, detail_of, read_body, status_error,
+    ERROR_BODY_LIMIT, answer_in, content_type, detail_of, read_body, status_error,
 };
 use super::response_stream::read_response_stream;
 use super::shared::Shared;
@@ -26,7 +27,7 @@ pub(super) async fn post_one_way(
     message: &OutgoingMessage,
 ) -> Result<(), TransportError> {
     let carried_session = !message.modern && shared.session_id().is_some();
-    let resp = shared.post(message).send().await.map_err(connect_error)?;
+    let resp = send_request(shared, shared.post(message)).await?;
     let status = resp.status();
     if status.is_success() {
         return Ok(());
@@ -43,9 +44,9 @@ pub(super) async fn request(shared: &Arc<Shared>, message: OutgoingMessage) {
         return;
     };
     let carried_session = !message.modern && shared.session_id().is_some();
-    let resp = match shared.post(&message).send().await {
+    let resp = match send_request(shared, shared.post(&message)).await {
         Ok(r) => r,
-        Err(e) => return shared.fail(&id, connect_error(e)),
+        Err(e) => return shared.fail(&id, e),
     };
     let status = resp.status();
     let initialize = message.method.as_deref() == Some(methods::INITIALIZE);

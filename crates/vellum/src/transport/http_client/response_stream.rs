@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+use super::authorize::send_request;
 use super::event_reader::{Cursor, End, EventReader, Lost, ResumeFailure};
 use super::response::content_type;
 use super::shared::Shared;
@@ -96,13 +97,10 @@ async fn resume(
         if !backoff(shared, cursor, attempt).await {
             return Err(ResumeFailure::GaveUp(*attempt));
         }
-        let resp = match shared.get(cursor.last_event_id.as_deref()).send().await {
+        let resp = match send_request(shared, shared.get(cursor.last_event_id.as_deref())).await {
             Ok(r) => r,
             Err(e) => {
-                tracing::debug!(
-                    "resuming the stream failed: {}",
-                    crate::error::chain(&e.without_url())
-                );
+                tracing::debug!("resuming the stream failed: {}", crate::error::chain(&e));
                 continue;
             }
         };

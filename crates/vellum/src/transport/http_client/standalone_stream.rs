@@ -8,6 +8,7 @@ use std::sync::Arc;
 use http::StatusCode;
 use tokio_util::sync::CancellationToken;
 
+use super::authorize::send_request;
 use super::event_reader::{Cursor, EventReader};
 use super::response::content_type;
 use super::response_stream::{backoff, pump};
@@ -19,13 +20,12 @@ pub(super) async fn standalone(shared: Arc<Shared>, token: CancellationToken) {
     let mut attempt = 0u32;
     let run = async {
         loop {
-            let resp = match shared.get(cursor.last_event_id.as_deref()).send().await {
+            let resp = match send_request(&shared, shared.get(cursor.last_event_id.as_deref()))
+                .await
+            {
                 Ok(r) => r,
                 Err(e) => {
-                    tracing::debug!(
-                        "the standalone stream failed: {}",
-                        crate::error::chain(&e.without_url())
-                    );
+                    tracing::debug!("the standalone stream failed: {}", crate::error::chain(&e));
                     if !backoff(&shared, &cursor, &mut attempt).await {
                         return;
                     }

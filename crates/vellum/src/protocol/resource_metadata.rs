@@ -1,7 +1,8 @@
 //! Protected Resource Metadata (RFC 9728): the document a client reads to learn which
 //! authorization servers issue tokens for this MCP server, and where it is served.
 //!
-//! Not here: serving it (`layer.rs`).
+//! Not here: serving it (the resource server's auth layer) and reading it (the OAuth
+//! client's discovery).
 
 use serde::{Deserialize, Serialize};
 

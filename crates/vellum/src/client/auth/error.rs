@@ -1,0 +1,207 @@
+//! [`AuthError`]: why the client could not get (or keep) authorization. No variant carries a
+//! credential: tokens, secrets, codes and verifiers never appear in the fields or the text.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::jose::JoseError;
+
+/// Why authorization failed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuthError {
+    /// The server needs an interactive login and this client cannot run one (no redirect
+    /// handler is configured): log in first (`vellum login URL`, or
+    /// [`OAuth::login`](super::OAuth::login) with a redirect handler).
+    #[error("{server} needs authorization: log in first")]
+    LoginRequired {
+        /// The MCP server.
+        server: String,
+    },
+    /// A URL that may not be used: not absolute `https://` (or `http://` on a loopback
+    /// host), or with credentials in it.
+    #[error("{what} {url:?}: expected an https:// URL (http:// only on a loopback host)")]
+    InsecureUrl {
+        /// What the URL is for.
+        what: &'static str,
+        /// The URL.
+        url: String,
+    },
+    /// An HTTP request failed before an answer arrived.
+    #[error("{what}: the request failed")]
+    Http {
+        /// Which request.
+        what: &'static str,
+        /// Why.
+        #[source]
+        source: Arc<reqwest::Error>,
+    },
+    /// A document (metadata, registration answer, token answer) was answered with an
+    /// unexpected status.
+    #[error("{what}: HTTP {status}")]
+    Status {
+        /// Which document.
+        what: &'static str,
+        /// The status.
+        status: u16,
+    },
+    /// A document is not what the specification says it must be.
+    #[error("{what}: {reason}")]
+    InvalidDocument {
+        /// Which document.
+        what: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The protected-resource metadata names another resource than the server (RFC 9728
+    /// §3.3): a token obtained for it could be replayed elsewhere, so the client stops.
+    #[error("the protected resource metadata is for {found:?}, not for {expected:?}")]
+    ResourceMismatch {
+        /// The MCP server's URL.
+        expected: String,
+        /// The metadata's `resource`.
+        found: String,
+    },
+    /// The authorization-server metadata names another issuer than the one it was fetched
+    /// for (RFC 8414 §3.3).
+    #[error("the authorization server metadata is for issuer {found:?}, not {expected:?}")]
+    IssuerMismatch {
+        /// The issuer the metadata URL was built from.
+        expected: String,
+        /// The metadata's `issuer`.
+        found: String,
+    },
+    /// No authorization server could be found for the server (no metadata at any of the
+    /// well-known locations).
+    #[error("no authorization server metadata found for {server}")]
+    NoAuthorizationServer {
+        /// The MCP server.
+        server: String,
+    },
+    /// The authorization server does not advertise PKCE with S256, which MCP requires.
+    #[error("authorization server {issuer} does not support PKCE (S256)")]
+    PkceUnsupported {
+        /// The issuer.
+        issuer: String,
+    },
+    /// No client identity can be used with this authorization server: no pre-registered
+    /// credentials for it, no client metadata document it accepts, no registration endpoint.
+    #[error("no way to identify this client to authorization server {issuer}")]
+    NoClientIdentity {
+        /// The issuer.
+        issuer: String,
+    },
+    /// The flow needs something the configuration does not give (a key, an assertion, a
+    /// grant the server does not offer).
+    #[error("{0}")]
+    Config(String),
+    /// The redirect (browser, loopback listener, pasted answer) failed.
+    #[error("authorization redirect: {0}")]
+    Redirect(String),
+    /// The authorization response's `state` is not the one sent: the response belongs to
+    /// another request (CSRF), and is ignored.
+    #[error("the authorization response does not match the request (state)")]
+    StateMismatch,
+    /// The authorization response's `iss` is missing (the server promised it) or names
+    /// another issuer (RFC 9207): a mix-up attack, the response is ignored.
+    #[error("the authorization response is from issuer {found:?}, expected {expected:?}")]
+    IssuerResponseMismatch {
+        /// The issuer the request went to.
+        expected: String,
+        /// The `iss` of the response (`None`: absent).
+        found: Option<String>,
+    },
+    /// An OAuth endpoint answered with an error (`invalid_grant`, `access_denied`, …).
+    #[error("{what}: {error}{}", description_suffix(.description))]
+    OAuth {
+        /// Which endpoint.
+        what: &'static str,
+        /// The `error` code.
+        error: String,
+        /// The `error_description`, when given.
+        description: Option<String>,
+    },
+    /// The server asked for authorization again and again for one request (repeated 401 or
+    /// 403 `insufficient_scope`): the client stops after this many authorizations.
+    #[error("the server still refuses after {attempts} authorizations")]
+    TooManyAttempts {
+        /// How many authorizations were made for the request.
+        attempts: u32,
+    },
+    /// The token store failed.
+    #[error("token store: {0}")]
+    Store(#[from] StoreError),
+    /// A key or signature could not be made.
+    #[error("JOSE: {0}")]
+    Jose(#[from] JoseError),
+}
+
+/// Why a store could not read or write.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// A file could not be read or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: Arc<std::io::Error>,
+    },
+    /// A file is not a record (the detail says where, never what it holds).
+    #[error("{}: not a token record ({detail})", path.display())]
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// Where the parse failed.
+        detail: String,
+    },
+    /// Another store's failure.
+    #[error("{0}")]
+    Other(String),
+}
+
+fn description_suffix(d: &Option<String>) -> String {
+    match d {
+        Some(d) if !d.is_empty() => format!(" ({d})"),
+        _ => String::new(),
+    }
+}
+
+impl AuthError {
+    /// The authorization failure behind `err` (a [`crate::Error`], a transport error, or
+    /// anything wrapping them), if that is why it failed: e.g. [`AuthError::LoginRequired`]
+    /// to tell the user to log in.
+    pub fn find_in<'a>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a AuthError> {
+        let mut next = Some(err);
+        while let Some(e) = next {
+            if let Some(a) = e.downcast_ref::<AuthError>() {
+                return Some(a);
+            }
+            // A shared source (`Arc<dyn Error>`) is an error of its own type: look inside.
+            if let Some(a) = e
+                .downcast_ref::<Arc<dyn std::error::Error + Send + Sync>>()
+                .and_then(|inner| inner.downcast_ref::<AuthError>())
+            {
+                return Some(a);
+            }
+            next = e.source();
+        }
+        None
+    }
+
+    pub(crate) fn http(what: &'static str, e: reqwest::Error) -> Self {
+        AuthError::Http {
+            what,
+            source: Arc::new(e.without_url()),
+        }
+    }
+
+    pub(crate) fn invalid(what: &'static str, reason: impl Into<String>) -> Self {
+        AuthError::InvalidDocument {
+            what,
+            reason: reason.into(),
+        }
+    }
+}
