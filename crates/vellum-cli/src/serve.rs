@@ -6,10 +6,11 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use clap::Args;
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+use tower_layer::{Identity, Stack};
 use vellum::store::MemoryEventStore;
 use vellum::transport::http::{
-    CrossOriginProtection, StreamableHttpHandler, StreamableHttpOptions, serve_listener,
-    serve_listener_with,
+    CrossOriginProtection, Health, StreamableHttpHandler, StreamableHttpOptions, TlsConfig,
+    serve_listener_with, serve_tls_listener_with,
 };
 use vellum_demos::{DEMOS, Demo};
 
@@ -133,6 +134,35 @@ pub(crate) struct ServeArgs {
     /// Interval of SSE keep-alive comments (`0s` turns them off).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "15s")]
     sse_keep_alive: Duration,
+    /// Serve HTTPS with this certificate chain (PEM, leaf first); needs `--tls-key`.
+    /// `SIGHUP` reloads both files without dropping connections.
+    #[arg(
+        long,
+        value_name = "PEM",
+        requires = "tls_key",
+        conflicts_with = "unix"
+    )]
+    tls_cert: Option<std::path::PathBuf>,
+    /// The private key of `--tls-cert` (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    tls_key: Option<std::path::PathBuf>,
+    /// Serve the health probes under this prefix (`/ops` gives `/ops/healthz` and
+    /// `/ops/readyz`).
+    #[arg(
+        long,
+        value_name = "PREFIX",
+        default_value = "",
+        conflicts_with = "no_health"
+    )]
+    health_path: String,
+    /// Serve no health probes (`/healthz` alive, `/readyz` ready) beside the endpoint.
+    #[arg(long)]
+    no_health: bool,
+    /// On SIGTERM, answer `/readyz` with 503 for this long while still serving (so load
+    /// balancers stop routing here), then stop: streams end with `retry`, in-flight requests
+    /// finish.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "0s")]
+    drain_grace: Duration,
     #[command(flatten)]
     auth: Box<crate::auth_flags::AuthArgs>,
 }
@@ -215,7 +245,9 @@ fn logger(level: &str) -> anyhow::Result<Option<tracing::Dispatch>> {
 }
 
 /// Maps the flags to handler options (the only place that does).
-async fn options(args: &ServeArgs) -> anyhow::Result<StreamableHttpOptions> {
+async fn options(
+    args: &ServeArgs,
+) -> anyhow::Result<(StreamableHttpOptions, Vec<vellum::store::redis::Redis>)> {
     let mut o = StreamableHttpOptions::default();
     let mut redis = RedisPool::default();
     o.stateless = args.stateless;
@@ -255,7 +287,61 @@ async fn options(args: &ServeArgs) -> anyhow::Result<StreamableHttpOptions> {
     o.max_in_flight_per_session = (args.max_in_flight > 0).then_some(args.max_in_flight);
     o.max_sessions_per_principal = args.max_sessions_per_principal;
     o.initialize_timeout = (!args.initialize_timeout.is_zero()).then_some(args.initialize_timeout);
-    Ok(o)
+    Ok((o, redis.0.into_iter().map(|(_, r)| r).collect()))
+}
+
+/// Readiness: not draining, and every Redis connection answering.
+fn health(redis: Vec<vellum::store::redis::Redis>) -> Health {
+    redis.into_iter().fold(Health::new(), |h, r| {
+        h.with_check("redis", move || {
+            let r = r.clone();
+            async move { r.ping().await.map_err(|e| e.to_string()) }
+        })
+    })
+}
+
+/// SIGTERM (or Ctrl-C), then `/readyz` 503 for `grace` while serving on. Quiet without a
+/// grace: stderr stays for what the operator asked to see.
+async fn drained(health: Health, grace: Duration) {
+    shutdown_signal().await;
+    health.start_draining();
+    if grace.is_zero() {
+        return;
+    }
+    eprintln!(
+        "draining: /readyz answers 503, stopping in {}",
+        humantime::format_duration(grace)
+    );
+    tokio::time::sleep(grace).await;
+    eprintln!("stopping: streams end with retry, in-flight requests finish");
+}
+
+/// Serves over TLS when configured, the handler inside `layer`.
+async fn serve_tcp<L, B>(
+    listener: tokio::net::TcpListener,
+    tls: Option<TlsConfig>,
+    handler: StreamableHttpHandler,
+    layer: L,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> std::io::Result<()>
+where
+    L: tower_layer::Layer<StreamableHttpHandler>,
+    L::Service: tower_service::Service<http::Request<hyper::body::Incoming>, Response = http::Response<B>>
+        + Clone
+        + Send
+        + 'static,
+    <L::Service as tower_service::Service<http::Request<hyper::body::Incoming>>>::Future:
+        Send + 'static,
+    <L::Service as tower_service::Service<http::Request<hyper::body::Incoming>>>::Error:
+        Into<Box<dyn std::error::Error + Send + Sync>> + 'static,
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    match tls {
+        Some(tls) => serve_tls_listener_with(listener, tls, handler, layer, shutdown).await,
+        None => serve_listener_with(listener, handler, layer, shutdown).await,
+    }
 }
 
 async fn shutdown_signal() {
@@ -312,7 +398,8 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             .context("serving on stdio failed")?;
         return Ok(());
     }
-    let mut options = options(&args).await?;
+    let (mut options, redis) = options(&args).await?;
+    let health = health(redis);
     if let Some(path) = &args.unix {
         let handler = StreamableHttpHandler::for_server(server, options);
         if args.auth.enabled() {
@@ -333,6 +420,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         #[cfg(not(unix))]
         bail!("--unix needs a Unix system");
     }
+    let tls = tls_config(&args)?;
     let listener = tokio::net::TcpListener::bind(&args.addr)
         .await
         .with_context(|| format!("cannot listen on {}", args.addr))?;
@@ -340,22 +428,54 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let defaults = network_defaults(&args, addr, &mut options);
     let auth_checks = options.clone();
     let handler = StreamableHttpHandler::for_server(server, options);
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    // Held for the life of the server: reloads the certificate on SIGHUP.
+    #[cfg(unix)]
+    let _reload = match &tls {
+        Some(t) => Some(
+            t.reload_on_sighup(|r| match r {
+                Ok(()) => eprintln!("TLS certificate reloaded"),
+                Err(e) => eprintln!("TLS certificate reload failed, keeping the current one: {e}"),
+            })
+            .context("cannot listen for SIGHUP")?,
+        ),
+        None => None,
+    };
+    let shutdown = drained(health.clone(), args.drain_grace);
+    let probes = (!args.no_health).then(|| health.layer_at(&args.health_path));
     if args.auth.enabled() {
-        let layer = args.auth.layer(addr, &auth_checks)?;
+        let auth = args.auth.layer(addr, &auth_checks)?;
         eprintln!(
-            "streamable HTTP MCP: http://{addr} (OAuth: {})",
-            layer.metadata_url()
+            "streamable HTTP MCP: {scheme}://{addr} (OAuth: {})",
+            auth.metadata_url()
         );
         if let Some(d) = &defaults {
             eprintln!("{d}");
         }
-        serve_listener_with(listener, handler, layer, shutdown_signal()).await?;
+        // The probes sit outside authorization: probes carry no token.
+        match probes {
+            Some(p) => serve_tcp(listener, tls, handler, Stack::new(auth, p), shutdown).await?,
+            None => serve_tcp(listener, tls, handler, auth, shutdown).await?,
+        }
         return Ok(());
     }
-    eprintln!("streamable HTTP MCP: http://{addr}");
+    eprintln!("streamable HTTP MCP: {scheme}://{addr}");
     if let Some(d) = &defaults {
         eprintln!("{d}");
     }
-    serve_listener(listener, handler, shutdown_signal()).await?;
+    match probes {
+        Some(p) => serve_tcp(listener, tls, handler, p, shutdown).await?,
+        None => serve_tcp(listener, tls, handler, Identity::new(), shutdown).await?,
+    }
     Ok(())
+}
+
+/// `--tls-cert` and `--tls-key`, loaded (clap makes sure both or neither are given).
+fn tls_config(args: &ServeArgs) -> anyhow::Result<Option<TlsConfig>> {
+    match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Ok(Some(
+            TlsConfig::from_pem_files(cert, key).context("--tls-cert/--tls-key")?,
+        )),
+        _ => Ok(None),
+    }
 }

@@ -11,6 +11,7 @@
 //! | [`process`] | a server child process (`vellum serve`, an example, an interop server) and its start line |
 //! | [`raw`] | HTTP/1.1 written and read byte by byte over `std::net`, for tests that control every byte and stall |
 //! | [`redis`] | a throwaway `redis-server` on a free loopback port |
+//! | [`tls`] | a test CA, its leaf certificates as PEM files, and clients that trust it |
 //! | [`oauth`] | [`oauth::TestAuthServer`], a strict OAuth 2.1 authorization server on `127.0.0.1:0` (metadata, authorize, token, register, revoke, introspect, JWKS; DPoP) |
 //!
 //! The README's Rust snippets are this crate's doc tests, and its quick start is checked to
@@ -31,6 +32,7 @@ pub mod process;
 pub mod raw;
 mod readme;
 pub mod redis;
+pub mod tls;
 
 use std::future::Future;
 use std::time::Duration;

@@ -94,10 +94,11 @@ impl ServerProcess {
         }
     }
 
-    /// The TCP address of an `http://` URL.
+    /// The TCP address of an `http://` or `https://` URL.
     pub fn addr(&self) -> SocketAddr {
         self.url
             .strip_prefix("http://")
+            .or_else(|| self.url.strip_prefix("https://"))
             .and_then(|rest| rest.split('/').next())
             .and_then(|a| a.parse().ok())
             .unwrap_or_else(|| panic!("not an http://ADDR start line: {}", self.url))
@@ -127,6 +128,23 @@ impl ServerProcess {
     /// The next stderr line after the start line, if one comes within `wait`.
     pub fn next_line(&self, wait: Duration) -> Option<String> {
         self.lines.recv_timeout(wait).ok()
+    }
+
+    /// Waits for the next stderr line containing `needle` (skipping others), failing the
+    /// test after [`crate::DEADLINE`].
+    pub fn line_with(&self, needle: &str) -> String {
+        let deadline = Instant::now() + crate::DEADLINE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.next_line(left) {
+                Some(l) if l.contains(needle) => return l,
+                Some(_) => {}
+                None => panic!(
+                    "no stderr line with {needle:?} within {:?}",
+                    crate::DEADLINE
+                ),
+            }
+        }
     }
 
     /// Ends the process with `signal` (as `kill` takes it: `-TERM`, `-INT`) and returns its

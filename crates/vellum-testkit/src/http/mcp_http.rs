@@ -134,6 +134,17 @@ impl McpHttp {
         answer.response(&id).clone()
     }
 
+    /// Calls the seed's `hello_world` for Alice and returns the text it answered.
+    pub async fn greet(&self) -> String {
+        let r = self
+            .request(
+                "tools/call",
+                json!({"name": "hello_world", "arguments": {"user_name": "Alice"}}),
+            )
+            .await;
+        super::text_of(&r).to_owned()
+    }
+
     /// Sends a notification and returns the answer (202 with no body, normally).
     pub async fn notify(&self, method: &str, params: Option<Value>) -> Answer {
         let mut m = json!({"jsonrpc": "2.0", "method": method});

@@ -244,6 +244,16 @@ impl Redis {
         &self.inner.instance
     }
 
+    /// One round trip (`PING`): whether Redis answers now (a readiness check).
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        let mut c = self.inner.conn.clone();
+        redis::cmd("PING")
+            .query_async::<String>(&mut c)
+            .await
+            .map(|_| ())
+            .map_err(backend)
+    }
+
     /// Every key under the prefix (for tests and operators: after sessions end, only
     /// instance heartbeats remain).
     pub async fn keys(&self) -> Result<Vec<String>, StoreError> {

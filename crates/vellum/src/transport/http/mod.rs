@@ -11,8 +11,9 @@
 //! - [`SecurityLayer`]: its Host/Origin checks and CORS as a tower layer, for the
 //!   authorization layer and for anything else served beside the endpoint.
 //! - [`StreamableHttpOptions`]: every option of the Go SDK's handler, and a few more.
-//! - [`serve`], [`serve_listener`], [`serve_unix`]: accept loops with the right socket
-//!   settings and graceful shutdown.
+//! - [`serve`], [`serve_listener`], [`serve_unix`], and `serve_tls_listener` with its
+//!   `TlsConfig` (feature `tls`): accept loops with the right socket settings and graceful
+//!   shutdown.
 //!
 //! Every rejection and its HTTP status and JSON-RPC code are listed in
 //! `docs/http-status.md`.
@@ -26,6 +27,7 @@ mod cors;
 mod endpoint;
 mod get;
 pub mod headers;
+mod health;
 mod live_streams;
 mod modern_headers;
 mod options;
@@ -42,13 +44,24 @@ mod session_hooks;
 mod session_routing;
 mod session_table;
 mod sse_writer;
+#[cfg(feature = "tls")]
+mod tls;
 mod trace;
 
 pub use body::ResponseBody;
 pub use endpoint::StreamableHttpHandler;
+pub use health::{Health, HealthBody, HealthLayer, HealthService, READINESS_CHECK_TIMEOUT};
 pub use options::StreamableHttpOptions;
 pub use security::{ConnectionInfo, CrossOriginProtection, InvalidOrigin, is_loopback_host};
 pub use security_layer::{SecurityBody, SecurityLayer, SecurityService};
-pub use serve::{DEFAULT_SHUTDOWN_GRACE, local_addr, serve, serve_listener, serve_listener_with};
+pub use serve::{
+    DEFAULT_SHUTDOWN_GRACE, H2_KEEP_ALIVE, H2_MAX_CONCURRENT_STREAMS, H2_MAX_HEADER_LIST_BYTES,
+    H2_MAX_LOCAL_ERROR_RESET_STREAMS, H2_MAX_PENDING_ACCEPT_RESET_STREAMS, TLS_HANDSHAKE_TIMEOUT,
+    local_addr, serve, serve_listener, serve_listener_with,
+};
+#[cfg(feature = "tls")]
+pub use serve::{serve_tls_listener, serve_tls_listener_with};
 #[cfg(unix)]
 pub use serve::{serve_unix, serve_unix_listener};
+#[cfg(feature = "tls")]
+pub use tls::{TlsConfig, TlsError};

@@ -1,24 +1,37 @@
-//! Serving the handler: an accept loop on TCP or a Unix socket with the settings that
-//! matter (TCP_NODELAY on every socket, a header-read timeout, graceful shutdown).
+//! Serving the handler: an accept loop on TCP, TLS over TCP (feature `tls`) or a Unix socket
+//! with the settings that matter (TCP_NODELAY on every socket, a header-read timeout, a
+//! handshake deadline, graceful shutdown).
 //!
-//! The loops speak HTTP/1.1, which every MCP client uses on a plaintext connection. (hyper's
-//! version-detecting builder costs about 7.6 KiB more per connection, measured with 1,000
-//! open GET streams: 29.7 against 22.0 KiB per session and stream.) For HTTP/2, mount the
-//! handler, a tower `Service`, in your own hyper or axum server.
+//! Every connection speaks HTTP/1.1 or HTTP/2, told apart by the client's first bytes (the
+//! HTTP/2 preface): h2c with prior knowledge on plain TCP and Unix sockets, h2 by ALPN over
+//! TLS. (Telling them apart costs about 7.6 KiB more per HTTP/1.1 connection than a
+//! HTTP/1.1-only server, measured with 1,000 open GET streams: 29.7 against 22.0 KiB per
+//! session and stream.) HTTP/2's limits, each against a known abuse:
 //!
-//! Not here: what a request does (`endpoint.rs`); TLS and HTTP/2 (mount the handler in your
-//! own server).
+//! | limit | value | against |
+//! |---|---|---|
+//! | concurrent streams per connection | [`H2_MAX_CONCURRENT_STREAMS`] | one connection holding unbounded work |
+//! | header list size | [`H2_MAX_HEADER_LIST_BYTES`] | header and CONTINUATION floods |
+//! | streams reset by the client before the server accepted them | [`H2_MAX_PENDING_ACCEPT_RESET_STREAMS`] | rapid reset (CVE-2023-44487): the connection gets GOAWAY beyond it |
+//! | streams the server had to reset for protocol errors | [`H2_MAX_LOCAL_ERROR_RESET_STREAMS`] | a client that provokes resets in a loop (CVE-2024-27316's kin) |
+//! | keep-alive PING | every [`H2_KEEP_ALIVE`], closed when unanswered for as long | dead peers holding streams |
+//!
+//! SETTINGS and PING floods are bounded by the HTTP/2 implementation itself (it answers
+//! each with one ACK and queues no more than one pending ACK of each).
+//!
+//! Not here: what a request does (`endpoint.rs`); the TLS configuration (`tls.rs`).
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::{Request, Response};
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::{TcpListener, ToSocketAddrs};
 use tokio_util::sync::CancellationToken;
@@ -39,14 +52,43 @@ pub async fn serve(
     serve_listener(listener, handler, std::future::pending()).await
 }
 
-/// The HTTP/1.1 connection settings: a 30 s header-read timeout (slowloris), at most
-/// 64 KiB of buffered request head, at most 100 headers.
-fn builder() -> http1::Builder {
-    let mut b = http1::Builder::new();
-    b.timer(TokioTimer::new())
+/// The most streams one HTTP/2 connection may have open at once (each MCP request and each
+/// GET stream is one; a client beyond it waits for a stream to end).
+pub const H2_MAX_CONCURRENT_STREAMS: u32 = 256;
+
+/// The largest HTTP/2 header list accepted, in bytes (the HTTP/1.1 head is bounded at
+/// 64 KiB too).
+pub const H2_MAX_HEADER_LIST_BYTES: u32 = 64 * 1024;
+
+/// How many streams an HTTP/2 client may reset before the server got to them, at once,
+/// before the connection is closed (rapid reset).
+pub const H2_MAX_PENDING_ACCEPT_RESET_STREAMS: usize = 20;
+
+/// How many streams the server may have to reset for a client's protocol errors before it
+/// closes the connection.
+pub const H2_MAX_LOCAL_ERROR_RESET_STREAMS: usize = 256;
+
+/// The interval of HTTP/2 keep-alive PINGs, and how long an answer may take.
+pub const H2_KEEP_ALIVE: Duration = Duration::from_secs(20);
+
+/// The connection settings. HTTP/1.1: a 30 s header-read timeout (slowloris), at most
+/// 64 KiB of buffered request head, at most 100 headers. HTTP/2: the limits of the module
+/// documentation.
+fn builder() -> auto::Builder<TokioExecutor> {
+    let mut b = auto::Builder::new(TokioExecutor::new());
+    b.http1()
+        .timer(TokioTimer::new())
         .header_read_timeout(Duration::from_secs(30))
         .max_buf_size(64 * 1024)
         .max_headers(100);
+    b.http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(H2_MAX_CONCURRENT_STREAMS)
+        .max_header_list_size(H2_MAX_HEADER_LIST_BYTES)
+        .max_pending_accept_reset_streams(H2_MAX_PENDING_ACCEPT_RESET_STREAMS)
+        .max_local_error_reset_streams(H2_MAX_LOCAL_ERROR_RESET_STREAMS)
+        .keep_alive_interval(H2_KEEP_ALIVE)
+        .keep_alive_timeout(H2_KEEP_ALIVE);
     b
 }
 
@@ -58,6 +100,82 @@ pub async fn serve_listener(
     handler: StreamableHttpHandler,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
+    serve_plain(listener, handler, shutdown).await
+}
+
+/// Like [`serve_listener`], with `layer` (e.g. [`AuthLayer`](crate::auth::AuthLayer))
+/// wrapped around the handler; each request carries its [`ConnectionInfo`] in its
+/// extensions. Shutdown still ends the handler's streams and sessions.
+pub async fn serve_listener_with<L, B>(
+    listener: TcpListener,
+    handler: StreamableHttpHandler,
+    layer: L,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()>
+where
+    L: tower_layer::Layer<StreamableHttpHandler>,
+    L::Service:
+        tower_service::Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+    <L::Service as tower_service::Service<Request<Incoming>>>::Future: Send + 'static,
+    <L::Service as tower_service::Service<Request<Incoming>>>::Error:
+        Into<Box<dyn std::error::Error + Send + Sync>> + 'static,
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    serve_layered(listener, handler, layer, shutdown).await
+}
+
+/// Like [`serve_listener`], over TLS: each connection's handshake runs in its own task
+/// within [`TLS_HANDSHAKE_TIMEOUT`]. [`TlsConfig::reload`](super::TlsConfig::reload) changes
+/// the certificate of later handshakes while this serves.
+#[cfg(feature = "tls")]
+pub async fn serve_tls_listener(
+    listener: TcpListener,
+    tls: super::TlsConfig,
+    handler: StreamableHttpHandler,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    let listener = TlsListener {
+        tls: tls.acceptor(),
+        tcp: listener,
+    };
+    serve_plain(listener, handler, shutdown).await
+}
+
+/// [`serve_listener_with`] over TLS, as [`serve_tls_listener`].
+#[cfg(feature = "tls")]
+pub async fn serve_tls_listener_with<L, B>(
+    listener: TcpListener,
+    tls: super::TlsConfig,
+    handler: StreamableHttpHandler,
+    layer: L,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()>
+where
+    L: tower_layer::Layer<StreamableHttpHandler>,
+    L::Service:
+        tower_service::Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+    <L::Service as tower_service::Service<Request<Incoming>>>::Future: Send + 'static,
+    <L::Service as tower_service::Service<Request<Incoming>>>::Error:
+        Into<Box<dyn std::error::Error + Send + Sync>> + 'static,
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let listener = TlsListener {
+        tls: tls.acceptor(),
+        tcp: listener,
+    };
+    serve_layered(listener, handler, layer, shutdown).await
+}
+
+/// The handler itself on any listener.
+async fn serve_plain(
+    listener: impl Acceptor,
+    handler: StreamableHttpHandler,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
     let h = handler.clone();
     let respond = move |req, info| {
         let h = h.clone();
@@ -66,11 +184,9 @@ pub async fn serve_listener(
     accept_loop(listener, handler, respond, shutdown).await
 }
 
-/// Like [`serve_listener`], with `layer` (e.g. [`AuthLayer`](crate::auth::AuthLayer))
-/// wrapped around the handler; each request carries its [`ConnectionInfo`] in its
-/// extensions. Shutdown still ends the handler's streams and sessions.
-pub async fn serve_listener_with<L, B>(
-    listener: TcpListener,
+/// The handler inside `layer` on any listener.
+async fn serve_layered<L, B>(
+    listener: impl Acceptor,
     handler: StreamableHttpHandler,
     layer: L,
     shutdown: impl Future<Output = ()>,
@@ -98,15 +214,30 @@ where
     accept_loop(listener, handler, respond, shutdown).await
 }
 
+/// How long a TLS client may take to complete its handshake before the connection is
+/// dropped (a client that connects and stays silent must not hold a task for ever).
+pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// A listener the accept loop can take connections from.
 trait Acceptor: Send + 'static {
+    /// What the listener accepts.
+    type Io: Send + 'static;
+    /// What HTTP is spoken over, once [`upgrade`](Acceptor::upgrade)d.
     type Stream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static;
 
     /// The next connection and how it looks.
-    fn next(&self) -> impl Future<Output = std::io::Result<(Self::Stream, ConnectionInfo)>> + Send;
+    fn next(&self) -> impl Future<Output = std::io::Result<(Self::Io, ConnectionInfo)>> + Send;
+
+    /// Makes an accepted connection ready for HTTP (the TLS handshake). Run in the
+    /// connection's own task, so a slow handshake does not hold up the accept loop.
+    fn upgrade(
+        &self,
+        io: Self::Io,
+    ) -> impl Future<Output = std::io::Result<Self::Stream>> + Send + 'static;
 }
 
 impl Acceptor for TcpListener {
+    type Io = tokio::net::TcpStream;
     type Stream = tokio::net::TcpStream;
 
     async fn next(&self) -> std::io::Result<(Self::Stream, ConnectionInfo)> {
@@ -119,10 +250,42 @@ impl Acceptor for TcpListener {
         };
         Ok((stream, info))
     }
+
+    fn upgrade(
+        &self,
+        io: Self::Io,
+    ) -> impl Future<Output = std::io::Result<Self::Stream>> + Send + 'static {
+        std::future::ready(Ok(io))
+    }
+}
+
+/// TLS over TCP.
+#[cfg(feature = "tls")]
+struct TlsListener {
+    tcp: TcpListener,
+    tls: tokio_rustls::TlsAcceptor,
+}
+
+#[cfg(feature = "tls")]
+impl Acceptor for TlsListener {
+    type Io = tokio::net::TcpStream;
+    type Stream = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
+
+    fn next(&self) -> impl Future<Output = std::io::Result<(Self::Io, ConnectionInfo)>> + Send {
+        self.tcp.next()
+    }
+
+    fn upgrade(
+        &self,
+        io: Self::Io,
+    ) -> impl Future<Output = std::io::Result<Self::Stream>> + Send + 'static {
+        self.tls.accept(io)
+    }
 }
 
 #[cfg(unix)]
 impl Acceptor for tokio::net::UnixListener {
+    type Io = tokio::net::UnixStream;
     type Stream = tokio::net::UnixStream;
 
     async fn next(&self) -> std::io::Result<(Self::Stream, ConnectionInfo)> {
@@ -132,6 +295,13 @@ impl Acceptor for tokio::net::UnixListener {
             remote: None,
         };
         Ok((stream, info))
+    }
+
+    fn upgrade(
+        &self,
+        io: Self::Io,
+    ) -> impl Future<Output = std::io::Result<Self::Stream>> + Send + 'static {
+        std::future::ready(Ok(io))
     }
 }
 
@@ -182,9 +352,9 @@ async fn accept_connections<A, F, Fut, B, E>(
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let graceful = GracefulShutdown::new();
-    let builder = builder();
+    let builder = Arc::new(builder());
     loop {
-        let (stream, info) = tokio::select! {
+        let (io, info) = tokio::select! {
             r = listener.next() => match r {
                 Ok(x) => x,
                 // Out of file descriptors and the like: wait a little instead of spinning.
@@ -196,9 +366,17 @@ async fn accept_connections<A, F, Fut, B, E>(
         // Boxed: hyper keeps the slot of a request's future for the connection's whole life,
         // so an unboxed one (~4.5 KiB) would cost every open connection that much.
         let svc = service_fn(move |req| Box::pin(respond(req, info)));
-        let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), svc));
+        let upgrade = listener.upgrade(io);
+        // Taken before the handshake, so a shutdown that starts meanwhile waits for it too.
+        let watcher = graceful.watcher();
+        let builder = builder.clone();
         tokio::spawn(async move {
-            let _ = conn.await;
+            let Ok(Ok(stream)) = tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, upgrade).await else {
+                return;
+            };
+            let _ = watcher
+                .watch(builder.serve_connection(TokioIo::new(stream), svc))
+                .await;
         });
     }
     drop(listener);
@@ -226,12 +404,7 @@ pub async fn serve_unix_listener(
     handler: StreamableHttpHandler,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let h = handler.clone();
-    let respond = move |req, info| {
-        let h = h.clone();
-        async move { Ok::<_, Infallible>(h.handle_on(req, Some(info)).await) }
-    };
-    accept_loop(listener, handler, respond, shutdown).await
+    serve_plain(listener, handler, shutdown).await
 }
 
 /// The address a listener is bound to (for tests and logs).
