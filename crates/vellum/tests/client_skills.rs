@@ -112,11 +112,14 @@ async fn lists_without_prefetch_then_loads_and_reads_verified_files() {
     }
 }
 
+/// What a refusal must look like.
+type Refusal = fn(&SkillLoadError) -> bool;
+
 #[tokio::test]
 async fn tampered_files_are_refused() {
     let evil_body = MD.replace("Skill body.", "Evil body!!");
     let extra = format!("{MD}extra bytes the entry did not account for\n");
-    let cases: [(String, fn(&SkillLoadError) -> bool); 2] = [
+    let cases: [(String, Refusal); 2] = [
         (
             evil_body,
             |e| matches!(e, SkillLoadError::DigestMismatch { uri, .. } if uri == MD_URI),
