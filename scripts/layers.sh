@@ -32,6 +32,8 @@ RULES = {
     "client":    {"protocol", "error", "sync", "peer", "jose"},
     "transport": {"protocol", "error", "sync", "store", "peer", "server", "client"},
     "auth":      {"protocol", "error", "sync", "server", "transport", "jose"},
+    # extractors, results and routes of handler functions (what the macros expand to)
+    "handler":   {"protocol", "error", "sync", "server", "auth"},
 }
 # Names the crate root re-exports, and the module they belong to.
 ROOT_REEXPORTS = {"Error": "error", "Result": "error"}

@@ -24,6 +24,9 @@ step "format and lints"
 cargo fmt --all -- --check
 cargo clippy --all-targets --all-features -- -D warnings
 
+# scripts/release-checks.sh (feature matrix, one crypto provider, docs -D warnings, publish
+# dry run) joins this run once it has passed here once; run it by hand meanwhile.
+
 step "import layers (scripts/layers.sh: the rule table, no circles between files; self-test first)"
 bash scripts/layers.sh --self-test
 bash scripts/layers.sh

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::{Context as _, bail};
 use clap::Args;
 use vellum::auth::{
-    AuthLayer, ClientAuth, IntrospectionVerifier, JwksCache, JwtVerifier, TokenVerifier,
+    AuthLayer, ClientAuth, DpopMode, IntrospectionVerifier, JwksCache, JwtVerifier, TokenVerifier,
 };
 use vellum::transport::http::StreamableHttpOptions;
 
@@ -53,6 +53,19 @@ pub(crate) struct AuthArgs {
     /// default.
     #[arg(long, value_name = "SCOPE")]
     auth_scope: Vec<String>,
+    /// A scope calls of one tool need, as TOOL=SCOPE (403 insufficient_scope with a step-up
+    /// challenge without it, before the tool runs); repeatable, also for more scopes of one
+    /// tool.
+    #[arg(long, value_name = "TOOL=SCOPE", value_parser = parse_tool_scope)]
+    auth_tool_scope: Vec<(String, String)>,
+    /// DPoP-bound tokens (RFC 9449): off (refused), allowed (with their proofs, beside
+    /// Bearer tokens), required (only DPoP-bound tokens).
+    #[arg(long, value_name = "MODE", default_value = "allowed")]
+    auth_dpop: DpopMode,
+    /// Require server nonces in DPoP proofs, rotating every SECONDS (the previous nonce
+    /// stays valid one more period).
+    #[arg(long, value_name = "SECONDS")]
+    auth_dpop_nonce: Option<u64>,
     /// The canonical URL of this MCP server in the metadata (default
     /// `http://<listen address>/mcp`).
     #[arg(long, value_name = "URL")]
@@ -116,6 +129,38 @@ impl AuthArgs {
         for s in &self.auth_scope {
             b = b.require_scope(s);
         }
+        for (tool, scope) in &self.auth_tool_scope {
+            b = b.tool_scope(tool, scope);
+        }
+        b = b.dpop(self.auth_dpop);
+        if let Some(secs) = self.auth_dpop_nonce {
+            b = b.dpop_nonce(std::time::Duration::from_secs(secs));
+        }
         b.build().context("authorization")
+    }
+}
+
+/// `TOOL=SCOPE` of `--auth-tool-scope`.
+fn parse_tool_scope(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((tool, scope)) if !tool.is_empty() && !scope.is_empty() => {
+            Ok((tool.to_owned(), scope.to_owned()))
+        }
+        _ => Err(format!("expected TOOL=SCOPE, got {s:?}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_scopes_parse() {
+        assert_eq!(
+            parse_tool_scope("delete=calendar:write"),
+            Ok(("delete".into(), "calendar:write".into()))
+        );
+        assert!(parse_tool_scope("delete").is_err());
+        assert!(parse_tool_scope("=x").is_err());
     }
 }

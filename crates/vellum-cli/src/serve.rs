@@ -98,6 +98,22 @@ pub(crate) struct ServeArgs {
     /// The largest request body accepted (413 beyond it).
     #[arg(long, value_name = "BYTES", default_value_t = StreamableHttpOptions::DEFAULT_MAX_BODY_BYTES)]
     max_body_bytes: usize,
+    /// The whole request body must arrive within this time after its headers (408 and the
+    /// connection closed otherwise; `0s` turns it off).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "30s")]
+    body_timeout: Duration,
+    /// The slowest a request body may arrive, in bytes per second on average after 5 s
+    /// (408 and the connection closed otherwise; 0 = no minimum).
+    #[arg(long, value_name = "BYTES_PER_SEC", default_value_t = StreamableHttpOptions::DEFAULT_MIN_BODY_RATE)]
+    min_body_rate: u64,
+    /// The most bytes buffered for request bodies across all connections (the first 64 KiB
+    /// of each not counted); bodies past it get 503 with Retry-After (0 = no cap).
+    #[arg(long, value_name = "BYTES", default_value_t = StreamableHttpOptions::DEFAULT_MAX_BUFFERED_BODY_BYTES)]
+    max_buffered_body_bytes: usize,
+    /// On a non-loopback address without --max-sessions and --session-timeout, do not apply
+    /// the network defaults (at most 10,000 sessions, idle ones closed after 30 minutes).
+    #[arg(long)]
+    no_network_defaults: bool,
     /// The most live sessions (503 with Retry-After beyond it).
     #[arg(long, value_name = "N")]
     max_sessions: Option<usize>,
@@ -229,6 +245,10 @@ async fn options(args: &ServeArgs) -> anyhow::Result<StreamableHttpOptions> {
     }
     o.cross_origin_protection = Some(cop);
     o.max_body_bytes = args.max_body_bytes;
+    o.body_timeout = (!args.body_timeout.is_zero()).then_some(args.body_timeout);
+    o.min_body_rate = (args.min_body_rate > 0).then_some(args.min_body_rate);
+    o.max_buffered_body_bytes =
+        (args.max_buffered_body_bytes > 0).then_some(args.max_buffered_body_bytes);
     o.max_sessions = args.max_sessions;
     o.sse_keep_alive = (!args.sse_keep_alive.is_zero()).then_some(args.sse_keep_alive);
     o.cors = args.cors;
@@ -253,6 +273,36 @@ async fn shutdown_signal() {
     let _ = tokio::signal::ctrl_c().await;
 }
 
+/// The session cap of a server on a network address that names none.
+const NETWORK_MAX_SESSIONS: usize = 10_000;
+/// The idle timeout of a server on a network address that names none.
+const NETWORK_SESSION_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+/// A server reachable from the network with neither a session cap nor an idle timeout
+/// would keep every session anyone opens: it gets both (unless `--no-network-defaults`).
+/// Returns the line that says so, printed after the start line.
+fn network_defaults(
+    args: &ServeArgs,
+    addr: std::net::SocketAddr,
+    o: &mut StreamableHttpOptions,
+) -> Option<String> {
+    if addr.ip().is_loopback()
+        || args.no_network_defaults
+        || args.max_sessions.is_some()
+        || args.session_timeout.is_some()
+        || o.stateless
+    {
+        return None;
+    }
+    o.max_sessions = Some(NETWORK_MAX_SESSIONS);
+    o.session_timeout = Some(NETWORK_SESSION_TIMEOUT);
+    Some(format!(
+        "network defaults: {addr} is not loopback and no --max-sessions or --session-timeout \
+         was given: at most {NETWORK_MAX_SESSIONS} sessions, idle ones closed after 30m \
+         (--no-network-defaults turns this off)"
+    ))
+}
+
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let server = build_server(&args)?;
     if args.stdio {
@@ -262,10 +312,9 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             .context("serving on stdio failed")?;
         return Ok(());
     }
-    let options = options(&args).await?;
-    let auth_checks = options.clone();
-    let handler = StreamableHttpHandler::for_server(server, options);
+    let mut options = options(&args).await?;
     if let Some(path) = &args.unix {
+        let handler = StreamableHttpHandler::for_server(server, options);
         if args.auth.enabled() {
             bail!("--auth-* flags need TCP (--addr), not --unix");
         }
@@ -288,16 +337,25 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", args.addr))?;
     let addr = listener.local_addr()?;
+    let defaults = network_defaults(&args, addr, &mut options);
+    let auth_checks = options.clone();
+    let handler = StreamableHttpHandler::for_server(server, options);
     if args.auth.enabled() {
         let layer = args.auth.layer(addr, &auth_checks)?;
         eprintln!(
             "streamable HTTP MCP: http://{addr} (OAuth: {})",
             layer.metadata_url()
         );
+        if let Some(d) = &defaults {
+            eprintln!("{d}");
+        }
         serve_listener_with(listener, handler, layer, shutdown_signal()).await?;
         return Ok(());
     }
     eprintln!("streamable HTTP MCP: http://{addr}");
+    if let Some(d) = &defaults {
+        eprintln!("{d}");
+    }
     serve_listener(listener, handler, shutdown_signal()).await?;
     Ok(())
 }

@@ -59,6 +59,21 @@ fn post(
     )
 }
 
+/// The protected-resource metadata the server publishes.
+fn metadata(s: &ServerProcess) -> serde_json::Value {
+    let host = s.host();
+    send(
+        s,
+        &build(
+            "GET",
+            "/.well-known/oauth-protected-resource/mcp",
+            &[("host", &host)],
+            None,
+        ),
+    )
+    .json()
+}
+
 #[test]
 fn a_request_without_a_token_gets_the_challenge_and_the_metadata_names_the_issuer() {
     let s = serve(&[]);
@@ -164,4 +179,46 @@ fn key_set_urls_must_be_https_unless_loopback() {
     let r = post(&s, Some(&token("alice", AUDIENCE, "")), None, INIT);
     assert_eq!(r.status, 503);
     assert!(r.header("retry-after").is_some());
+}
+
+#[test]
+fn auth_tool_scope_steps_up_on_the_same_session() {
+    let s = serve(&["--auth-tool-scope", "hello_world=greet"]);
+    let base = token("alice", AUDIENCE, "");
+    let r = post(&s, Some(&base), None, INIT);
+    assert_eq!(r.status, 200);
+    let sid = r.header("mcp-session-id").expect("a session").to_owned();
+    assert_eq!(post(&s, Some(&base), Some(&sid), INITIALIZED).status, 202);
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"hello_world","arguments":{"user_name":"alice"}}}"#;
+    let r = post(&s, Some(&base), Some(&sid), call);
+    assert_eq!(r.status, 403, "{}", r.text());
+    let challenge = r.header("www-authenticate").unwrap();
+    assert!(
+        challenge.contains("error=\"insufficient_scope\"") && challenge.contains("scope=\"greet\""),
+        "{challenge}"
+    );
+    let up = token("alice", AUDIENCE, "greet");
+    let r = post(&s, Some(&up), Some(&sid), call);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        r.json()["result"]["content"][0]["text"],
+        "Hello World, alice"
+    );
+    let m = metadata(&s);
+    assert_eq!(m["scopes_supported"], json!(["greet"]));
+}
+
+#[test]
+fn auth_dpop_required_refuses_bearer_tokens() {
+    let s = serve(&["--auth-dpop", "required", "--auth-dpop-nonce", "60"]);
+    let r = post(&s, Some(&token("alice", AUDIENCE, "")), None, INIT);
+    assert_eq!(r.status, 401);
+    let challenge = r.header("www-authenticate").unwrap();
+    assert!(
+        challenge.starts_with("DPoP algs=") && challenge.contains("invalid_token"),
+        "{challenge}"
+    );
+    let m = metadata(&s);
+    assert_eq!(m["dpop_bound_access_tokens_required"], true);
+    assert!(vellum_serve_fails(&["--auth-dpop", "maybe"]).contains("maybe"));
 }

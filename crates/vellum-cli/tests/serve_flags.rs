@@ -359,6 +359,7 @@ async fn unix_socket() {
     let path = dir.join("mcp.sock");
     let s = serve(&["--unix", path.to_str().unwrap()]);
     assert_eq!(s.url, format!("unix:{}", path.display()));
+    vellum::transport::install_crypto_provider();
     let http = reqwest::Client::builder()
         .unix_socket(path.clone())
         .build()
@@ -412,4 +413,66 @@ async fn sigterm_ends_streams_with_retry_and_exits_cleanly() {
         text.contains("retry: "),
         "the stream did not end with a retry: {text:?}"
     );
+}
+
+#[tokio::test]
+async fn body_timeout_and_buffered_body_budget() {
+    use std::io::Write as _;
+    let s = serve(&["--body-timeout", "300ms", "--max-buffered-body-bytes", "1"]);
+    // Half a body, then nothing: 408 once the body deadline passes.
+    let mut raw = s.connect();
+    let host = s.host();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {host}\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\ncontent-length: 100\r\n\r\n{{\"json"
+    );
+    raw.write_all(head.as_bytes()).unwrap();
+    let r = tokio::task::spawn_blocking(move || vellum_testkit::raw::read_response(&mut raw))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 408, "{}", r.text());
+    // A 100 KiB body passes the uncounted 64 KiB, and the budget of one byte refuses it.
+    let mut c = client(&s);
+    c.connect("2025-06-18").await;
+    let a = hello(&c, &"x".repeat(100 * 1024)).await;
+    assert_eq!(a.status, StatusCode::SERVICE_UNAVAILABLE, "{}", a.text());
+    assert!(a.header("retry-after").is_some());
+    // The defaults take both.
+    let d = serve(&[]);
+    let mut c = client(&d);
+    c.connect("2025-06-18").await;
+    assert_eq!(
+        hello(&c, &"x".repeat(100 * 1024)).await.status,
+        StatusCode::OK
+    );
+}
+
+#[tokio::test]
+async fn network_defaults_on_a_non_loopback_address() {
+    let start = |extra: &[&str]| {
+        let mut cmd = Command::new(vellum_testkit::process::vellum_bin());
+        cmd.args(["serve", "--addr", "0.0.0.0:0"]).args(extra);
+        ServerProcess::spawn(cmd)
+    };
+    let s = start(&[]);
+    let line = s
+        .next_line(DEADLINE)
+        .expect("a line naming the network defaults");
+    assert!(
+        line.contains("at most 10000 sessions") && line.contains("30m"),
+        "{line}"
+    );
+    // The session cap is live: a client on loopback (the wildcard address covers it).
+    let mut c = McpHttp::new(&format!("http://127.0.0.1:{}/mcp", s.addr().port()));
+    c.connect("2025-06-18").await;
+    // Naming a cap, or the flag, turns them off: the next line is not about them.
+    for extra in [&["--max-sessions", "5"][..], &["--no-network-defaults"]] {
+        let s = start(extra);
+        let next = s.next_line(Duration::from_millis(500));
+        assert!(
+            next.as_deref()
+                .is_none_or(|l| !l.contains("network defaults")),
+            "{extra:?}: {next:?}"
+        );
+    }
 }

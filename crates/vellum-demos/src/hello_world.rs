@@ -4,39 +4,26 @@
 //! Run: `cargo run --example hello_world`, then point any MCP client at
 //! `http://127.0.0.1:8000` (or `http://127.0.0.1:8000/mcp`: every path serves).
 //! `vellum serve --server hello-world` serves the same server: this file is both the example
-//! program and the `vellum_demos::hello_world` module.
+//! program and the `vellum_demos::hello_world` module. `hello_world_builder` serves the
+//! identical tool written without the macro.
 
-use schemars::JsonSchema;
-use serde::Deserialize;
 use vellum::prelude::*;
 use vellum::server::RegistrationError;
 use vellum::transport::http::serve_listener;
 
-/// The tool's input (the seed's `helloInput`).
-#[derive(Deserialize, JsonSchema)]
-pub struct HelloInput {
+/// 根据 user_name 返回问候语
+#[tool]
+pub async fn hello_world(
     /// 调用方用户名
-    pub user_name: String,
-}
-
-/// The tool's handler (the seed's `helloWorldTool`).
-pub async fn hello_world_tool(
-    _ctx: RequestContext,
-    _req: CallToolRequest,
-    input: HelloInput,
-) -> Result<CallToolResult, HandlerError> {
-    let text = format!("Hello World, {}", input.user_name);
-    Ok(CallToolResult::text(text))
+    user_name: String,
+) -> String {
+    format!("Hello World, {user_name}")
 }
 
 /// Registers the seed's `hello_world` tool on `server`.
 pub fn add_hello_world(server: &Server) -> Result<(), RegistrationError> {
     // 注册 hello_world 工具
-    server.add_tool(
-        Tool::new("hello_world", "根据 user_name 返回问候语"),
-        hello_world_tool,
-    )?;
-    Ok(())
+    hello_world_tool().register(server)
 }
 
 /// The seed's server: `hello-world` 0.1.0 with the `hello_world` tool.

@@ -4,7 +4,8 @@
 //!
 //! | demo | module | what it serves |
 //! |---|---|---|
-//! | `hello-world` | [`hello_world`] | the seed: one typed tool, `hello_world` |
+//! | `hello-world` | [`hello_world`] | the seed: one typed tool, `hello_world` (`#[tool]`) |
+//! | | [`hello_world_builder`] | the same tool with the closure API (an example only) |
 //! | `everything` | [`everything`] (with [`everything_stateless`], [`everything_mrtr`], [`everything_tasks`], [`everything_skills`]) | every fixture of the official conformance suite, plus `hello_world` |
 //! | `bench` | [`bench`] | the benchmark's fixtures: `hello_world`, `stream`, `blob`, `touch` (bench/README.md) |
 //!
@@ -31,6 +32,8 @@ pub mod everything_stateless;
 pub mod everything_tasks;
 #[allow(dead_code)]
 pub mod hello_world;
+#[allow(dead_code)]
+pub mod hello_world_builder;
 
 /// A demo server, as `vellum serve --server` offers it.
 #[derive(Debug, Clone, Copy)]

@@ -36,20 +36,41 @@
 //! - [`store`]: event stores for SSE resumption, session stores and the message bus.
 //! - [`server`]: [`Server`](server::Server), its registries, the handler context, sessions and
 //!   the one method table.
-//! - [`client`]: the MCP client (both eras, every transport), behind the default `client`
-//!   feature.
+//! - [`client`]: the MCP client (both eras, every transport), behind the `client` feature.
 //! - [`transport`]: Streamable HTTP (a tower `Service`), with its security layer and
 //!   options; the client side of HTTP; stdio; in-memory.
 //! - [`auth`]: the OAuth 2.1 resource-server layer, behind the `auth` feature.
 //! - `jose` (features `auth` or `client-auth`): JWKs, thumbprints, DPoP proofs, signed JWTs,
 //!   shared by the OAuth client and the resource server.
+//! - [`handler`]: extractors, results and routes of handler functions: what `#[tool]`,
+//!   `#[prompt]`, `#[resource]` and `#[tools]` expand to (the macros are the default
+//!   `macros` feature).
+//!
+//! ## Features
+//! A server needs no feature: the protocol, the server core, the Streamable HTTP server
+//! transport, stdio and the in-memory stores are always compiled.
+//!
+//! | feature | default | what it adds |
+//! |---|---|---|
+//! | `macros` | yes | `#[tool]`, `#[prompt]`, `#[resource]`, `#[tools]` |
+//! | `client` | | [`client`], the Streamable HTTP (and HTTP+SSE) client transport, the stdio and in-memory clients |
+//! | `auth` | | [`auth`]: the OAuth 2.1 resource-server layer and its token verifiers |
+//! | `client-auth` | | [`client::auth`]: the OAuth 2.1 client (implies `client`) and `jose` |
+//! | `redis` | | Redis session store, event store and message bus (several instances, one set of sessions) |
+//!
+//! `client` and `auth` connect to other hosts over rustls with the `ring` crypto provider
+//! (see `transport::install_crypto_provider`, with either feature).
 
 #![forbid(unsafe_code)]
+// docs.rs (package.metadata.docs.rs) builds with `--cfg docsrs`: each item gated by a feature
+// shows the feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod auth;
 #[cfg(feature = "client")]
 pub mod client;
 pub mod error;
+pub mod handler;
 #[cfg(any(feature = "auth", feature = "client-auth"))]
 pub mod jose;
 mod peer;
@@ -61,15 +82,22 @@ pub mod transport;
 
 pub use error::{Error, Result};
 
+#[cfg(feature = "macros")]
+pub use vellum_macros::{prompt, resource, tool, tools};
+
 /// The names most programs need.
 pub mod prelude {
+    pub use crate::handler::{Extension, Json, Register, State};
     pub use crate::protocol::{
         CallToolResult, ContentBlock, GetPromptResult, Implementation, Prompt, PromptArgument,
         PromptMessage, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Tool,
     };
+    pub use crate::server::IntoToolResult;
     pub use crate::server::{
         CallToolRequest, GetPromptRequest, HandlerError, NoArgs, ReadResourceRequest,
         RequestContext, Server, ServerOptions, Structured,
     };
     pub use crate::transport::http::{StreamableHttpHandler, StreamableHttpOptions};
+    #[cfg(feature = "macros")]
+    pub use vellum_macros::{prompt, resource, tool, tools};
 }

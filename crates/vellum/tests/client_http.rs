@@ -128,6 +128,7 @@ async fn a_forgotten_session_is_reinitialized_transparently() {
         .unwrap();
     let first = transport.session_id().unwrap();
     // The server ends the session behind the client's back.
+    vellum::transport::install_crypto_provider();
     let status = reqwest::Client::new()
         .delete(&http.url)
         .header("mcp-session-id", &first)

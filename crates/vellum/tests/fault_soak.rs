@@ -261,6 +261,7 @@ async fn sessions_with_random_drops_lose_and_duplicate_nothing() {
         stop.clone().cancelled_owned(),
     ));
 
+    vellum::transport::install_crypto_provider();
     let http = reqwest::Client::builder().no_proxy().build().unwrap();
     let deadline = Instant::now() + Duration::from_secs(secs);
     let mut tasks = Vec::new();

@@ -649,16 +649,17 @@ async fn legacy_version_header_rules_and_batches() {
     let list = |id: i64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"});
     let batch = json!([list(1), list(2)]);
 
-    // The negotiated header, and no header at all (taken as 2025-03-26) both serve.
+    // The negotiated header, and no header at all (the session's version) both serve.
     let a = c.post(&list(3)).await;
     assert_eq!(a.status, StatusCode::OK);
     let mut bare = c.clone();
     bare.protocol_version = None;
     let a = bare.post(&list(4)).await;
     assert_eq!(a.status, StatusCode::OK, "{}", a.text());
-    // So batches pass without the header, or with 2025-03-26, and only then.
+    // Batches pass with 2025-03-26 only; without the header the session's 2025-06-18
+    // decides, which has none.
     for (v, ok) in [
-        (None, true),
+        (None, false),
         (Some("2025-03-26"), true),
         (Some("2025-06-18"), false),
         (Some("2025-11-25"), false),

@@ -602,6 +602,7 @@ async fn serve_unix_serves_mcp_on_a_unix_socket() {
     ));
     vellum_testkit::eventually("the socket file", || path.exists()).await;
 
+    vellum::transport::install_crypto_provider();
     let http = reqwest::Client::builder()
         .unix_socket(path.clone())
         .build()

@@ -166,20 +166,28 @@ fn check(section: &str, condition: &str, a: &Answer, produced: Option<i64>) -> V
 
 /// Every row the tests below prove, by section and condition.
 const TESTED: &[(&str, &str)] = &[
+    (EVERY, HEAD_SIZE),
+    (EVERY, SINGLETON),
     (EVERY, HOST),
+    (EVERY, ABSOLUTE_FORM),
     (EVERY, ORIGIN),
     (EVERY, SEC_FETCH_SITE),
     (EVERY, METHOD),
     (EVERY, CONTENT_TYPE),
     (EVERY, ACCEPT),
+    (EVERY, ACCEPT_Q0),
     (EVERY, TOO_LARGE),
     (EVERY, UNREADABLE),
+    (EVERY, BODY_TIMEOUT),
+    (EVERY, BODY_BUDGET),
     (EVERY, NOT_JSON),
     (EVERY, NOT_JSON_RPC),
     (EVERY, NO_SERVER),
+    (EVERY, MISSING_SCOPE),
     (EVERY, ONLY_NOTIFICATIONS),
     (LEGACY, BAD_VERSION),
     (LEGACY, BATCH_VERSION),
+    (LEGACY, BATCH_CAP),
     (LEGACY, INITIALIZE_IN_BATCH),
     (LEGACY, NO_SESSION),
     (LEGACY, UNKNOWN_SESSION),
@@ -294,6 +302,11 @@ async fn send(
 // ---- every era ----------------------------------------------------------------------------------
 
 const HOST: &str = "loopback connection and `Host` is not `localhost` / `127.x.y.z` / `[::1]` (localhost protection on)";
+const HEAD_SIZE: &str =
+    "request head (target and header lines) larger than 64 KiB, whatever the packets it came in";
+const SINGLETON: &str = "a singleton header (`Host`, `Content-Type`, `Origin`, `Sec-Fetch-Site`, `Mcp-Session-Id`, `MCP-Protocol-Version`, `Last-Event-ID`) sent more than once";
+const ABSOLUTE_FORM: &str = "loopback connection, absolute-form target (`POST http://authority/mcp`) whose authority is not loopback, whatever `Host` says (RFC 9112 §3.2.2)";
+const ACCEPT_Q0: &str = "POST whose `Accept` excludes both with quality 0 (`application/json;q=0`; the most specific matching range decides)";
 const ORIGIN: &str = "`Origin` present and neither same-origin with `Host` nor trusted (including `Origin: null`), any method";
 const SEC_FETCH_SITE: &str = "cross-origin protection on, unsafe method, `Sec-Fetch-Site` other than `same-origin`/`none` from an untrusted origin";
 const METHOD: &str = "method other than GET, POST, DELETE (or OPTIONS preflight with CORS on)";
@@ -301,9 +314,12 @@ const CONTENT_TYPE: &str = "POST without `Content-Type: application/json`";
 const ACCEPT: &str = "POST whose `Accept` allows neither `application/json` nor `text/event-stream` (a missing `Accept` allows both)";
 const TOO_LARGE: &str = "body larger than `max_body_bytes` (default 4 MiB), chunked or not";
 const UNREADABLE: &str = "body cannot be read (connection broke)";
+const BODY_TIMEOUT: &str = "body not received within `body_timeout` (default 30 s), or arriving slower than `min_body_rate` (default 1 KiB/s, after 5 s); the connection is closed";
+const BODY_BUDGET: &str = "body would pass `max_buffered_body_bytes`, the bytes buffered for bodies across all connections (default 256 MiB; the first 64 KiB of each body not counted); the connection is closed";
 const NOT_JSON: &str = "body is not JSON";
 const NOT_JSON_RPC: &str = "body is JSON but not JSON-RPC 2.0 (wrong `jsonrpc`, `\"id\": null`, non-object params, empty batch, …)";
 const NO_SERVER: &str = "the server factory returned `None`";
+const MISSING_SCOPE: &str = "an authentication layer identified the caller, and it lacks a scope the request's tool or method needs (`Tool::requires_scope`, the layer's scope rules); checked before the request begins, the session is kept";
 const ONLY_NOTIFICATIONS: &str = "only notifications and/or responses were posted";
 
 /// Sends an `initialize` with header `name` set to each of `values`, by each of `methods`,
@@ -540,6 +556,151 @@ async fn row_unreadable() {
 }
 
 #[tokio::test]
+async fn row_head_size() {
+    let (_f, srv) = server(StreamableHttpOptions::default()).await;
+    let host = srv.addr.to_string();
+    let init = initialize().to_string();
+    // 70 KiB of headers, sent at once and in small pieces: the same answer either way.
+    let filler = "a".repeat(1000);
+    let mut req = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nAccept: {ACCEPT_BOTH}\r\n"
+    );
+    for i in 0..70 {
+        req.push_str(&format!("x-filler-{i}: {filler}\r\n"));
+    }
+    req.push_str(&format!(
+        "Content-Length: {}\r\nConnection: close\r\n\r\n{init}",
+        init.len()
+    ));
+    let a = raw_http(&srv, req.as_bytes(), false).await;
+    check(EVERY, HEAD_SIZE, &a, None);
+    // Within the limit: served.
+    let ok = req.replacen(&format!("x-filler-69: {filler}\r\n"), "", 1);
+    let ok = (0..10).fold(ok, |r, i| {
+        r.replacen(&format!("x-filler-{i}: {filler}\r\n"), "", 1)
+    });
+    let a = raw_http(&srv, ok.as_bytes(), false).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.text());
+}
+
+#[tokio::test]
+async fn row_singleton() {
+    let (_f, srv) = server(StreamableHttpOptions::default()).await;
+    let host = srv.addr.to_string();
+    let init = initialize().to_string();
+    for (name, a, b) in [
+        ("Host", host.as_str(), "evil.com"),
+        ("Host", host.as_str(), host.as_str()),
+        ("Content-Type", "application/json", "text/plain"),
+        ("Origin", "http://evil.com", "http://evil.com"),
+        ("Sec-Fetch-Site", "same-origin", "cross-site"),
+        ("Mcp-Session-Id", "a", "b"),
+        ("MCP-Protocol-Version", "2025-06-18", "2025-03-26"),
+        ("Last-Event-ID", "1", "2"),
+    ] {
+        // Content-Type and Host are written once by the request itself unless repeated here.
+        let mut req = format!("POST /mcp HTTP/1.1\r\nAccept: {ACCEPT_BOTH}\r\n");
+        if name != "Host" {
+            req.push_str(&format!("Host: {host}\r\n"));
+        }
+        if name != "Content-Type" {
+            req.push_str("Content-Type: application/json\r\n");
+        }
+        req.push_str(&format!(
+            "{name}: {a}\r\n{name}: {b}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{init}",
+            init.len()
+        ));
+        let answer = raw_http(&srv, req.as_bytes(), false).await;
+        check(EVERY, SINGLETON, &answer, None);
+    }
+    assert_eq!(srv.handler.session_count(), 0);
+}
+
+#[tokio::test]
+async fn row_absolute_form() {
+    let (_f, srv) = server(StreamableHttpOptions::default()).await;
+    let host = srv.addr.to_string();
+    let init = initialize().to_string();
+    let req = |target: &str| {
+        format!(
+            "POST {target} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+             Accept: {ACCEPT_BOTH}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{init}",
+            init.len()
+        )
+    };
+    for target in ["http://evil.com/mcp", "http://[::1]evil.com/mcp"] {
+        let a = raw_http(&srv, req(target).as_bytes(), false).await;
+        check(EVERY, ABSOLUTE_FORM, &a, None);
+    }
+    // A loopback authority in the target is served.
+    let a = raw_http(&srv, req(&format!("http://{host}/mcp")).as_bytes(), false).await;
+    assert_eq!(a.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn row_accept_q0() {
+    let (_f, srv) = server(StreamableHttpOptions::default()).await;
+    let c = srv.client();
+    for accept in [
+        "application/json;q=0, text/event-stream;q=0",
+        "*/*;q=0",
+        "application/json;q=0, text/*;q=0.0",
+    ] {
+        let a = c.post_accepting(Some(accept), &initialize()).await;
+        check(EVERY, ACCEPT_Q0, &a, None);
+    }
+    // One type left acceptable is served in it.
+    let a = c
+        .post_accepting(
+            Some("text/event-stream;q=0, application/json"),
+            &initialize(),
+        )
+        .await;
+    assert_eq!(a.status, StatusCode::OK);
+    assert_eq!(a.content_type(), "application/json");
+}
+
+#[tokio::test]
+async fn row_body_timeout() {
+    let mut o = StreamableHttpOptions::default();
+    o.body_timeout = Some(std::time::Duration::from_millis(300));
+    let (_f, srv) = server(o).await;
+    let host = srv.addr.to_string();
+    // The body stops part-way and the client waits (no half-close): the deadline ends it.
+    let short = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+         Accept: {ACCEPT_BOTH}\r\nContent-Length: 100\r\n\r\n{{\"jsonrpc\""
+    );
+    let a = raw_http(&srv, short.as_bytes(), false).await;
+    check(EVERY, BODY_TIMEOUT, &a, None);
+    assert_eq!(a.header("connection"), Some("close"));
+}
+
+#[tokio::test]
+async fn row_body_budget() {
+    let mut o = StreamableHttpOptions::default();
+    o.max_buffered_body_bytes = Some(0);
+    let (_f, srv) = server(o).await;
+    let host = srv.addr.to_string();
+    // Past the uncounted first 64 KiB, a budget of 0 refuses the body.
+    let mut big = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+         Accept: {ACCEPT_BOTH}\r\nContent-Length: 200000\r\n\r\n"
+    )
+    .into_bytes();
+    big.extend(std::iter::repeat_n(b' ', 100_000));
+    let a = raw_http(&srv, &big, false).await;
+    check(EVERY, BODY_BUDGET, &a, None);
+    assert_eq!(srv.handler.buffered_body_bytes(), 0);
+    // A body within the uncounted part is served whatever the budget.
+    let c = session(&srv, "2025-06-18").await;
+    let a = c
+        .post(&c.call_tool("add", json!({"a": 1, "b": 2}), None))
+        .await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.text());
+}
+
+#[tokio::test]
 async fn row_not_json() {
     let (_f, srv) = server(StreamableHttpOptions::default()).await;
     let c = session(&srv, "2025-06-18").await;
@@ -645,22 +806,22 @@ async fn row_only_notifications() {
 // ---- legacy -----------------------------------------------------------------------------------------
 
 const BAD_VERSION: &str = "`MCP-Protocol-Version` names a version this server does not speak";
-const BATCH_VERSION: &str =
-    "a JSON array (batch) when the version header is not absent / 2025-03-26";
+const BATCH_VERSION: &str = "a JSON array (batch) when the request's version is not 2025-03-26: its `MCP-Protocol-Version`, else its session's negotiated version (2025-03-26 for a stateless request without the header)";
+const BATCH_CAP: &str =
+    "a batch of more than `max_batch_entries` entries (default 64), counted before any runs";
 const INITIALIZE_IN_BATCH: &str = "`initialize` inside a batch";
 const NO_SESSION: &str = "stateful mode, no `Mcp-Session-Id`, body is not `initialize`";
 const UNKNOWN_SESSION: &str = "`Mcp-Session-Id` unknown, expired or deleted";
 const OTHER_PRINCIPAL: &str = "the session belongs to another authenticated principal";
 const MAX_SESSIONS: &str =
     "`initialize` beyond `max_sessions`, or beyond `max_sessions_per_principal`";
-const MAX_IN_FLIGHT: &str =
-    "the session already has `max_in_flight_per_session` requests running (default 256)";
+const MAX_IN_FLIGHT: &str = "the session already has `max_in_flight_per_session` requests running (default 256), each request of a batch counted, a request whose connection went not counted";
 const DUPLICATE_ID: &str = "a request id that is still in flight in the session";
 const STATELESS_GET_DELETE: &str = "GET or DELETE in stateless mode";
 const GET_ACCEPT: &str = "GET whose `Accept` lacks `text/event-stream`";
 const GET_DELETE_NO_SESSION: &str = "GET or DELETE without `Mcp-Session-Id`";
 const GET_CONFLICT: &str = "GET of a stream another connection is reading (a second standalone GET; a resume of a stream a POST response still writes, after waiting 1 s for that response to notice a dropped connection; a resume of a stream another GET reads takes it over instead)";
-const BAD_LAST_EVENT_ID: &str = "GET with a malformed `Last-Event-ID`, or, without an event store, one of a stream this instance no longer holds";
+const BAD_LAST_EVENT_ID: &str = "GET with a malformed `Last-Event-ID` (not visible ASCII, or not in the store's `<stream>-<seq>` form), or, without an event store, one of a stream this instance no longer holds";
 const FOREIGN_STREAM: &str = "GET with a `Last-Event-ID` of a stream this session does not have";
 const EVICTED: &str =
     "GET with a `Last-Event-ID` whose following events were evicted from the store";
@@ -702,6 +863,38 @@ async fn row_batch_version() {
     }
     c.protocol_version = Some("2025-03-26".into());
     assert_eq!(c.post(&batch).await.status, StatusCode::OK);
+    // Without the header, the session's version decides: 2025-11-25 has no batches.
+    c.protocol_version = None;
+    let a = c.post(&batch).await;
+    check(LEGACY, BATCH_VERSION, &a, None);
+    // A 2025-03-26 session takes them without the header.
+    let mut old = session(&srv, "2025-03-26").await;
+    old.protocol_version = None;
+    let a = old.post(&batch).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.text());
+    assert_eq!(a.messages.len(), 2);
+}
+
+#[tokio::test]
+async fn row_batch_cap() {
+    let mut o = StreamableHttpOptions::default();
+    o.max_batch_entries = 3;
+    let (_f, srv) = server(o).await;
+    let c = session(&srv, "2025-03-26").await;
+    let calls = |n: i64| {
+        Value::Array(
+            (1..=n)
+                .map(|i| call(i, "hello_world", json!({"user_name": "a"})))
+                .collect(),
+        )
+    };
+    let a = c.post(&calls(4)).await;
+    check(LEGACY, BATCH_CAP, &a, None);
+    assert_eq!(c.post(&calls(3)).await.status, StatusCode::OK);
+    // The default is 64.
+    let (_f, srv) = server(StreamableHttpOptions::default()).await;
+    let c = session(&srv, "2025-03-26").await;
+    check(LEGACY, BATCH_CAP, &c.post(&calls(65)).await, None);
 }
 
 #[tokio::test]
@@ -1412,4 +1605,68 @@ async fn row_modern_notification() {
         check(MODERN_ERA, MODERN_NOTIFICATION, &a, None);
     }
     assert_eq!(srv.handler.session_count(), 0);
+}
+
+#[tokio::test]
+async fn row_missing_scope() {
+    let f = test_server();
+    f.server
+        .add_raw_tool(
+            vellum::protocol::Tool::new("scoped", "Needs a scope").requires_scope("files:write"),
+            |_c: vellum::server::RequestContext, _r: vellum::server::CallToolRequest| async move {
+                Ok::<_, vellum::server::HandlerError>(vellum::protocol::CallToolResult::text("ran"))
+            },
+        )
+        .unwrap();
+    let srv = TestHttpServer::start_instrumented(StreamableHttpHandler::for_server(
+        f.server,
+        StreamableHttpOptions::default().json_response(true),
+    ))
+    .await;
+    let mut c = srv.client();
+    let init = c
+        .send(
+            c.builder(Method::POST)
+                .header("x-test-principal", "https://issuer alice")
+                .body(initialize().to_string()),
+        )
+        .await;
+    c.session = init.header(SESSION_ID).map(str::to_owned);
+    c.protocol_version = Some("2025-06-18".into());
+    let legacy = c
+        .send(
+            c.builder(Method::POST)
+                .header("x-test-principal", "https://issuer alice")
+                .body(call(2, "scoped", json!({})).to_string()),
+        )
+        .await;
+    let body = check(EVERY, MISSING_SCOPE, &legacy, None);
+    assert_eq!(body["id"], 2);
+    assert_eq!(
+        legacy.header("www-authenticate"),
+        Some("Bearer error=\"insufficient_scope\", scope=\"files:write\"")
+    );
+    // The session is kept: an unscoped call on it is served.
+    let ok = c
+        .send(
+            c.builder(Method::POST)
+                .header("x-test-principal", "https://issuer alice")
+                .body(call(3, "add", json!({"a": 1, "b": 2})).to_string()),
+        )
+        .await;
+    assert_eq!(ok.status, StatusCode::OK, "{}", ok.text());
+
+    let m = srv.client();
+    let body = vellum_testkit::http::modern_body(
+        json!(4),
+        "tools/call",
+        json!({"name": "scoped", "arguments": {}}),
+    );
+    let modern = m
+        .send(
+            m.modern_builder(&body)
+                .header("x-test-principal", "https://issuer alice"),
+        )
+        .await;
+    check(EVERY, MISSING_SCOPE, &modern, None);
 }

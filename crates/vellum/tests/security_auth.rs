@@ -30,6 +30,7 @@ const ISSUER: &str = "http://127.0.0.1:1/issuer";
 const AUDIENCE: &str = "vellum-test";
 
 fn http() -> reqwest::Client {
+    vellum::transport::install_crypto_provider();
     reqwest::Client::builder().no_proxy().build().unwrap()
 }
 

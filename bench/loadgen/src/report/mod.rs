@@ -67,7 +67,16 @@ pub(crate) fn write(args: &ReportArgs) -> anyhow::Result<()> {
         skipped: &skipped,
         meta: &meta,
     };
-    let text = markdown::render(&summary, &cx);
+    let mut text = markdown::render(&summary, &cx);
+    // Hand-written notes at the end of the report (measurements of SDK changes, say) outlive
+    // a new run: everything from the marker on is kept.
+    if let Ok(old) = std::fs::read_to_string(&args.markdown)
+        && let Some(at) = old.find(KEPT_MARKER)
+    {
+        text.truncate(text.trim_end().len());
+        text.push_str("\n\n");
+        text.push_str(&old[at..]);
+    }
     if !md_dir.as_os_str().is_empty() {
         std::fs::create_dir_all(md_dir)
             .with_context(|| format!("creating {}", md_dir.display()))?;
@@ -81,6 +90,9 @@ pub(crate) fn write(args: &ReportArgs) -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// Where the hand-written part of a report begins (kept by every new report).
+const KEPT_MARKER: &str = "<!-- kept by mcpbench report: hand-written notes below -->";
 
 /// `target` relative to the folder `from` (both relative to the same working directory).
 fn relative(from: &Path, target: &Path) -> String {

@@ -33,6 +33,8 @@ pub struct McpHttp {
 impl McpHttp {
     /// A client of `url`.
     pub fn new(url: &str) -> Self {
+        // reqwest is built without a crypto provider of its own (see vellum::transport).
+        vellum::transport::install_crypto_provider();
         let http = reqwest::Client::builder()
             .no_proxy()
             .build()

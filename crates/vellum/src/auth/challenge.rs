@@ -1,9 +1,16 @@
-//! The `WWW-Authenticate: Bearer …` challenge (RFC 6750 §3, RFC 9728 §5.1), with correct
-//! quoting. What goes into it is decided by the layer; this only writes it.
+//! The `WWW-Authenticate: Bearer …` challenge (RFC 6750 §3, RFC 9728 §5.1) and its `DPoP …`
+//! form (RFC 9449 §7.1), with correct quoting. What goes into it is decided by the layer; this only writes it.
+//!
+//! Also the OAuth-style JSON body of the layer's refusals.
 //!
 //! Not here: deciding the status and error (`layer.rs`).
 
 use std::fmt::Write as _;
+
+use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode, header};
+
+use crate::transport::http::ResponseBody;
 
 /// A Bearer challenge.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -22,9 +29,20 @@ pub struct Challenge {
 impl Challenge {
     /// The header value.
     pub fn to_header_value(&self) -> String {
-        let mut out = String::from("Bearer");
+        self.render("Bearer", None)
+    }
+
+    /// The same challenge for the `DPoP` scheme (RFC 9449 §7.1), with the proof algorithms
+    /// the server accepts (`algs`, space-separated).
+    pub fn to_dpop_header_value(&self, algs: &str) -> String {
+        self.render("DPoP", Some(algs))
+    }
+
+    fn render(&self, scheme: &str, algs: Option<&str>) -> String {
+        let mut out = String::from(scheme);
         let mut sep = " ";
         let params = [
+            ("algs", algs),
             ("resource_metadata", self.resource_metadata.as_deref()),
             ("scope", self.scope.as_deref()),
             ("error", self.error),
@@ -40,6 +58,34 @@ impl Challenge {
         }
         out
     }
+}
+
+/// 503 with `Retry-After`: the token (or proof) cannot be checked right now.
+pub(crate) fn unavailable() -> Response<ResponseBody> {
+    let mut r = oauth_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "temporarily_unavailable",
+        "The access token cannot be verified right now",
+    );
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    r
+}
+
+/// An OAuth-style JSON error body (`error`, `error_description`) with `status`.
+pub(crate) fn oauth_error(
+    status: StatusCode,
+    error: &str,
+    description: &str,
+) -> Response<ResponseBody> {
+    let body = serde_json::json!({ "error": error, "error_description": description });
+    let mut r = Response::new(ResponseBody::full(Bytes::from(body.to_string())));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
 }
 
 /// Writes `v` as the inside of a quoted-string: `"` and `\` escaped, other control
@@ -79,5 +125,13 @@ mod tests {
              error_description=\"needs \\\"more\\\" \\\\ scopes\""
         );
         assert!(http::HeaderValue::from_str(&c.to_header_value()).is_ok());
+        let d = Challenge {
+            error: Some("invalid_dpop_proof"),
+            ..Challenge::default()
+        };
+        assert_eq!(
+            d.to_dpop_header_value("ES256 EdDSA"),
+            "DPoP algs=\"ES256 EdDSA\", error=\"invalid_dpop_proof\""
+        );
     }
 }

@@ -38,6 +38,12 @@ pub enum AuthConfigError {
     /// The HTTP client could not be built (TLS setup).
     #[error("HTTP client: {0}")]
     HttpClient(String),
+    /// No DPoP algorithm, or a symmetric one (a shared secret proves no key possession).
+    #[error("DPoP algorithms: at least one, and only asymmetric ones")]
+    DpopAlgorithms,
+    /// No random bytes for the DPoP nonce secret.
+    #[error("no random bytes available for the DPoP nonce secret")]
+    Random,
 }
 
 /// Checks that `url` may be fetched or advertised: https anywhere, http on loopback only.
@@ -77,6 +83,7 @@ pub(crate) const HTTP_TIMEOUT: Duration = Duration::from_secs(5);
 /// The HTTP client of the verifiers: reqwest's rustls with the platform's roots, no
 /// redirects, no proxy, a 5 s limit on every call.
 pub(crate) fn http_client() -> Result<reqwest::Client, AuthConfigError> {
+    crate::transport::install_crypto_provider();
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()

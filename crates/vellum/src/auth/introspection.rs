@@ -64,6 +64,9 @@ struct IntrospectionResponse {
     aud: Option<OneOrMany>,
     #[serde(default)]
     iss: Option<String>,
+    /// The key the token is bound to (RFC 9449 §6.2 `cnf.jkt`).
+    #[serde(default)]
+    cnf: Option<super::Confirmation>,
 }
 
 struct Cached {
@@ -259,6 +262,7 @@ impl IntrospectionVerifier {
             .with_scopes(r.scope.map(ScopeClaim::into_vec).unwrap_or_default());
         p.client_id = r.client_id;
         p.expires_at = r.exp;
+        p.dpop_jkt = r.cnf.and_then(|c| c.jkt);
         Ok(p)
     }
 }
@@ -273,6 +277,7 @@ fn inactive() -> IntrospectionResponse {
         nbf: None,
         aud: None,
         iss: None,
+        cnf: None,
     }
 }
 

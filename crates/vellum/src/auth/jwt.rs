@@ -64,6 +64,9 @@ struct Claims {
     client_id: Option<String>,
     #[serde(default)]
     azp: Option<String>,
+    /// The key the token is bound to (RFC 9449 `cnf.jkt`).
+    #[serde(default)]
+    cnf: Option<super::Confirmation>,
     // Checked by jsonwebtoken; present so a missing `aud` fails to decode as well.
     #[serde(rename = "aud")]
     _aud: OneOrMany,
@@ -184,6 +187,7 @@ impl JwtVerifier {
         let mut p = Principal::new(c.iss, c.sub).with_scopes(scopes);
         p.client_id = c.client_id.or(c.azp);
         p.expires_at = c.exp;
+        p.dpop_jkt = c.cnf.and_then(|c| c.jkt);
         Ok(p)
     }
 }

@@ -11,35 +11,43 @@
 //!    invalid → 401 `invalid_token`; verifier unreachable → 503 with `Retry-After`.
 //! 5. Required scopes: missing → 403 `insufficient_scope` naming all of them.
 //! 6. The [`Principal`] goes into the request's extensions (for handlers), with the neutral
-//!    [`Caller`](crate::server::Caller) the server core binds sessions and state to, and the inner service runs.
+//!    [`Caller`](crate::server::Caller) (with its scopes) the server core binds sessions and
+//!    state to, and the per-tool and per-method [`ScopeRules`]; the inner service runs.
+//! 7. A 403 of the core for a scope a tool or method needs gets this layer's challenge
+//!    (`resource_metadata`, and every scope the call needs).
 //!
-//! The body is never read here: 401 and 403 never depend on it.
+//! The body is never read here: the layer's own 401 and 403 never depend on it; per-tool
+//! scopes are checked by the core, which reads the body anyway.
 //!
-//! Not here: verifying tokens (`TokenVerifier` and its implementations) and per-tool
-//! scopes (a handler checks `principal.has_scope(..)` itself).
+//! Not here: verifying tokens (`TokenVerifier` and its implementations).
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::Either;
 
 use super::Principal;
-use super::challenge::Challenge;
+use super::challenge::{Challenge, oauth_error, unavailable};
+use super::credentials::{Scheme, credentials};
+use super::dpop::{DpopMode, DpopReplayCache, DpopSettings, Nonces, ProofRefusal};
 use super::endpoint::{AuthConfigError, check_scope, check_url};
 use super::verifier::{TokenVerifier, VerifyError};
+use crate::jose::{Algorithm, is_asymmetric};
 use crate::protocol::{PROTECTED_RESOURCE_WELL_KNOWN, ProtectedResourceMetadata};
+use crate::server::{InsufficientScope, ScopeRules, Server};
 use crate::transport::http::{ResponseBody, SecurityLayer, StreamableHttpOptions};
 
 /// The body of an [`AuthService`] response: the inner service's, or the layer's own
 /// (metadata, challenges).
 pub type AuthBody<B> = Either<B, ResponseBody>;
 
-/// The longest bearer token accepted.
-const MAX_TOKEN_BYTES: usize = 16 * 1024;
+/// The header a server nonce travels in (RFC 9449 §8).
+const DPOP_NONCE: http::HeaderName = http::HeaderName::from_static("dpop-nonce");
 
 struct Config {
     verifier: Arc<dyn TokenVerifier>,
@@ -49,8 +57,17 @@ struct Config {
     /// The path-aware and root metadata paths.
     metadata_paths: [String; 2],
     required_scopes: Vec<String>,
+    /// Scopes per tool and per method, handed to the core with every request (`None`
+    /// without rules: nothing to insert).
+    rules: Option<Arc<ScopeRules>>,
     /// The handler's Host/Origin checks and CORS rule, run before any token is looked at.
     security: SecurityLayer,
+    /// DPoP: mode, algorithms, window, nonces, replay cache.
+    dpop: DpopSettings,
+    /// `algs` of DPoP challenges.
+    dpop_algs: String,
+    /// `scheme://authority` of the resource: a proof's `htu` is this and the request path.
+    origin: String,
 }
 
 /// Adds OAuth 2.1 resource-server authorization to a service (usually a
@@ -87,9 +104,15 @@ pub struct AuthLayerBuilder {
     verifier: Arc<dyn TokenVerifier>,
     authorization_servers: Vec<String>,
     required_scopes: Vec<String>,
+    rules: ScopeRules,
+    /// Scopes tools declare, for the metadata.
+    tool_declared: Vec<String>,
     scopes_supported: Option<Vec<String>>,
     resource_name: Option<String>,
     security: SecurityLayer,
+    dpop: DpopSettings,
+    nonce_period: Option<Duration>,
+    nonce_secret: Option<Vec<u8>>,
 }
 
 impl std::fmt::Debug for AuthLayerBuilder {
@@ -111,9 +134,14 @@ impl AuthLayer {
             verifier: Arc::new(verifier),
             authorization_servers: Vec::new(),
             required_scopes: Vec::new(),
+            rules: ScopeRules::new(),
+            tool_declared: Vec::new(),
             scopes_supported: None,
             resource_name: None,
             security: SecurityLayer::new(&StreamableHttpOptions::default()),
+            dpop: DpopSettings::new(),
+            nonce_period: None,
+            nonce_secret: None,
         }
     }
 
@@ -140,7 +168,39 @@ impl AuthLayerBuilder {
         self
     }
 
-    /// The scopes advertised in the metadata (default: the required scopes).
+    /// Calls of tool `tool` need `scope` besides the scopes every request needs (repeat for
+    /// more: all are needed). A call without it gets 403 `insufficient_scope` naming every
+    /// scope the call needs, before the tool runs; the session is kept, so a client that
+    /// steps up continues on it. Tools may also declare their scopes themselves
+    /// ([`Tool::requires_scope`](crate::protocol::Tool::requires_scope)); both apply.
+    #[must_use]
+    pub fn tool_scope(mut self, tool: impl Into<String>, scope: impl Into<String>) -> Self {
+        self.rules.add_tool(tool, scope);
+        self
+    }
+
+    /// Requests of `method` (e.g. `resources/read`, `prompts/get`) need `scope`, like
+    /// [`tool_scope`](Self::tool_scope).
+    #[must_use]
+    pub fn method_scope(mut self, method: impl Into<String>, scope: impl Into<String>) -> Self {
+        self.rules.add_method(method, scope);
+        self
+    }
+
+    /// Lists the scopes `server`'s tools declare (as registered now) in the metadata's
+    /// `scopes_supported`, so that clients can discover them.
+    #[must_use]
+    pub fn scopes_of(mut self, server: &Server) -> Self {
+        for s in server.declared_scopes() {
+            if !self.tool_declared.contains(&s) {
+                self.tool_declared.push(s);
+            }
+        }
+        self
+    }
+
+    /// The scopes advertised in the metadata (default: every scope the layer requires, per
+    /// request, per tool or per method, and those of [`scopes_of`](Self::scopes_of)).
     #[must_use]
     pub fn scopes_supported(mut self, scopes: Vec<String>) -> Self {
         self.scopes_supported = Some(scopes);
@@ -163,6 +223,55 @@ impl AuthLayerBuilder {
         self
     }
 
+    /// How DPoP-bound tokens (RFC 9449) are treated (default [`DpopMode::Allowed`]).
+    #[must_use]
+    pub fn dpop(mut self, mode: DpopMode) -> Self {
+        self.dpop.mode = mode;
+        self
+    }
+
+    /// The algorithms a DPoP proof may be signed with (default ES256, ES384, EdDSA, RS256,
+    /// PS256); symmetric ones are refused when the layer is built.
+    #[must_use]
+    pub fn dpop_algorithms(mut self, algs: Vec<Algorithm>) -> Self {
+        self.dpop.algs = algs;
+        self
+    }
+
+    /// How far a proof's `iat` may be from now, both ways (default 5 minutes). Proof ids
+    /// are remembered for twice this.
+    #[must_use]
+    pub fn dpop_window(mut self, window: Duration) -> Self {
+        self.dpop.window = window;
+        self
+    }
+
+    /// Requires server nonces in proofs (RFC 9449 §8): a proof without the current one gets
+    /// 401 `use_dpop_nonce` with a `DPoP-Nonce` header. The nonce changes every `rotation`;
+    /// the previous one stays valid for one more period.
+    #[must_use]
+    pub fn dpop_nonce(mut self, rotation: Duration) -> Self {
+        self.nonce_period = Some(rotation);
+        self
+    }
+
+    /// The secret nonces are derived from (default: random per layer). Give every instance
+    /// behind one load balancer the same secret, so that they agree on the nonce.
+    #[must_use]
+    pub fn dpop_nonce_secret(mut self, secret: impl Into<Vec<u8>>) -> Self {
+        self.nonce_secret = Some(secret.into());
+        self
+    }
+
+    /// Where accepted proof ids are remembered (default: a [`MemoryReplayCache`] of this
+    /// process). Several instances need one shared cache, or a proof replayed to another
+    /// instance is accepted there.
+    #[must_use]
+    pub fn dpop_replay_cache(mut self, cache: Arc<dyn DpopReplayCache>) -> Self {
+        self.dpop.replay = cache;
+        self
+    }
+
     /// Builds the layer, checking the configuration.
     pub fn build(self) -> Result<AuthLayer, AuthConfigError> {
         let uri = check_url("resource", &self.resource)?;
@@ -181,9 +290,19 @@ impl AuthLayerBuilder {
         for s in &self.required_scopes {
             check_scope(s)?;
         }
-        let mut scopes_supported = self
-            .scopes_supported
-            .unwrap_or_else(|| self.required_scopes.clone());
+        for s in self.rules.scopes() {
+            check_scope(s)?;
+        }
+        let mut scopes_supported = self.scopes_supported.unwrap_or_else(|| {
+            let mut all = self.required_scopes.clone();
+            let more = self.rules.scopes().map(str::to_owned);
+            for s in more.chain(self.tool_declared) {
+                if !all.contains(&s) {
+                    all.push(s);
+                }
+            }
+            all
+        });
         scopes_supported.retain(|s| s != "offline_access");
         for s in &scopes_supported {
             check_scope(s)?;
@@ -193,10 +312,29 @@ impl AuthLayerBuilder {
             (Some(scheme), Some(authority)) => format!("{scheme}://{authority}"),
             _ => return Err(AuthConfigError::BadResource(self.resource)),
         };
+        let mut dpop = self.dpop;
+        if dpop.algs.is_empty() || dpop.algs.iter().any(|a| !is_asymmetric(*a)) {
+            return Err(AuthConfigError::DpopAlgorithms);
+        }
+        if let Some(period) = self.nonce_period {
+            let secret = match self.nonce_secret {
+                Some(s) => s,
+                None => {
+                    let mut s = vec![0u8; 32];
+                    getrandom::fill(&mut s).map_err(|_| AuthConfigError::Random)?;
+                    s
+                }
+            };
+            dpop.nonces = Some(Nonces::new(secret, period));
+        }
         let mut metadata =
             ProtectedResourceMetadata::new(self.resource.clone(), self.authorization_servers);
         metadata.scopes_supported = scopes_supported;
         metadata.resource_name = self.resource_name;
+        if dpop.mode != DpopMode::Off {
+            metadata.dpop_signing_alg_values_supported = dpop.alg_names();
+            metadata.dpop_bound_access_tokens_required = dpop.mode == DpopMode::Required;
+        }
         let metadata_json = serde_json::to_vec(&metadata)
             .map_err(|e| AuthConfigError::BadResource(e.to_string()))?;
         Ok(AuthLayer {
@@ -206,7 +344,11 @@ impl AuthLayerBuilder {
                 metadata_url: format!("{origin}{path_aware}"),
                 metadata_paths: [path_aware, PROTECTED_RESOURCE_WELL_KNOWN.to_owned()],
                 required_scopes: self.required_scopes,
+                rules: (!self.rules.is_empty()).then(|| Arc::new(self.rules)),
                 security: self.security,
+                dpop_algs: dpop.alg_names().join(" "),
+                dpop,
+                origin,
             }),
         })
     }
@@ -240,8 +382,8 @@ impl<S: std::fmt::Debug> std::fmt::Debug for AuthService<S> {
 
 /// What the layer decided about a request.
 enum Gate {
-    /// Pass it on (with the principal inserted, when authenticated).
-    Pass,
+    /// Pass it on (with the principal inserted, when authenticated with this scheme).
+    Pass(Option<Scheme>),
     /// Answer it here.
     Answer(Response<ResponseBody>),
 }
@@ -261,42 +403,113 @@ impl Config {
             return Gate::Answer(*refusal);
         }
         if req.method() == Method::OPTIONS {
-            return Gate::Pass;
+            return Gate::Pass(None);
         }
-        let token = match bearer_token(req) {
+        let dpop_on = self.dpop.mode != DpopMode::Off;
+        let (scheme, token) = match credentials(req, dpop_on) {
             Ok(Some(t)) => t,
-            Ok(None) => return Gate::Answer(self.challenge(StatusCode::UNAUTHORIZED, None, None)),
+            Ok(None) => {
+                return Gate::Answer(self.challenge(StatusCode::UNAUTHORIZED, None, None, None));
+            }
             Err(description) => {
                 return Gate::Answer(self.challenge(
                     StatusCode::BAD_REQUEST,
                     Some("invalid_request"),
                     Some(description),
+                    None,
                 ));
             }
         };
+        let refuse_token = |description: &'static str| {
+            Gate::Answer(self.challenge(
+                StatusCode::UNAUTHORIZED,
+                Some("invalid_token"),
+                Some(description),
+                Some(scheme),
+            ))
+        };
+        if scheme == Scheme::Bearer && self.dpop.mode == DpopMode::Required {
+            return refuse_token("This server accepts only DPoP-bound access tokens");
+        }
         let principal = match self.verifier.verify(&token).await {
             Ok(p) => p,
             Err(VerifyError::Invalid(reason)) => {
-                tracing::debug!(reason = reason.description(), "bearer token refused");
-                return Gate::Answer(self.challenge(
-                    StatusCode::UNAUTHORIZED,
-                    Some("invalid_token"),
-                    Some(reason.description()),
-                ));
+                tracing::debug!(reason = reason.description(), "access token refused");
+                return refuse_token(reason.description());
             }
             Err(VerifyError::Unavailable) => return Gate::Answer(unavailable()),
         };
+        // RFC 9449 §7.1: a bound token is only good with its proof, and the DPoP scheme only
+        // with a bound token. A token without `cnf` sent as Bearer goes straight on.
+        match (scheme, principal.dpop_jkt.as_deref()) {
+            (Scheme::Bearer, None) => {}
+            (Scheme::Bearer, Some(_)) => {
+                return refuse_token(
+                    "The access token is DPoP-bound: send it with the DPoP scheme and a proof",
+                );
+            }
+            (Scheme::Dpop, None) => {
+                return refuse_token("The access token is not DPoP-bound");
+            }
+            (Scheme::Dpop, Some(jkt)) => {
+                let url = format!("{}{}", self.origin, req.uri().path());
+                let checked = self
+                    .dpop
+                    .check(req.headers(), req.method().as_str(), &url, &token, jkt)
+                    .await;
+                if let Err(refusal) = checked {
+                    return Gate::Answer(self.proof_refused(refusal));
+                }
+            }
+        }
         if !self.required_scopes.iter().all(|s| principal.has_scope(s)) {
             return Gate::Answer(self.challenge(
                 StatusCode::FORBIDDEN,
                 Some("insufficient_scope"),
                 Some("The access token lacks a required scope"),
+                Some(scheme),
             ));
         }
         let extensions = req.extensions_mut();
+        if let Some(rules) = &self.rules {
+            extensions.insert(rules.clone());
+        }
         extensions.insert(principal.caller());
         extensions.insert::<Principal>(principal);
-        Gate::Pass
+        Gate::Pass(Some(scheme))
+    }
+
+    /// 401 for a refused proof (`invalid_dpop_proof`, or `use_dpop_nonce` with a fresh
+    /// `DPoP-Nonce`), 503 when the replay cache cannot answer.
+    fn proof_refused(&self, refusal: ProofRefusal) -> Response<ResponseBody> {
+        match refusal {
+            ProofRefusal::Invalid(description) => self.challenge(
+                StatusCode::UNAUTHORIZED,
+                Some("invalid_dpop_proof"),
+                Some(description),
+                Some(Scheme::Dpop),
+            ),
+            ProofRefusal::UseNonce => {
+                let mut r = self.challenge(
+                    StatusCode::UNAUTHORIZED,
+                    Some("use_dpop_nonce"),
+                    Some("The DPoP proof must carry the server's nonce"),
+                    Some(Scheme::Dpop),
+                );
+                self.add_nonce(r.headers_mut());
+                r
+            }
+            ProofRefusal::Unavailable => unavailable(),
+        }
+    }
+
+    /// The current `DPoP-Nonce`, when nonces are on.
+    fn add_nonce(&self, headers: &mut http::HeaderMap) {
+        if let Some(n) = &self.dpop.nonces
+            && let Ok(v) = HeaderValue::from_str(&n.current())
+        {
+            headers.insert(DPOP_NONCE, v);
+        }
     }
 
     fn metadata_response(&self, method: &Method) -> Response<ResponseBody> {
@@ -337,93 +550,98 @@ impl Config {
         r
     }
 
+    /// The layer's own refusal: an OAuth error body and the challenges. `used` is the scheme
+    /// the request authenticated with (none: no credentials); the error goes into that
+    /// scheme's challenge. Bearer is offered unless DPoP is required (or the request used
+    /// DPoP); DPoP, with its `algs`, unless it is off.
     fn challenge(
         &self,
         status: StatusCode,
         error: Option<&'static str>,
         description: Option<&'static str>,
+        used: Option<Scheme>,
     ) -> Response<ResponseBody> {
         let scope = (!self.required_scopes.is_empty()).then(|| self.required_scopes.join(" "));
-        let challenge = Challenge {
-            resource_metadata: Some(self.metadata_url.clone()),
-            scope,
-            error,
-            error_description: description,
-        };
         let mut r = oauth_error(
             status,
             error.unwrap_or("unauthorized"),
             description.unwrap_or("An access token is required"),
         );
-        let h = r.headers_mut();
-        if let Ok(v) = HeaderValue::from_str(&challenge.to_header_value()) {
-            h.insert(header::WWW_AUTHENTICATE, v);
-        }
-        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        self.write_challenges(r.headers_mut(), scope, error, description, used);
+        r.headers_mut()
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         r
     }
+
+    /// Writes the `WWW-Authenticate` challenges (see [`Config::challenge`]).
+    fn write_challenges(
+        &self,
+        h: &mut http::HeaderMap,
+        scope: Option<String>,
+        error: Option<&'static str>,
+        description: Option<&'static str>,
+        used: Option<Scheme>,
+    ) {
+        let bearer = self.dpop.mode != DpopMode::Required && used != Some(Scheme::Dpop);
+        let dpop = self.dpop.mode != DpopMode::Off;
+        let full = Challenge {
+            resource_metadata: Some(self.metadata_url.clone()),
+            scope,
+            error,
+            error_description: description,
+        };
+        let bare = Challenge {
+            error: None,
+            error_description: None,
+            ..full.clone()
+        };
+        h.remove(header::WWW_AUTHENTICATE);
+        let mut values = Vec::new();
+        if bearer {
+            let c = if used == Some(Scheme::Dpop) {
+                &bare
+            } else {
+                &full
+            };
+            values.push(c.to_header_value());
+        }
+        if dpop {
+            let c = if used == Some(Scheme::Dpop) || !bearer {
+                &full
+            } else {
+                &bare
+            };
+            values.push(c.to_dpop_header_value(&self.dpop_algs));
+        }
+        for v in values {
+            if let Ok(v) = HeaderValue::from_str(&v) {
+                h.append(header::WWW_AUTHENTICATE, v);
+            }
+        }
+    }
 }
 
-fn unavailable() -> Response<ResponseBody> {
-    let mut r = oauth_error(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "temporarily_unavailable",
-        "The access token cannot be verified right now",
-    );
-    r.headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
-    r
-}
-
-/// An OAuth-style JSON error body (`error`, `error_description`) with `status`.
-fn oauth_error(status: StatusCode, error: &str, description: &str) -> Response<ResponseBody> {
-    let body = serde_json::json!({ "error": error, "error_description": description });
-    let mut r = Response::new(ResponseBody::full(Bytes::from(body.to_string())));
-    *r.status_mut() = status;
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    r
-}
-
-/// The bearer token of a request: `Ok(None)` without credentials for this scheme,
-/// `Err` for a malformed request (token in the query, two Authorization headers, bad syntax).
-fn bearer_token<B>(req: &Request<B>) -> Result<Option<String>, &'static str> {
-    if req.uri().query().is_some_and(|q| {
-        q.split('&')
-            .any(|kv| kv.split('=').next() == Some("access_token"))
-    }) {
-        return Err("Access tokens are accepted only in the Authorization header");
+impl Config {
+    /// The core refused a call for a missing scope (403): its challenge gets this layer's
+    /// `resource_metadata`, and names the scopes every request needs besides the call's.
+    fn step_up<B>(&self, resp: &mut Response<B>, used: Option<Scheme>) {
+        let Some(refusal) = resp.extensions().get::<InsufficientScope>() else {
+            return;
+        };
+        let mut scopes = self.required_scopes.clone();
+        for s in &refusal.scopes {
+            if !scopes.contains(s) {
+                scopes.push(s.clone());
+            }
+        }
+        self.write_challenges(
+            resp.headers_mut(),
+            Some(scopes.join(" ")),
+            Some("insufficient_scope"),
+            Some("The access token lacks a scope this request needs"),
+            used,
+        );
     }
-    let mut values = req.headers().get_all(header::AUTHORIZATION).iter();
-    let Some(value) = values.next() else {
-        return Ok(None);
-    };
-    if values.next().is_some() {
-        return Err("More than one Authorization header");
-    }
-    let Ok(value) = value.to_str() else {
-        return Err("The Authorization header is not ASCII");
-    };
-    let Some((scheme, token)) = value.split_once(' ') else {
-        return Ok(None);
-    };
-    if !scheme.eq_ignore_ascii_case("bearer") {
-        return Ok(None);
-    }
-    let token = token.trim_matches(' ');
-    // RFC 6750 b64token: 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="
-    let body = token.trim_end_matches('=');
-    let valid = !body.is_empty()
-        && token.len() <= MAX_TOKEN_BYTES
-        && body
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-._~+/".contains(&b));
-    if !valid {
-        return Err("The bearer token is malformed");
-    }
-    Ok(Some(token.to_owned()))
 }
 
 /// Reads and drops what a refused request's body has (up to 64 KiB, for at most 2 s) before
@@ -465,7 +683,13 @@ where
         let config = self.config.clone();
         Box::pin(async move {
             match config.gate(&mut req).await {
-                Gate::Pass => inner.call(req).await.map(|r| r.map(Either::Left)),
+                Gate::Pass(used) => inner.call(req).await.map(|mut r| {
+                    config.step_up(&mut r, used);
+                    if used == Some(Scheme::Dpop) {
+                        config.add_nonce(r.headers_mut());
+                    }
+                    r.map(Either::Left)
+                }),
                 Gate::Answer(mut r) => {
                     config.decorate(&req, &mut r);
                     discard_body(req.into_body()).await;
@@ -473,40 +697,5 @@ where
                 }
             }
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn req(auth: &[&str], uri: &str) -> Request<()> {
-        let mut b = Request::builder().uri(uri);
-        for a in auth {
-            b = b.header(header::AUTHORIZATION, *a);
-        }
-        b.body(()).unwrap()
-    }
-
-    #[test]
-    fn bearer_tokens() {
-        assert_eq!(bearer_token(&req(&[], "/mcp")), Ok(None));
-        assert_eq!(
-            bearer_token(&req(&["Bearer abc.def-_~+/=="], "/mcp")),
-            Ok(Some("abc.def-_~+/==".into()))
-        );
-        assert_eq!(
-            bearer_token(&req(&["bearer abc"], "/mcp")),
-            Ok(Some("abc".into()))
-        );
-        assert_eq!(
-            bearer_token(&req(&["Basic dXNlcjpwdw=="], "/mcp")),
-            Ok(None)
-        );
-        assert!(bearer_token(&req(&["Bearer a b"], "/mcp")).is_err());
-        assert!(bearer_token(&req(&["Bearer "], "/mcp")).is_err());
-        assert!(bearer_token(&req(&["Bearer a", "Bearer b"], "/mcp")).is_err());
-        assert!(bearer_token(&req(&[], "/mcp?access_token=abc")).is_err());
-        assert_eq!(bearer_token(&req(&[], "/mcp?x=access_token")), Ok(None));
     }
 }

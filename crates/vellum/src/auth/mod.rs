@@ -20,11 +20,21 @@
 //!   a [`JwksCache`] or a static key) and [`IntrospectionVerifier`] (RFC 7662).
 //! - [`ProtectedResourceMetadata`] and [`Challenge`]: the documents and headers on the wire.
 //!
-//! Not here: the client side of OAuth (discovery, PKCE, token storage), and per-tool scopes
-//! (a handler checks `principal.has_scope(..)` itself).
+//! - Per-tool and per-method scopes: declared on the tool
+//!   ([`Tool::requires_scope`](crate::protocol::Tool::requires_scope)) or given to the layer
+//!   ([`AuthLayerBuilder::tool_scope`]); a call without them gets 403 with a step-up
+//!   challenge before the tool runs.
+//! - DPoP (RFC 9449): tokens bound to a key (`cnf.jkt`) are accepted only with the `DPoP`
+//!   scheme and a valid proof ([`DpopMode`], [`AuthLayerBuilder::dpop`]).
+//!
+//! Not here: the client side of OAuth (discovery, PKCE, token storage).
 
 #[cfg(feature = "auth")]
 mod challenge;
+#[cfg(feature = "auth")]
+mod credentials;
+#[cfg(feature = "auth")]
+mod dpop;
 #[cfg(feature = "auth")]
 mod endpoint;
 #[cfg(feature = "auth")]
@@ -40,6 +50,8 @@ mod verifier;
 
 #[cfg(feature = "auth")]
 pub use challenge::Challenge;
+#[cfg(feature = "auth")]
+pub use dpop::{DpopMode, DpopReplayCache, MemoryReplayCache, ReplayCacheError, ReplayFuture};
 #[cfg(feature = "auth")]
 pub use endpoint::AuthConfigError;
 #[cfg(feature = "auth")]
@@ -73,6 +85,17 @@ pub struct Principal {
     pub scopes: Vec<String>,
     /// Expiry as seconds since the Unix epoch, if the token has one.
     pub expires_at: Option<u64>,
+    /// The RFC 7638 thumbprint of the key the token is bound to (its `cnf.jkt`, RFC 9449):
+    /// such a token is accepted only with the `DPoP` scheme and a proof signed by that key.
+    pub dpop_jkt: Option<String>,
+}
+
+/// A token's confirmation claim (RFC 7800 `cnf`); only `jkt` (RFC 9449) is read.
+#[cfg(feature = "auth")]
+#[derive(Debug, Clone, serde::Deserialize)]
+struct Confirmation {
+    #[serde(default)]
+    jkt: Option<String>,
 }
 
 impl From<&Principal> for crate::server::Caller {
@@ -90,6 +113,7 @@ impl Principal {
             client_id: None,
             scopes: Vec::new(),
             expires_at: None,
+            dpop_jkt: None,
         }
     }
 
@@ -104,6 +128,13 @@ impl Principal {
     #[must_use]
     pub fn with_client_id(mut self, client_id: impl Into<String>) -> Self {
         self.client_id = Some(client_id.into());
+        self
+    }
+
+    /// Binds the principal's token to the key with this thumbprint (`cnf.jkt`).
+    #[must_use]
+    pub fn with_dpop_jkt(mut self, jkt: impl Into<String>) -> Self {
+        self.dpop_jkt = Some(jkt.into());
         self
     }
 
@@ -124,9 +155,11 @@ impl Principal {
         self.issuer == other.issuer && self.subject == other.subject
     }
 
-    /// The caller as the server core knows it (issuer and subject): what sessions, tasks
-    /// and multi round-trip state are bound to.
+    /// The caller as the server core knows it: issuer and subject (what sessions, tasks and
+    /// multi round-trip state are bound to) and the granted scopes (what tools requiring a
+    /// scope are checked against).
     pub fn caller(&self) -> crate::server::Caller {
         crate::server::Caller::new(self.issuer.clone(), self.subject.clone())
+            .with_scopes(self.scopes.iter().cloned())
     }
 }

@@ -27,6 +27,12 @@ pub struct ProtectedResourceMetadata {
     /// A human-readable name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_name: Option<String>,
+    /// The algorithms DPoP proofs may be signed with (RFC 9728 §2); empty without DPoP.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dpop_signing_alg_values_supported: Vec<String>,
+    /// Only DPoP-bound tokens are accepted (RFC 9728 §2).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dpop_bound_access_tokens_required: bool,
 }
 
 impl ProtectedResourceMetadata {
@@ -38,6 +44,8 @@ impl ProtectedResourceMetadata {
             scopes_supported: Vec::new(),
             bearer_methods_supported: vec!["header".to_owned()],
             resource_name: None,
+            dpop_signing_alg_values_supported: Vec::new(),
+            dpop_bound_access_tokens_required: false,
         }
     }
 

@@ -36,6 +36,10 @@ pub struct Tool {
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+    /// The scopes a caller must hold to call this tool (all of them), checked before the
+    /// handler runs; never sent on the wire. See [`Tool::requires_scope`].
+    #[serde(skip)]
+    pub required_scopes: Vec<String>,
 }
 
 impl Tool {
@@ -53,7 +57,20 @@ impl Tool {
             execution: None,
             icons: None,
             meta: None,
+            required_scopes: Vec::new(),
         }
+    }
+
+    /// Requires `scope` (repeat for more: all are needed) of the caller. A call whose
+    /// [`Caller`](crate::server::Caller) lacks one is refused before the handler runs: over
+    /// HTTP with 403 and a `WWW-Authenticate: Bearer error="insufficient_scope"` challenge
+    /// naming every scope the call needs (OAuth step-up), elsewhere with a JSON-RPC error.
+    /// A call without any caller (no authentication layer, stdio) is refused too: a scope
+    /// nobody checked is never assumed. `tools/list` still lists the tool.
+    #[must_use]
+    pub fn requires_scope(mut self, scope: impl Into<String>) -> Self {
+        self.required_scopes.push(scope.into());
+        self
     }
 
     /// Sets the display title.

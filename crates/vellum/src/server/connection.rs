@@ -113,7 +113,7 @@ impl Connection {
         let inner = &self.inner;
         // A request whose `_meta` names a protocol version is modern: it stands alone.
         let modern = match modern_meta::request_meta(r.params.as_ref()) {
-            Ok(Some(meta)) if modern_meta::meta_version(&meta).is_some() => {
+            Ok(Some(meta)) if meta.version().is_some() => {
                 match modern_meta::parse_meta(Some(&meta)) {
                     Ok(m) => Some(Box::new(m)),
                     Err(e) => {

@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use super::Server;
 use super::caller::Caller;
+use super::handler_error::HandlerError;
 use super::mrtr::NextAnswer;
 use super::request::{RequestShared, Scope};
 use crate::error::Error;
@@ -167,6 +168,21 @@ impl RequestContext {
     /// identified one (see [`Caller`]).
     pub fn caller(&self) -> Option<&Caller> {
         self.shared.caller()
+    }
+
+    /// Refuses the request unless its caller holds `scope`: for checks that depend on the
+    /// arguments (a tool that writes only some calendars needs `calendar:write` only for
+    /// those). `?` it in a handler; the error is a JSON-RPC invalid-request error whose
+    /// `data` is `{"error": "insufficient_scope", "scope": "<scope>"}`, so a client can step
+    /// up and call again. Without a caller every scope is missing.
+    ///
+    /// Scopes known before the handler runs are better declared
+    /// ([`Tool::requires_scope`](crate::protocol::Tool::requires_scope)): those are refused
+    /// with HTTP 403 and a `WWW-Authenticate` step-up challenge, which OAuth clients follow
+    /// on their own.
+    pub fn require_scope(&self, scope: &str) -> Result<(), HandlerError> {
+        super::scopes::check(self.caller(), vec![scope.to_owned()])
+            .map_err(|refusal| HandlerError::Protocol(refusal.to_error()))
     }
 
     /// A typed value from the HTTP request's extensions (e.g. an authenticated principal).

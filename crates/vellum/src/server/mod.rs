@@ -36,6 +36,7 @@ mod registry;
 mod reply;
 mod request;
 mod resource;
+pub(crate) mod scopes;
 #[allow(clippy::module_inception)]
 mod server;
 mod session;
@@ -55,6 +56,7 @@ pub use options::{DEFAULT_CLIENT_REQUEST_TIMEOUT, ServerOptions};
 pub use prompt::GetPromptRequest;
 pub use reply::Outcome;
 pub use resource::ReadResourceRequest;
+pub use scopes::{InsufficientScope, ScopeRules};
 pub use server::Server;
 pub use skill_files::{MAX_SKILL_BYTES, MAX_SKILL_FILES, SkillError, SkillFiles};
 pub use tool::{
@@ -65,7 +67,7 @@ pub use tool::{
 // What the transports use of the core.
 pub(crate) use exchange::{Exchange, Step};
 pub(crate) use incoming::{handle_notification, handle_response};
-pub(crate) use modern_meta::{ModernMeta, meta_version, parse_meta, unsupported_version};
+pub(crate) use modern_meta::{MetaFields, ModernMeta, parse_meta, raw_str, unsupported_version};
 pub(crate) use outbox::Outbox;
 pub(crate) use redact::redact_session_id;
 pub(crate) use session::{Session, SessionHooks};

@@ -3,8 +3,10 @@
 //!
 //! Not here: transport checks (HTTP compares `_meta` with its headers, in the transport).
 
-use serde::Deserialize;
-use serde_json::{Map, Value};
+use std::borrow::Cow;
+
+use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
 
 use crate::protocol::{
     ClientCapabilities, ErrorObject, Implementation, LoggingLevel, ProtocolVersion, RawJson, code,
@@ -32,28 +34,77 @@ impl ModernMeta {
     }
 }
 
-/// The `_meta` of a request's params, if it has one (without decoding the rest).
-pub(crate) fn request_meta(
-    params: Option<&RawJson>,
-) -> Result<Option<Map<String, Value>>, ErrorObject> {
-    #[derive(Deserialize)]
-    struct MetaOnly {
-        #[serde(rename = "_meta", default)]
-        meta: Option<Map<String, Value>>,
-    }
-    match params {
-        None => Ok(None),
-        Some(p) => p
-            .parse::<MetaOnly>()
-            .map(|m| m.meta)
-            .map_err(|e| ErrorObject::invalid_params(format!("Invalid params: {e}"))),
+/// The members of a modern request's `_meta` the server reads, borrowed from the request's
+/// bytes: each is decoded only when needed, and nothing is copied to look at the version.
+#[derive(Deserialize, Default)]
+pub(crate) struct MetaFields<'a> {
+    #[serde(
+        rename = "io.modelcontextprotocol/protocolVersion",
+        borrow,
+        default,
+        deserialize_with = "present"
+    )]
+    version: Option<&'a RawValue>,
+    #[serde(
+        rename = "io.modelcontextprotocol/clientCapabilities",
+        borrow,
+        default,
+        deserialize_with = "present"
+    )]
+    capabilities: Option<&'a RawValue>,
+    #[serde(
+        rename = "io.modelcontextprotocol/clientInfo",
+        borrow,
+        default,
+        deserialize_with = "present"
+    )]
+    client_info: Option<&'a RawValue>,
+    #[serde(
+        rename = "io.modelcontextprotocol/logLevel",
+        borrow,
+        default,
+        deserialize_with = "present"
+    )]
+    log_level: Option<&'a RawValue>,
+}
+
+/// A member that is present, even as `null` (which `Option` alone would read as absent).
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
+/// A JSON string, borrowed unless it has escapes; `None` for any other JSON value.
+pub(crate) fn raw_str(raw: &RawValue) -> Option<Cow<'_, str>> {
+    match serde_json::from_str::<&str>(raw.get()) {
+        Ok(s) => Some(Cow::Borrowed(s)),
+        Err(_) => serde_json::from_str::<String>(raw.get())
+            .ok()
+            .map(Cow::Owned),
     }
 }
 
-/// The protocol version a `_meta` names, if any.
-pub(crate) fn meta_version(meta: &Map<String, Value>) -> Option<&str> {
-    meta.get(meta_keys::PROTOCOL_VERSION)
-        .and_then(Value::as_str)
+impl<'a> MetaFields<'a> {
+    /// The protocol version it names, if any (a string).
+    pub(crate) fn version(&self) -> Option<Cow<'a, str>> {
+        self.version.and_then(raw_str)
+    }
+}
+
+/// The `_meta` of a request's params, if it has one (without decoding the rest).
+pub(crate) fn request_meta(
+    params: Option<&RawJson>,
+) -> Result<Option<MetaFields<'_>>, ErrorObject> {
+    #[derive(Deserialize)]
+    struct MetaOnly<'a> {
+        #[serde(rename = "_meta", borrow, default)]
+        meta: Option<MetaFields<'a>>,
+    }
+    match params {
+        None => Ok(None),
+        Some(p) => serde_json::from_slice::<MetaOnly<'_>>(p.as_bytes())
+            .map(|m| m.meta)
+            .map_err(|e| ErrorObject::invalid_params(format!("Invalid params: {e}"))),
+    }
 }
 
 /// The error for a version this server does not speak in the modern era.
@@ -67,44 +118,44 @@ pub(crate) fn unsupported_version(requested: &str) -> ErrorObject {
 }
 
 /// Checks a modern request's `_meta` and returns the client context it describes.
-pub(crate) fn parse_meta(meta: Option<&Map<String, Value>>) -> Result<ModernMeta, ErrorObject> {
+pub(crate) fn parse_meta(meta: Option<&MetaFields<'_>>) -> Result<ModernMeta, ErrorObject> {
     let Some(meta) = meta else {
         return Err(ErrorObject::invalid_params(
             "Invalid params: _meta is required",
         ));
     };
-    let Some(requested) = meta_version(meta) else {
+    let Some(requested) = meta.version() else {
         return Err(ErrorObject::invalid_params(format!(
             "Invalid params: _meta[{:?}] is required",
             meta_keys::PROTOCOL_VERSION
         )));
     };
-    let Some(version) = ProtocolVersion::parse(requested).filter(|v| v.is_modern()) else {
-        return Err(unsupported_version(requested));
+    let Some(version) = ProtocolVersion::parse(&requested).filter(|v| v.is_modern()) else {
+        return Err(unsupported_version(&requested));
     };
-    let capabilities = match meta.get(meta_keys::CLIENT_CAPABILITIES) {
+    let capabilities = match meta.capabilities {
         None => {
             return Err(ErrorObject::invalid_params(format!(
                 "Invalid params: _meta[{:?}] is required",
                 meta_keys::CLIENT_CAPABILITIES
             )));
         }
-        Some(v) => ClientCapabilities::deserialize(v).map_err(|e| {
+        Some(v) => serde_json::from_str::<ClientCapabilities>(v.get()).map_err(|e| {
             ErrorObject::invalid_params(format!("Invalid params: client capabilities: {e}"))
         })?,
     };
     let client_info = meta
-        .get(meta_keys::CLIENT_INFO)
+        .client_info
         .map(|v| {
-            Implementation::deserialize(v).map_err(|e| {
+            serde_json::from_str::<Implementation>(v.get()).map_err(|e| {
                 ErrorObject::invalid_params(format!("Invalid params: client info: {e}"))
             })
         })
         .transpose()?;
     let log_level = meta
-        .get(meta_keys::LOG_LEVEL)
+        .log_level
         .map(|v| {
-            LoggingLevel::deserialize(v)
+            serde_json::from_str::<LoggingLevel>(v.get())
                 .map_err(|_| ErrorObject::invalid_params("Invalid params: unknown log level"))
         })
         .transpose()?;
@@ -119,42 +170,47 @@ pub(crate) fn parse_meta(meta: Option<&Map<String, Value>>) -> Result<ModernMeta
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
-    fn m(v: Value) -> Map<String, Value> {
-        match v {
-            Value::Object(m) => m,
-            _ => Map::new(),
-        }
+    /// Checks `_meta` (as JSON) the way a request's would be.
+    fn parse(meta: &Value) -> Result<ModernMeta, ErrorObject> {
+        let text = meta.to_string();
+        let fields: MetaFields<'_> = serde_json::from_str(&text).unwrap();
+        parse_meta(Some(&fields))
     }
 
     #[test]
     fn meta_rules() {
         assert_eq!(parse_meta(None).unwrap_err().code, code::INVALID_PARAMS);
-        let no_caps = m(json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28"}));
-        assert_eq!(
-            parse_meta(Some(&no_caps)).unwrap_err().code,
-            code::INVALID_PARAMS
-        );
-        let future = m(
-            json!({"io.modelcontextprotocol/protocolVersion": "2099-01-01", "io.modelcontextprotocol/clientCapabilities": {}}),
-        );
-        let e = parse_meta(Some(&future)).unwrap_err();
+        let no_caps = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28"});
+        assert_eq!(parse(&no_caps).unwrap_err().code, code::INVALID_PARAMS);
+        let future = json!({"io.modelcontextprotocol/protocolVersion": "2099-01-01", "io.modelcontextprotocol/clientCapabilities": {}});
+        let e = parse(&future).unwrap_err();
         assert_eq!(e.code, code::UNSUPPORTED_PROTOCOL_VERSION);
         assert_eq!(e.data.unwrap()["requested"], "2099-01-01");
-        let ok = m(json!({
+        let ok = json!({
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
             "io.modelcontextprotocol/logLevel": "info"
-        }));
-        let meta = parse_meta(Some(&ok)).unwrap();
+        });
+        let meta = parse(&ok).unwrap();
         assert!(meta.capabilities.supports_form_elicitation());
         assert_eq!(meta.log_level, Some(LoggingLevel::Info));
-        let bad_level = m(json!({
+        let bad_level = json!({
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": {},
             "io.modelcontextprotocol/logLevel": "loud"
-        }));
-        assert!(parse_meta(Some(&bad_level)).is_err());
+        });
+        assert!(parse(&bad_level).is_err());
+        // `null` capabilities are present and wrong (not missing); an escaped version is
+        // still read.
+        let null_caps = r#"{
+            "io.modelcontextprotocol/protocolVersion": "2026\u002d07-28",
+            "io.modelcontextprotocol/clientCapabilities": null
+        }"#;
+        let fields: MetaFields<'_> = serde_json::from_str(null_caps).unwrap();
+        assert_eq!(fields.version().as_deref(), Some("2026-07-28"));
+        let e = parse_meta(Some(&fields)).unwrap_err();
+        assert!(e.message.contains("client capabilities"), "{}", e.message);
     }
 }

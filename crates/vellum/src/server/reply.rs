@@ -8,6 +8,8 @@
 
 use bytes::Bytes;
 use serde::Serialize;
+use serde::ser::SerializeMap as _;
+use serde_json::value::RawValue;
 
 use super::handler_error::WireFailure;
 use super::request::RequestShared;
@@ -76,17 +78,43 @@ has_meta!(
     ReadDirectoryResult,
 );
 
-/// A modern result: `resultType`, the result's own fields, then the cache hints.
+/// A modern result: `resultType`, the result's own fields, its `_meta` with the server's
+/// identity, then the cache hints.
 #[derive(Serialize)]
 struct Modern<'a, T: Serialize> {
     #[serde(rename = "resultType")]
     result_type: &'a ResultType,
     #[serde(flatten)]
     inner: &'a T,
+    #[serde(rename = "_meta")]
+    meta: ModernResultMeta<'a>,
     #[serde(rename = "ttlMs", skip_serializing_if = "Option::is_none")]
     ttl_ms: Option<u64>,
     #[serde(rename = "cacheScope", skip_serializing_if = "Option::is_none")]
     cache_scope: Option<CacheScope>,
+}
+
+/// A modern result's `_meta`: the handler's entries, then the server's identity (encoded
+/// once per server, written as is; it replaces a handler's entry of that name).
+struct ModernResultMeta<'a> {
+    own: Option<&'a Meta>,
+    server_info: &'a RawValue,
+}
+
+impl Serialize for ModernResultMeta<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let own = self
+            .own
+            .into_iter()
+            .flat_map(|m| m.0.iter())
+            .filter(|(k, _)| k.as_str() != meta_keys::SERVER_INFO);
+        let mut map = s.serialize_map(None)?;
+        for (k, v) in own {
+            map.serialize_entry(k, v)?;
+        }
+        map.serialize_entry(meta_keys::SERVER_INFO, self.server_info)?;
+        map.end()
+    }
 }
 
 /// Serializes a result for the request's era into `out`. `cache` is given for cacheable
@@ -99,15 +127,17 @@ pub(crate) fn write_result<T: Serialize + HasMeta>(
     out: &mut Vec<u8>,
 ) -> Result<(), serde_json::Error> {
     if shared.is_modern() {
-        result.meta_mut().get_or_insert_with(Meta::new).insert(
-            meta_keys::SERVER_INFO.to_owned(),
-            shared.server.inner.info_json.clone(),
-        );
+        // The result's own `_meta` is written by the wrapper, merged with the server's.
+        let own = result.meta_mut().take();
         serde_json::to_writer(
             out,
             &Modern {
                 result_type: &result_type,
                 inner: &result,
+                meta: ModernResultMeta {
+                    own: own.as_ref(),
+                    server_info: &shared.server.inner.info_json,
+                },
                 ttl_ms: cache.map(|c| c.ttl_ms),
                 cache_scope: cache.map(|c| c.scope),
             },

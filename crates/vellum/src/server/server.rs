@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::list_kind::ListKind;
 use super::listeners::Listeners;
@@ -43,8 +44,9 @@ pub(crate) struct ServerInner {
     pub(crate) options: ServerOptions,
     pub(crate) registry: RwLock<Registry>,
     pub(crate) cache: ListCache,
-    /// The server's identity as JSON, for the `_meta` of modern results.
-    pub(crate) info_json: Value,
+    /// The server's identity as encoded JSON, for the `_meta` of modern results (written
+    /// as is into each, never rebuilt).
+    pub(crate) info_json: Box<RawValue>,
     /// The key `requestState` is signed with.
     pub(crate) state_key: RequestStateKey,
     /// Request middleware and message observers.
@@ -75,7 +77,8 @@ impl std::fmt::Debug for Server {
 impl Server {
     /// A server with this identity and these options, offering nothing yet.
     pub fn new(info: Implementation, options: ServerOptions) -> Server {
-        let info_json = serde_json::to_value(&info).unwrap_or(Value::Null);
+        let info_json =
+            serde_json::value::to_raw_value(&info).unwrap_or_else(|_| RawValue::NULL.to_owned());
         Server {
             inner: Arc::new(ServerInner {
                 info,

@@ -4,6 +4,8 @@
 //! - [`http_client`]: the client side of Streamable HTTP (and of the deprecated HTTP+SSE).
 //! - [`stdio`]: newline-delimited JSON-RPC on stdin/stdout, server and client.
 //! - [`memory`]: a client wired to a server in the same process.
+//! - [`install_crypto_provider`]: the rustls provider (`ring`) of every HTTP client Vellum
+//!   builds (features `client` and `auth`).
 //!
 //! The contract every client transport implements belongs to the client, as
 //! [`vellum::client::Transport`](crate::client::Transport): transports import the client's
@@ -15,3 +17,8 @@ pub mod http_client;
 #[cfg(feature = "client")]
 pub mod memory;
 pub mod stdio;
+
+#[cfg(any(feature = "client", feature = "auth"))]
+mod crypto;
+#[cfg(any(feature = "client", feature = "auth"))]
+pub use crypto::install_crypto_provider;

@@ -25,6 +25,7 @@ use super::super::prompt::{GetPromptRequest, PromptEntry};
 use super::super::reply::{Outcome, cacheable, complete, failure};
 use super::super::request::RequestShared;
 use super::super::resource::{DynResourceHandler, ReadResourceRequest};
+use super::super::scopes::{self, ScopeRules};
 use super::super::tool::{CallToolRequest, ToolEntry, execute_tool};
 use super::tasks;
 use crate::protocol::{
@@ -123,6 +124,18 @@ impl InputMethod for ToolCall {
                 p.name
             ))));
         };
+        // The scopes are checked before anything else about the call: a caller without them
+        // learns nothing from argument errors. (Over HTTP the transport already refused such
+        // a call with 403; this covers every other way in.)
+        let rules = shared
+            .http
+            .as_ref()
+            .and_then(|h| h.extensions.get::<Arc<ScopeRules>>());
+        let mut needed = Vec::new();
+        scopes::tool_scopes(&shared.server, rules.map(|r| &**r), &p.name, &mut needed);
+        if let Err(refusal) = scopes::check(shared.caller(), needed) {
+            return Err(Outcome::Error(refusal.to_error()));
+        }
         if !entry.param_headers.is_empty()
             && shared.is_modern()
             && let Some(http) = &shared.http

@@ -1,8 +1,8 @@
 //! The plain list methods (`tools/list`, `resources/list`, `resources/templates/list`,
 //! `prompts/list`), served by one generic path, [`serve`]: a page of the registry's sorted
 //! map, each entry as the request's era shows it, with cache hints for 2026-07-28. A list
-//! may keep its encoded first page ([`Listing::cache`]): `tools/list` does, so most calls
-//! copy bytes.
+//! may keep its encoded pages ([`Listing::cache`]): `tools/list` does, so a walk of any
+//! length copies bytes.
 //!
 //! Not here: `tasks/list`, whose items belong to their owner (`tasks.rs`), and the cursor
 //! format (`pagination.rs`).
@@ -16,9 +16,9 @@ use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::super::pagination::page;
+use super::super::pagination::{decode_cursor, page_after, page_numbers};
 use super::super::prompt::PromptEntry;
-use super::super::registry::Registry;
+use super::super::registry::{PageCache, Registry};
 use super::super::reply::{HasMeta, Outcome, cacheable, write_result};
 use super::super::request::RequestShared;
 use super::super::resource::{ResourceEntry, TemplateEntry};
@@ -45,20 +45,27 @@ pub(super) trait Listing {
     fn item(entry: &Self::Entry, modern: bool) -> Self::Item;
     /// The result of one page.
     fn result(items: Vec<Self::Item>, next_cursor: Option<String>) -> Self::Result;
-    /// The cache of the encoded first page, when this list keeps one.
-    fn cache(_server: &ServerInner) -> Option<FirstPage<'_>> {
+    /// The cache of the encoded pages, when this list keeps one.
+    fn cache(_server: &ServerInner) -> Option<Pages<'_>> {
         None
     }
 }
 
-/// A list's cached first page: the encoded result per era (`[legacy, modern]`), each with
-/// the registry generation it was computed from.
-pub(super) struct FirstPage<'a> {
-    pages: &'a Mutex<[Option<(u64, Bytes)>; 2]>,
+/// A list's cached pages (see [`PageCache`]) and the generation of the registry map they
+/// follow.
+pub(super) struct Pages<'a> {
+    pages: &'a Mutex<PageCache>,
     generation: &'a AtomicU64,
 }
 
-/// Serves one page of a list.
+/// The era's slot in a [`PageCache`].
+fn era_slot(modern: bool) -> usize {
+    usize::from(modern)
+}
+
+/// Serves one page of a list: from the cache when the list keeps one and the page is there,
+/// else computed (O(log n + page size)) and, when it is a page of a walk from the first
+/// page, kept.
 pub(super) fn serve<L: Listing>(
     shared: &RequestShared,
     p: PaginatedParams,
@@ -66,34 +73,50 @@ pub(super) fn serve<L: Listing>(
     shared.set_meta(p.meta);
     let server = &shared.server;
     let modern = shared.is_modern();
-    let slot = usize::from(modern);
-    let cache = L::cache(&server.inner).filter(|_| p.cursor.is_none());
+    let slot = era_slot(modern);
+    let after = decode_cursor(p.cursor.as_deref())?;
+    let cache = L::cache(&server.inner);
     if let Some(c) = &cache {
         let current = c.generation.load(Ordering::Acquire);
         let cached = c
             .pages
             .lock()
             .ok()
-            .and_then(|pages| pages[slot].clone())
-            .filter(|(generation, _)| *generation == current);
-        if let Some((_, bytes)) = cached {
+            .and_then(|pages| pages.get(current, after.as_deref(), slot));
+        if let Some(bytes) = cached {
             return Ok(Outcome::Reply(encode_response_raw(&shared.id, &bytes)));
         }
     }
-    let (result, generation) = {
+    let size = server.options().page_size;
+    let (result, keep) = {
         let reg = server.registry();
+        let map = L::map(&reg);
         // Read under the registry lock: writers bump it under the write lock, so it is the
         // generation of exactly this map.
-        let generation = cache.as_ref().map(|c| c.generation.load(Ordering::Acquire));
-        let (entries, next) = page(
-            L::map(&reg),
-            p.cursor.as_deref(),
-            server.options().page_size,
-        )?;
+        let keep = cache.as_ref().map(|c| {
+            let generation = c.generation.load(Ordering::Acquire);
+            let known = c.pages.lock().ok().and_then(|pages| {
+                (!pages.needs_numbers(generation))
+                    .then(|| pages.number(generation, after.as_deref()))
+            });
+            match known {
+                Some(number) => (generation, None, number),
+                None => {
+                    // Once per generation: O(n) over the keys, a key kept per page.
+                    let numbers = page_numbers(map, size);
+                    let number = match after.as_deref() {
+                        None => Some(0),
+                        Some(k) => numbers.get(k).copied(),
+                    };
+                    (generation, Some(numbers), number)
+                }
+            }
+        });
+        let (entries, next) = page_after(map, after.as_deref(), size);
         let items = entries.into_iter().map(|e| L::item(e, modern)).collect();
-        (L::result(items, next), generation)
+        (L::result(items, next), keep)
     };
-    let (Some(c), Some(generation)) = (cache, generation) else {
+    let (Some(c), Some((generation, numbers, number))) = (cache, keep) else {
         return Ok(cacheable(shared, result));
     };
     let mut body = Vec::with_capacity(1024);
@@ -106,15 +129,13 @@ pub(super) fn serve<L: Listing>(
     )
     .map_err(|e| ErrorObject::internal(format!("the list could not be encoded: {e}")))?;
     let body = Bytes::from(body);
-    if let Ok(mut pages) = c.pages.lock()
-        && pages[slot].as_ref().is_none_or(|(g, _)| *g < generation)
-    {
-        pages[slot] = Some((generation, body.clone()));
+    if let Ok(mut pages) = c.pages.lock() {
+        pages.put(generation, numbers, number, slot, body.clone());
     }
     Ok(Outcome::Reply(encode_response_raw(&shared.id, &body)))
 }
 
-/// `tools/list`, with its first page cached.
+/// `tools/list`, with its pages cached.
 pub(super) struct Tools;
 
 impl Listing for Tools {
@@ -148,8 +169,8 @@ impl Listing for Tools {
         }
     }
 
-    fn cache(server: &ServerInner) -> Option<FirstPage<'_>> {
-        Some(FirstPage {
+    fn cache(server: &ServerInner) -> Option<Pages<'_>> {
+        Some(Pages {
             pages: &server.cache.tools,
             generation: &server.cache.tools_generation,
         })

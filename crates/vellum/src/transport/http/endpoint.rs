@@ -22,6 +22,7 @@ use crate::server::Server;
 use crate::store::EventStore;
 
 use super::body::ResponseBody;
+use super::body_reader::BodyBudget;
 use super::cluster::Cluster;
 use super::cors;
 use super::options::StreamableHttpOptions;
@@ -58,6 +59,8 @@ pub(super) struct Inner {
     /// The Host/Origin checks and CORS, run around every request.
     pub(super) security: SecurityLayer,
     pub(super) sessions: Arc<SessionTable>,
+    /// The bytes buffered for bodies being received, across every connection.
+    pub(super) bodies: Arc<BodyBudget>,
     pub(super) shutdown: CancellationToken,
     /// Whether the bus listener runs.
     listening: std::sync::atomic::AtomicBool,
@@ -90,9 +93,13 @@ impl StreamableHttpHandler {
         StreamableHttpHandler {
             inner: Arc::new(Inner {
                 factory: Box::new(factory),
-                options,
                 security,
-                sessions: Arc::new(SessionTable::new(cluster)),
+                sessions: Arc::new(SessionTable::new(
+                    cluster,
+                    options.max_in_flight_per_session,
+                )),
+                bodies: BodyBudget::new(options.max_buffered_body_bytes),
+                options,
                 shutdown: CancellationToken::new(),
                 listening: std::sync::atomic::AtomicBool::new(false),
             }),
@@ -107,6 +114,12 @@ impl StreamableHttpHandler {
     /// The options.
     pub fn options(&self) -> &StreamableHttpOptions {
         &self.inner.options
+    }
+
+    /// How many bytes of request bodies are buffered now, across every connection, beyond
+    /// the uncounted first 64 KiB of each (what `max_buffered_body_bytes` caps).
+    pub fn buffered_body_bytes(&self) -> usize {
+        self.inner.bodies.used()
     }
 
     /// How many sessions are live.

@@ -4,7 +4,61 @@
 //! Not here: what the values mean for routing (`post.rs`, `session_routing.rs`).
 
 use http::header::AsHeaderName;
-use http::{HeaderMap, header};
+use http::{HeaderMap, HeaderName, header};
+
+use super::rejection::Rejection;
+
+/// The headers a request may carry once at most: a second value would let two readers
+/// (a proxy, this server) see two different requests.
+const SINGLETONS: [HeaderName; 7] = [
+    header::HOST,
+    header::CONTENT_TYPE,
+    header::ORIGIN,
+    names::SEC_FETCH_SITE,
+    names::SESSION_ID,
+    names::PROTOCOL_VERSION,
+    names::LAST_EVENT_ID,
+];
+
+/// The most bytes of request head (target and header lines) a request may have: what the
+/// accept loop's read buffer holds. Checked on the parsed head, so the limit is the same
+/// whatever the packets the head came in (the buffer alone cut at different points).
+pub(crate) const MAX_HEAD_BYTES: usize = 64 * 1024;
+
+/// Refuses (431) a request whose head is larger than [`MAX_HEAD_BYTES`].
+pub(crate) fn check_head_size(uri: &http::Uri, headers: &HeaderMap) -> Result<(), Rejection> {
+    let mut size = uri.to_string().len();
+    for (name, value) in headers {
+        // `name: value\r\n`
+        size += name.as_str().len() + value.len() + 4;
+        if size > MAX_HEAD_BYTES {
+            return Err(Rejection::HeadersTooLarge);
+        }
+    }
+    Ok(())
+}
+
+/// Refuses (400) a request that repeats a singleton header, or whose `Last-Event-ID` is not
+/// visible ASCII (the only form event ids take).
+pub(crate) fn check_singletons(headers: &HeaderMap) -> Result<(), Rejection> {
+    for name in &SINGLETONS {
+        let mut values = headers.get_all(name).iter();
+        if values.next().is_some() && values.next().is_some() {
+            return Err(Rejection::BadRequest {
+                id: None,
+                message: format!("Bad Request: the {name} header is repeated"),
+            });
+        }
+    }
+    if let Some(v) = headers.get(names::LAST_EVENT_ID)
+        && v.to_str().is_err()
+    {
+        return Err(Rejection::BadLastEventId(
+            "Bad Request: malformed Last-Event-ID",
+        ));
+    }
+    Ok(())
+}
 
 /// Header names of the MCP transport (prebuilt, so lookups need no parsing).
 pub mod names {
@@ -43,29 +97,45 @@ impl Accepts {
                 sse: true,
             };
         }
-        let mut a = Accepts {
-            json: false,
-            sse: false,
-        };
+        // The most specific media range that matches decides each type (RFC 9110 §12.5.1),
+        // and a quality of 0 excludes it.
+        let (mut json, mut sse) = ((0u8, false), (0u8, false));
         for v in values {
             let Ok(v) = v.to_str() else { continue };
             for item in v.split(',') {
-                let media = item.split(';').next().unwrap_or("").trim();
-                if media.eq_ignore_ascii_case("*/*") {
-                    a.json = true;
-                    a.sse = true;
-                } else if media.eq_ignore_ascii_case("application/json")
-                    || media.eq_ignore_ascii_case("application/*")
-                {
-                    a.json = true;
-                } else if media.eq_ignore_ascii_case("text/event-stream")
-                    || media.eq_ignore_ascii_case("text/*")
-                {
-                    a.sse = true;
+                let mut params = item.split(';');
+                let media = params.next().unwrap_or("").trim();
+                let acceptable = params
+                    .filter_map(|p| p.split_once('='))
+                    .find(|(k, _)| k.trim().eq_ignore_ascii_case("q"))
+                    .is_none_or(|(_, q)| q.trim().parse::<f32>().map_or(true, |q| q > 0.0));
+                let (for_json, for_sse) = if media.eq_ignore_ascii_case("*/*") {
+                    (1, 1)
+                } else if media.eq_ignore_ascii_case("application/*") {
+                    (2, 0)
+                } else if media.eq_ignore_ascii_case("text/*") {
+                    (0, 2)
+                } else if media.eq_ignore_ascii_case("application/json") {
+                    (3, 0)
+                } else if media.eq_ignore_ascii_case("text/event-stream") {
+                    (0, 3)
+                } else {
+                    (0, 0)
+                };
+                for (specificity, slot) in [(for_json, &mut json), (for_sse, &mut sse)] {
+                    // Equally specific ranges: any acceptable one accepts.
+                    if specificity > slot.0
+                        || (specificity == slot.0 && specificity > 0 && acceptable)
+                    {
+                        *slot = (specificity, acceptable);
+                    }
                 }
             }
         }
-        a
+        Accepts {
+            json: json.1,
+            sse: sse.1,
+        }
     }
 }
 
@@ -152,6 +222,35 @@ mod tests {
             Accepts {
                 json: true,
                 sse: true
+            }
+        );
+        // q=0 excludes, and the most specific range decides.
+        assert_eq!(
+            accept(&["application/json;q=0, text/event-stream"]),
+            Accepts {
+                json: false,
+                sse: true
+            }
+        );
+        assert_eq!(
+            accept(&["*/*;q=0"]),
+            Accepts {
+                json: false,
+                sse: false
+            }
+        );
+        assert_eq!(
+            accept(&["application/json; q=0.0, */*"]),
+            Accepts {
+                json: false,
+                sse: true
+            }
+        );
+        assert_eq!(
+            accept(&["*/*;q=0, application/json;q=0.5"]),
+            Accepts {
+                json: true,
+                sse: false
             }
         );
         assert_eq!(

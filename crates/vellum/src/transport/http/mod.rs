@@ -20,6 +20,7 @@
 //! Not here: the client side of Streamable HTTP ([`crate::transport::http_client`]).
 
 mod body;
+mod body_reader;
 mod cluster;
 mod cors;
 mod endpoint;

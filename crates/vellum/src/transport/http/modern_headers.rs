@@ -7,34 +7,35 @@
 
 use http::HeaderMap;
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::protocol::{
     ErrorObject, Message, Payload, ProtocolVersion, RawJson, RequestId, code, decode_header_value,
     methods,
 };
-use crate::server::{ModernMeta, meta_version, parse_meta, unsupported_version};
+use crate::server::{MetaFields, ModernMeta, parse_meta, raw_str, unsupported_version};
 
 use super::headers::{names, text};
 use super::rejection::Rejection;
 
-/// The parts of modern params the transport checks (one pass over the params).
+/// The parts of modern params the transport checks (one pass over the params, borrowed
+/// from the request's bytes).
 #[derive(Deserialize, Default)]
-struct Peek {
-    #[serde(rename = "_meta", default)]
-    meta: Option<serde_json::Map<String, Value>>,
-    #[serde(default)]
-    name: Option<Value>,
-    #[serde(default)]
-    uri: Option<Value>,
-    #[serde(rename = "taskId", default)]
-    task_id: Option<Value>,
+struct Peek<'a> {
+    #[serde(rename = "_meta", borrow, default)]
+    meta: Option<MetaFields<'a>>,
+    #[serde(borrow, default)]
+    name: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    uri: Option<&'a RawValue>,
+    #[serde(rename = "taskId", borrow, default)]
+    task_id: Option<&'a RawValue>,
 }
 
-fn peek(params: Option<&RawJson>) -> Option<Peek> {
+fn peek(params: Option<&RawJson>) -> Option<Peek<'_>> {
     match params {
         None => Some(Peek::default()),
-        Some(p) => p.parse().ok(),
+        Some(p) => serde_json::from_slice(p.as_bytes()).ok(),
     }
 }
 
@@ -101,7 +102,7 @@ pub(crate) fn validate(headers: &HeaderMap, payload: &Payload) -> Result<ModernM
         ));
     };
     let header = text(headers, &names::PROTOCOL_VERSION);
-    let body_version = p.meta.as_ref().and_then(meta_version);
+    let body_version = p.meta.as_ref().and_then(MetaFields::version);
     let Some(header) = header else {
         return Err(reject(
             id,
@@ -110,7 +111,7 @@ pub(crate) fn validate(headers: &HeaderMap, payload: &Payload) -> Result<ModernM
         ));
     };
     if let Some(v) = body_version
-        && v != header
+        && v.as_ref() != header
     {
         return Err(reject(
             id,
@@ -154,9 +155,9 @@ pub(crate) fn validate(headers: &HeaderMap, payload: &Payload) -> Result<ModernM
         _ => None,
     };
     if let Some(expected) = expected {
-        let body = expected.as_ref().and_then(Value::as_str);
+        let body = expected.and_then(raw_str);
         let got = text(headers, &names::NAME).and_then(decode_header_value);
-        if body.is_none() || got.as_deref() != body {
+        if body.is_none() || got.as_deref() != body.as_deref() {
             return Err(reject(
                 id,
                 code::HEADER_MISMATCH,

@@ -53,6 +53,22 @@ pub struct StreamableHttpOptions {
     /// The largest request body accepted; larger bodies get 413.
     /// Default: [`StreamableHttpOptions::DEFAULT_MAX_BODY_BYTES`] (4 MiB).
     pub max_body_bytes: usize,
+    /// The whole body of a request must have arrived this long after its headers; a slower
+    /// one gets 408 and its connection is closed. Default: 30 s. `None`: no deadline.
+    pub body_timeout: Option<Duration>,
+    /// The slowest a body may arrive, in bytes per second on average, once it has had 5 s
+    /// (a client that trickles its body gets 408 and its connection is closed). Default:
+    /// [`StreamableHttpOptions::DEFAULT_MIN_BODY_RATE`] (1 KiB/s). `None`: no minimum.
+    pub min_body_rate: Option<u64>,
+    /// The most bytes buffered for request bodies being received, across every connection
+    /// (the first 64 KiB of each body are not counted: every connection may buffer that
+    /// much of its request anyway). A body that would pass it gets 503 with `Retry-After`
+    /// and its connection is closed. Default:
+    /// [`StreamableHttpOptions::DEFAULT_MAX_BUFFERED_BODY_BYTES`] (256 MiB). `None`: no cap.
+    pub max_buffered_body_bytes: Option<usize>,
+    /// The most entries of a JSON-RPC batch (2025-03-26 only); a larger batch gets 400.
+    /// Default: [`StreamableHttpOptions::DEFAULT_MAX_BATCH_ENTRIES`] (64).
+    pub max_batch_entries: usize,
     /// The most live sessions; an `initialize` beyond it gets 503 with `Retry-After`.
     /// Default: none.
     pub max_sessions: Option<usize>,
@@ -66,7 +82,9 @@ pub struct StreamableHttpOptions {
     /// `OPTIONS` gets 204, responses carry `Access-Control-Allow-Origin` and expose
     /// `Mcp-Session-Id`, `Mcp-Protocol-Version` and `WWW-Authenticate`. Default: false.
     pub cors: bool,
-    /// The most requests one session may have in flight; more get 429 with `Retry-After`.
+    /// The most requests one session may have in flight, each request of a batch counted;
+    /// a POST that would pass it gets 429 with `Retry-After`. A request stops counting when
+    /// it is answered, or when the connection that carried it goes.
     /// Default: 256.
     pub max_in_flight_per_session: Option<usize>,
     /// The most live sessions one authenticated caller may hold (see
@@ -89,6 +107,20 @@ pub struct StreamableHttpOptions {
 impl StreamableHttpOptions {
     /// The default request body limit: 4 MiB, as in the Go SDK.
     pub const DEFAULT_MAX_BODY_BYTES: usize = 4 << 20;
+
+    /// The default batch entry cap: 64 (clients batch a handful of calls; each entry is a
+    /// request the session must track).
+    pub const DEFAULT_MAX_BATCH_ENTRIES: usize = 64;
+
+    /// The default whole-body deadline: 30 s.
+    pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
+
+    /// The default minimum body rate: 1 KiB/s.
+    pub const DEFAULT_MIN_BODY_RATE: u64 = 1024;
+
+    /// The default budget of buffered body bytes across connections: 256 MiB (64 bodies of
+    /// the default maximum size).
+    pub const DEFAULT_MAX_BUFFERED_BODY_BYTES: usize = 256 << 20;
 
     /// Sets `stateless`.
     #[must_use]
@@ -149,6 +181,10 @@ impl Default for StreamableHttpOptions {
             disable_localhost_protection: false,
             cross_origin_protection: None,
             max_body_bytes: Self::DEFAULT_MAX_BODY_BYTES,
+            body_timeout: Some(Self::DEFAULT_BODY_TIMEOUT),
+            max_batch_entries: Self::DEFAULT_MAX_BATCH_ENTRIES,
+            min_body_rate: Some(Self::DEFAULT_MIN_BODY_RATE),
+            max_buffered_body_bytes: Some(Self::DEFAULT_MAX_BUFFERED_BODY_BYTES),
             max_sessions: None,
             sse_keep_alive: Some(Duration::from_secs(15)),
             sse_retry: Duration::from_secs(1),
@@ -176,6 +212,10 @@ impl std::fmt::Debug for StreamableHttpOptions {
             )
             .field("cross_origin_protection", &self.cross_origin_protection)
             .field("max_body_bytes", &self.max_body_bytes)
+            .field("body_timeout", &self.body_timeout)
+            .field("max_batch_entries", &self.max_batch_entries)
+            .field("min_body_rate", &self.min_body_rate)
+            .field("max_buffered_body_bytes", &self.max_buffered_body_bytes)
             .field("max_sessions", &self.max_sessions)
             .field("sse_keep_alive", &self.sse_keep_alive)
             .field("sse_retry", &self.sse_retry)

@@ -6,21 +6,20 @@
 //! Not here: the session lookups (`session_routing.rs`) and the 2026-07-28 header checks
 //! (`modern_headers.rs`).
 
-use bytes::Bytes;
 use http::{Response, StatusCode};
 use http_body::Body;
-use http_body_util::BodyExt;
 
 use crate::protocol::{Message, Payload, ProtocolVersion, decode, methods};
 use crate::server::{handle_notification, handle_response};
 
 use super::body::ResponseBody;
+use super::body_reader::{BodyLimits, read_body};
 use super::endpoint::Inner;
 use super::headers::{Accepts, is_json_content_type, names, text};
 use super::modern_headers;
 use super::rejection::Rejection;
 use super::response::status_only;
-use super::session_routing::{Route, has_request, is_initialize};
+use super::session_routing::{Route, is_initialize, request_count};
 
 impl Inner {
     /// Serves a POST: checks its headers, reads and decodes its body, routes it to its era
@@ -44,8 +43,15 @@ impl Inner {
                 "Not Acceptable: Accept must allow application/json or text/event-stream",
             ));
         }
-        let bytes = read_body(body, self.options.max_body_bytes).await?;
+        let limits = BodyLimits {
+            max_bytes: self.options.max_body_bytes,
+            timeout: self.options.body_timeout,
+            min_rate: self.options.min_body_rate,
+        };
+        let (bytes, held) = read_body(body, limits, &self.bodies).await?;
         let payload = decode(&bytes).map_err(Rejection::Decode)?;
+        // The decoded messages share the bytes; what the budget bounds is bodies in transit.
+        drop(held);
         let header_version = text(&parts.headers, &names::PROTOCOL_VERSION);
 
         // Era routing (the spec's dual-era order): a modern version header, then a session,
@@ -68,26 +74,9 @@ impl Inner {
                     .ok_or_else(|| Rejection::UnsupportedLegacyVersion(v.to_owned()))?,
             ),
         };
-        if let Payload::Batch(_) = &payload
-            && !version
-                .unwrap_or(ProtocolVersion::DEFAULT_LEGACY)
-                .allows_batches()
-        {
-            return Err(Rejection::BadRequest {
-                id: None,
-                message: "Invalid request: batches are only allowed in protocol version 2025-03-26"
-                    .into(),
-            });
-        }
         let route = if self.options.stateless {
             self.stateless_route(&parts, &payload, version)?
         } else if let Some(http) = self.session(&parts).await? {
-            if let Some(max) = self.options.max_in_flight_per_session
-                && has_request(&payload)
-                && http.core.inflight_count() >= max
-            {
-                return Err(Rejection::TooManyRequests);
-            }
             let activity = http.activity(&self.sessions);
             Route::Legacy {
                 session: http.core.clone(),
@@ -100,7 +89,50 @@ impl Inner {
         } else {
             return Err(Rejection::MissingSession);
         };
+        if let Route::Legacy { session, http, .. } = &route {
+            // A request without a version header speaks its session's version (the one
+            // negotiated; 2025-03-26 for a stateless request without the header).
+            let version = match (version, http) {
+                (Some(v), _) => v,
+                (None, Some(_)) => session.protocol_version(),
+                (None, None) => ProtocolVersion::DEFAULT_LEGACY,
+            };
+            self.check_batch(&payload, version)?;
+            if let (Some(h), Some(max)) = (http, self.options.max_in_flight_per_session)
+                && h.attached_inflight()
+                    .saturating_add(request_count(&payload))
+                    > max
+            {
+                // Every request of a batch counts, not the POST that carries them.
+                return Err(Rejection::TooManyRequests);
+            }
+        }
         self.serve_payload(parts, payload, accepts, route).await
+    }
+
+    /// Refuses a batch the version does not allow, or one of more entries than the cap.
+    fn check_batch(&self, payload: &Payload, version: ProtocolVersion) -> Result<(), Rejection> {
+        let Payload::Batch(entries) = payload else {
+            return Ok(());
+        };
+        if !version.allows_batches() {
+            return Err(Rejection::BadRequest {
+                id: None,
+                message: "Invalid request: batches are only allowed in protocol version 2025-03-26"
+                    .into(),
+            });
+        }
+        if entries.len() > self.options.max_batch_entries {
+            return Err(Rejection::BadRequest {
+                id: None,
+                message: format!(
+                    "Invalid request: a batch of {} entries (at most {} allowed)",
+                    entries.len(),
+                    self.options.max_batch_entries
+                ),
+            });
+        }
+        Ok(())
     }
 
     /// Serves the messages of a POST: answers, notifications, then requests.
@@ -141,29 +173,5 @@ impl Inner {
             });
         }
         self.respond(parts, requests, accepts, route).await
-    }
-}
-
-/// Reads a body up to `limit` bytes: 413 beyond it, 400 if it breaks off.
-async fn read_body<B>(body: B, limit: usize) -> Result<Bytes, Rejection>
-where
-    B: Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    if let Some(upper) = body.size_hint().upper()
-        && upper > limit as u64
-    {
-        return Err(Rejection::PayloadTooLarge(limit));
-    }
-    match http_body_util::Limited::new(body, limit).collect().await {
-        Ok(c) => Ok(c.to_bytes()),
-        Err(e)
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some() =>
-        {
-            Err(Rejection::PayloadTooLarge(limit))
-        }
-        Err(_) => Err(Rejection::UnreadableBody),
     }
 }

@@ -75,6 +75,9 @@ pub(crate) struct PostEvents {
     done: bool,
     /// Already running in the background (never detach twice).
     detached: bool,
+    /// Where the next poll starts among the requests: one past the last that produced an
+    /// event, so that serving a batch of n requests costs O(n) polls, not O(n²).
+    cursor: usize,
 }
 
 impl PostEvents {
@@ -91,6 +94,7 @@ impl PostEvents {
             session,
             done: false,
             detached: false,
+            cursor: 0,
         }
     }
 
@@ -185,7 +189,13 @@ impl PostEvents {
             }
             let mut pending = false;
             let mut produced = None;
-            for (ex, trace) in self.exchanges.iter_mut().filter(|(e, _)| !e.is_finished()) {
+            let n = self.exchanges.len();
+            for k in 0..n {
+                let i = (self.cursor + k) % n;
+                let (ex, trace) = &mut self.exchanges[i];
+                if ex.is_finished() {
+                    continue;
+                }
                 let step = match trace {
                     Some(t) => t.in_scope(|| ex.poll_step(cx)),
                     None => ex.poll_step(cx),
@@ -200,10 +210,13 @@ impl PostEvents {
                 }
                 match step {
                     Poll::Ready(Some(Step::Message(m))) => {
+                        // The same request may have more to say: start with it next time.
+                        self.cursor = i;
                         produced = Some((m, None));
                         break;
                     }
                     Poll::Ready(Some(Step::Finished(outcome))) => {
+                        self.cursor = i + 1;
                         let id = ex.shared().id.clone();
                         match outcome {
                             Outcome::Reply(b) => {
@@ -273,12 +286,22 @@ impl PostEvents {
         if closed.is_cancelled() {
             return;
         }
-        if let Some(s) = &self.stored {
-            s.live.release(s.stream);
-        }
         let Ok(rt) = tokio::runtime::Handle::try_current() else {
             return;
         };
+        // Past the session's room for detached requests, they end with their connection
+        // (dropped here: cancelled), so a client cannot pile up work by hanging up.
+        let unfinished = self
+            .exchanges
+            .iter()
+            .filter(|(e, _)| !e.is_finished())
+            .count();
+        let Some(mut place) = guard.session().detach(unfinished) else {
+            return;
+        };
+        if let Some(s) = &self.stored {
+            s.live.release(s.stream);
+        }
         let mut rest = PostEvents {
             exchanges: std::mem::take(&mut self.exchanges),
             stored: self.stored.take(),
@@ -288,10 +311,14 @@ impl PostEvents {
             session: Some(guard),
             done: false,
             detached: true,
+            cursor: 0,
         };
         rt.spawn(async move {
             let drive = async {
                 while let Some(ev) = std::future::poll_fn(|cx| rest.poll_post_event(cx)).await {
+                    if ev.fin.is_some() {
+                        place.finished_one();
+                    }
                     // Held for (or handed to) the GET that resumes the stream; a full buffer
                     // drops it (with an event store, the resume replays it from there).
                     let sink = rest.stored.as_ref().and_then(|s| s.live.sink(s.stream));

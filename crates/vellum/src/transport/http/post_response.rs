@@ -23,7 +23,9 @@ use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode};
 
 use crate::protocol::{ProtocolVersion, RawJson, Request as RpcRequest, encode_error, methods};
-use crate::server::{Exchange, ModernMeta, Server, Session, redact_session_id};
+use crate::server::{
+    Caller, Exchange, ModernMeta, ScopeRules, Server, Session, redact_session_id, scopes,
+};
 use crate::store::EventId;
 
 use super::body::ResponseBody;
@@ -41,8 +43,9 @@ use super::trace::{RequestInfo, RequestTrace, log_event};
 enum Origin {
     /// A legacy session (possibly a stateless throwaway one).
     Legacy(Arc<Session>),
-    /// 2026-07-28: each request's own `_meta`, served by this server.
-    Modern(Box<ModernMeta>, Server),
+    /// 2026-07-28: the request's own `_meta` (taken by the one request a modern POST
+    /// holds), served by this server.
+    Modern(Option<Box<ModernMeta>>, Server),
 }
 
 /// What the steps know about the POST they answer.
@@ -104,7 +107,7 @@ impl Inner {
         route: Route,
     ) -> Result<(Post, PostEvents, Vec<Bytes>), Rejection> {
         let batch = requests.len() > 1;
-        let (origin, http, activity, new): (_, _, Option<ActivityGuard>, _) = match route {
+        let (mut origin, http, activity, new): (_, _, Option<ActivityGuard>, _) = match route {
             Route::Legacy {
                 session,
                 http,
@@ -113,9 +116,14 @@ impl Inner {
             } => (Origin::Legacy(session), http, activity, new),
             Route::Modern(meta) => {
                 let server = (self.factory)(&parts).ok_or(Rejection::NoServer)?;
-                (Origin::Modern(meta, server), None, None, false)
+                (Origin::Modern(Some(meta), server), None, None, false)
             }
         };
+        let server = match &origin {
+            Origin::Legacy(session) => session.server(),
+            Origin::Modern(_, server) => server,
+        };
+        check_scopes(server, &parts, &requests)?;
         let logger = self.options.logger.as_ref();
         let mut exchanges = Vec::with_capacity(requests.len());
         let mut early = Vec::new();
@@ -128,7 +136,7 @@ impl Inner {
                 parts_slot.clone()
             };
             let target = logger.and_then(|_| request_target(&r.method, r.params.as_ref()));
-            let exchange = match &origin {
+            let exchange = match &mut origin {
                 Origin::Legacy(session) => {
                     let id = r.id.clone();
                     match session.begin(r, None, http_parts) {
@@ -140,7 +148,15 @@ impl Inner {
                     }
                 }
                 Origin::Modern(meta, server) => {
-                    Exchange::sessionless(server.clone(), r, meta.clone(), http_parts)
+                    // The last request (a modern POST has one) takes the context, the others
+                    // a copy; it is there until the last takes it.
+                    let meta = if i + 1 == n {
+                        meta.take()
+                    } else {
+                        meta.clone()
+                    }
+                    .unwrap_or_else(|| Box::new(ModernMeta::of_notification()));
+                    Exchange::sessionless(server.clone(), r, meta, http_parts)
                 }
             };
             let trace = logger.map(|d| {
@@ -271,7 +287,7 @@ impl Inner {
             push_event(&mut prefix, ev.event);
         }
         let body = if complete {
-            ResponseBody::chunks(prefix)
+            ResponseBody::chunks(sse_writer::gather(prefix))
         } else {
             ResponseBody::stream(SseStream::new(
                 Box::new(events),
@@ -356,4 +372,28 @@ fn request_target(method: &str, params: Option<&RawJson>) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// Refuses, before any of them begins, requests whose caller lacks a scope they need
+/// (HTTP 403: the client steps up and sends the request again, on the same session). Only
+/// with a caller: without one no authentication layer is in front, nobody can step up, and
+/// the core refuses a scoped tool with a JSON-RPC error instead.
+fn check_scopes(
+    server: &Server,
+    parts: &http::request::Parts,
+    requests: &[RpcRequest],
+) -> Result<(), Rejection> {
+    let Some(caller) = parts.extensions.get::<Caller>() else {
+        return Ok(());
+    };
+    let rules = parts.extensions.get::<Arc<ScopeRules>>().map(|r| &**r);
+    for r in requests {
+        scopes::check(Some(caller), scopes::needed(server, rules, r)).map_err(|refusal| {
+            Rejection::InsufficientScope {
+                id: Some(r.id.clone()),
+                refusal,
+            }
+        })?;
+    }
+    Ok(())
 }

@@ -10,6 +10,7 @@ use http::{HeaderValue, Response, StatusCode, header};
 use super::body::ResponseBody;
 use crate::protocol::encode_error;
 use crate::protocol::{DecodeError, ErrorObject, ProtocolVersion, RequestId, code};
+use crate::server::InsufficientScope;
 use crate::store::StoreError;
 
 /// Why a request was refused before (or instead of) being served.
@@ -23,10 +24,17 @@ pub(crate) enum Rejection {
     UnsupportedMediaType,
     /// `Accept` allows neither JSON nor SSE (406).
     NotAcceptable(&'static str),
+    /// The request head (target and headers) exceeds 64 KiB (431).
+    HeadersTooLarge,
     /// The body exceeds the limit (413).
     PayloadTooLarge(usize),
     /// The body could not be read (400).
     UnreadableBody,
+    /// The body did not arrive within the body deadline or at the minimum rate (408).
+    BodyTimeout,
+    /// The bytes buffered for bodies across all connections reached their budget (503,
+    /// `Retry-After`).
+    BodyBudgetExhausted,
     /// The body is not JSON or not JSON-RPC (400, -32700 / -32600).
     Decode(DecodeError),
     /// A malformed request (400, -32600).
@@ -56,6 +64,13 @@ pub(crate) enum Rejection {
     NoServer,
     /// The session store is unreachable (503, `Retry-After`).
     StoreUnavailable,
+    /// The caller lacks a scope the request needs (403, `WWW-Authenticate: Bearer
+    /// error="insufficient_scope"`; the response carries the refusal in its extensions for
+    /// an authentication layer to write its own challenge). The session, if any, is kept.
+    InsufficientScope {
+        id: Option<RequestId>,
+        refusal: InsufficientScope,
+    },
     /// A 2026-07-28 check failed (headers against `_meta`, `_meta` itself): the status of
     /// its JSON-RPC error under the modern rules (400 for every code these checks use).
     Modern {
@@ -104,6 +119,27 @@ impl Rejection {
                 None,
                 invalid("Bad Request: the body could not be read"),
                 None,
+            ),
+            R::HeadersTooLarge => (
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                None,
+                invalid("Request Header Fields Too Large: the request head exceeds 64 KiB"),
+                Some((header::CONNECTION, HeaderValue::from_static("close"))),
+            ),
+            R::BodyTimeout => (
+                StatusCode::REQUEST_TIMEOUT,
+                None,
+                invalid("Request Timeout: the body did not arrive in time"),
+                Some((header::CONNECTION, HeaderValue::from_static("close"))),
+            ),
+            R::BodyBudgetExhausted => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                None,
+                ErrorObject::new(
+                    code::INTERNAL_ERROR,
+                    "Service Unavailable: too many request bodies are being received",
+                ),
+                Some((header::RETRY_AFTER, HeaderValue::from_static("1"))),
             ),
             R::Decode(e) => (
                 StatusCode::BAD_REQUEST,
@@ -208,6 +244,20 @@ impl Rejection {
                 invalid("Bad Request: no server is available for this request"),
                 None,
             ),
+            R::InsufficientScope { id, refusal } => {
+                let challenge = format!(
+                    "Bearer error=\"insufficient_scope\", scope=\"{}\"",
+                    refusal.scope_param()
+                );
+                (
+                    StatusCode::FORBIDDEN,
+                    id,
+                    refusal.to_error(),
+                    HeaderValue::from_str(&challenge)
+                        .ok()
+                        .map(|v| (header::WWW_AUTHENTICATE, v)),
+                )
+            }
             R::Modern { id, error } => {
                 let status = match modern_error_status(error.code) {
                     // A refused request is never a success.
@@ -222,6 +272,10 @@ impl Rejection {
     /// The HTTP response for this rejection: its status, a JSON-RPC error body, and the
     /// header the status needs (`Allow`, `Retry-After`).
     pub(crate) fn into_response(self) -> Response<ResponseBody> {
+        let scope_refusal = match &self {
+            Rejection::InsufficientScope { refusal, .. } => Some(refusal.clone()),
+            _ => None,
+        };
         let (status, id, error, extra) = self.parts();
         let body = encode_error(id.as_ref(), &error);
         let mut resp = Response::new(ResponseBody::full(body));
@@ -232,6 +286,9 @@ impl Rejection {
         );
         if let Some((k, v)) = extra {
             resp.headers_mut().insert(k, v);
+        }
+        if let Some(refusal) = scope_refusal {
+            resp.extensions_mut().insert(refusal);
         }
         resp
     }

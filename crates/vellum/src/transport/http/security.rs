@@ -42,20 +42,34 @@ fn is_mapped_loopback(ip: IpAddr) -> bool {
     }
 }
 
-/// Splits `host[:port]` (with `[v6]` brackets) and returns the host part.
-fn host_part(authority: &str) -> &str {
+/// Splits `host[:port]` (with `[v6]` brackets) and returns the host part; `None` when the
+/// authority is malformed (anything but an optional `:digits` after a bracketed literal).
+fn host_part(authority: &str) -> Option<&str> {
     if let Some(rest) = authority.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or("");
+        let (host, tail) = rest.split_once(']')?;
+        let port_ok = tail.is_empty()
+            || tail
+                .strip_prefix(':')
+                .is_some_and(|p| p.bytes().all(|b| b.is_ascii_digit()));
+        return port_ok.then_some(host);
     }
-    match authority.rsplit_once(':') {
+    Some(match authority.rsplit_once(':') {
         Some((h, port)) if !h.contains(':') && port.bytes().all(|b| b.is_ascii_digit()) => h,
         _ => authority,
-    }
+    })
 }
 
 /// True for `localhost`, `127.x.y.z`, `[::1]`, each with an optional port.
 pub fn is_loopback_host(authority: &str) -> bool {
-    let host = host_part(authority);
+    let Some(host) = host_part(authority) else {
+        return false;
+    };
+    if authority.starts_with('[') {
+        // Brackets hold an IPv6 literal, and only that.
+        return host
+            .parse::<std::net::Ipv6Addr>()
+            .is_ok_and(|ip| ip.is_loopback() || is_mapped_loopback(IpAddr::V6(ip)));
+    }
     if host == "127.0.0.1" || host == "localhost" {
         return true; // the common cases, without parsing
     }
@@ -83,12 +97,13 @@ pub(crate) fn check_localhost(
     }
 }
 
-/// The `Host` header, or the URI's authority (HTTP/2).
+/// The authority of the request target when it has one (absolute form, HTTP/2's
+/// `:authority`), else the `Host` header: RFC 9112 §3.2.2 has a server ignore `Host` for
+/// an absolute-form target.
 fn request_host<'a>(headers: &'a HeaderMap, uri: &'a http::Uri) -> Option<&'a str> {
-    headers
-        .get(header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .or_else(|| uri.authority().map(|a| a.as_str()))
+    uri.authority()
+        .map(|a| a.as_str())
+        .or_else(|| headers.get(header::HOST).and_then(|v| v.to_str().ok()))
 }
 
 /// Cross-origin request protection with the semantics of Go's `http.CrossOriginProtection`:
@@ -252,6 +267,11 @@ mod tests {
             "10.0.0.1",
             "0.0.0.0",
             "[::2]:80",
+            "[::1]evil.com",
+            "[::1]:80x",
+            "[::1].evil.com:80",
+            "[::1",
+            "[127.0.0.1]",
             "evil.com:8000",
             "",
         ] {

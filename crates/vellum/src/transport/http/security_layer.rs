@@ -77,6 +77,8 @@ impl SecurityLayer {
         {
             return Ok(());
         }
+        super::headers::check_head_size(uri, headers)?;
+        super::headers::check_singletons(headers)?;
         if self.policy.localhost {
             check_localhost(headers, uri, connection)?;
         }
@@ -114,7 +116,8 @@ impl SecurityLayer {
 
 impl SecurityLayer {
     /// Adds the CORS headers to a response the layer's user answered itself, when the
-    /// request's origin is trusted.
+    /// request's origin is trusted. (The auth layer's answers are the only such responses.)
+    #[cfg(feature = "auth")]
     pub(crate) fn decorate(&self, request: &HeaderMap, response: &mut HeaderMap) {
         if let Some(origin) = self.cors_origin(request) {
             cors::decorate(response, &origin);

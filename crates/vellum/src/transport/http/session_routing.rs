@@ -161,11 +161,14 @@ impl Inner {
     }
 }
 
-/// True when a payload holds a request (not only notifications and answers).
-pub(super) fn has_request(p: &Payload) -> bool {
+/// How many requests a payload holds (not counting notifications and answers).
+pub(super) fn request_count(p: &Payload) -> usize {
     match p {
-        Payload::Single(m) => matches!(m, Message::Request(_)),
-        Payload::Batch(v) => v.iter().any(|m| matches!(m, Message::Request(_))),
+        Payload::Single(m) => usize::from(matches!(m, Message::Request(_))),
+        Payload::Batch(v) => v
+            .iter()
+            .filter(|m| matches!(m, Message::Request(_)))
+            .count(),
     }
 }
 

@@ -10,7 +10,7 @@
 //! and which session a request names (`session_routing.rs`).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 
@@ -53,6 +53,12 @@ pub(crate) struct HttpSession {
     last_active: AtomicU64,
     /// Milliseconds since the table's epoch when the store's TTL was last renewed.
     last_touch: AtomicU64,
+    /// Requests still running whose POST connection went (they go on in the background, so
+    /// a GET may resume their stream): they no longer count against the in-flight cap.
+    detached: AtomicUsize,
+    /// The most requests that may run detached (the in-flight cap); more are cancelled
+    /// when their connection goes.
+    max_detached: Option<usize>,
 }
 
 impl HttpSession {
@@ -63,6 +69,30 @@ impl HttpSession {
             session: self.clone(),
             epoch: table.epoch,
         }
+    }
+
+    /// The requests in flight that a live connection still waits for (what the in-flight
+    /// cap counts: a request whose connection went no longer does).
+    pub(crate) fn attached_inflight(&self) -> usize {
+        self.core
+            .inflight_count()
+            .saturating_sub(self.detached.load(Ordering::Acquire))
+    }
+
+    /// Lets `n` requests run on after their connection went, within `max_detached`;
+    /// `None` when there is no room (they are to be cancelled instead).
+    pub(crate) fn detach(self: &Arc<Self>, n: usize) -> Option<DetachedGuard> {
+        let room = |d: usize| {
+            d.checked_add(n)
+                .filter(|total| self.max_detached.is_none_or(|max| *total <= max))
+        };
+        self.detached
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, room)
+            .ok()?;
+        Some(DetachedGuard {
+            session: self.clone(),
+            remaining: n,
+        })
     }
 
     pub(crate) fn event_id_of_standalone_head(&self) -> EventId {
@@ -93,6 +123,33 @@ impl Drop for ActivityGuard {
     }
 }
 
+/// Requests of a session running on after their connection went; each one that finishes
+/// (or the guard's drop, for the rest) gives its place back.
+pub(crate) struct DetachedGuard {
+    session: Arc<HttpSession>,
+    remaining: usize,
+}
+
+impl DetachedGuard {
+    /// One of the requests finished.
+    pub(crate) fn finished_one(&mut self) {
+        if self.remaining > 0 {
+            self.remaining -= 1;
+            self.session.detached.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+impl Drop for DetachedGuard {
+    fn drop(&mut self) {
+        if self.remaining > 0 {
+            self.session
+                .detached
+                .fetch_sub(self.remaining, Ordering::AcqRel);
+        }
+    }
+}
+
 /// When the sweeper closes sessions.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Expiry {
@@ -110,16 +167,19 @@ pub(crate) struct SessionTable {
     pub(crate) cluster: Arc<Cluster>,
     epoch: Instant,
     sweeper: AtomicBool,
+    /// The in-flight cap per session, also the most requests one may run detached.
+    max_in_flight: Option<usize>,
 }
 
 impl SessionTable {
-    pub(crate) fn new(cluster: Arc<Cluster>) -> Self {
+    pub(crate) fn new(cluster: Arc<Cluster>, max_in_flight: Option<usize>) -> Self {
         SessionTable {
             map: RwLock::new(HashMap::new()),
             per_owner: Mutex::new(HashMap::new()),
             cluster,
             epoch: Instant::now(),
             sweeper: AtomicBool::new(false),
+            max_in_flight,
         }
     }
 
@@ -168,6 +228,8 @@ impl SessionTable {
             active: AtomicU32::new(0),
             last_active: AtomicU64::new(now),
             last_touch: AtomicU64::new(now),
+            detached: AtomicUsize::new(0),
+            max_detached: self.max_in_flight,
         })
     }
 

@@ -149,11 +149,14 @@ impl StreamableHttpClientTransport {
         options.mark_credentials_sensitive();
         let http = match &options.client {
             Some(c) => c.clone(),
-            None => reqwest::Client::builder()
-                .connect_timeout(options.connect_timeout)
-                .read_timeout(options.read_timeout)
-                .build()
-                .map_err(HttpClientError::Client)?,
+            None => {
+                crate::transport::install_crypto_provider();
+                reqwest::Client::builder()
+                    .connect_timeout(options.connect_timeout)
+                    .read_timeout(options.read_timeout)
+                    .build()
+                    .map_err(HttpClientError::Client)?
+            }
         };
         let shared = Arc::new(Shared::new(http, parsed, options));
         Ok(StreamableHttpClientTransport {

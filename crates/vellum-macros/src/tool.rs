@@ -1,0 +1,144 @@
+//! `#[tool]`: a function as an MCP tool.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, quote_spanned};
+use syn::Ident;
+use syn::spanned::Spanned;
+
+use crate::common::{
+    Handler, Options, ParamKind, Place, bind, builder_name, builder_params, call, clones,
+    ctx_ident, opt_lit, opt_str, req_ident,
+};
+
+pub(crate) const OPTIONS: &[&str] = &["name", "description", "title"];
+
+/// True for a valid tool name (1 to 128 of `A-Za-z0-9_.-`), as the server checks it.
+fn valid_name(name: &str) -> bool {
+    (1..=128).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+}
+
+/// The route builder of one tool.
+pub(crate) fn route(
+    options: &Options,
+    doc: Option<String>,
+    handler: &Handler,
+    vis: &TokenStream,
+    place: Place,
+) -> syn::Result<TokenStream> {
+    let name = match &options.name {
+        Some(n) => {
+            if !valid_name(&n.value()) {
+                return Err(syn::Error::new(
+                    n.span(),
+                    "a tool name is 1 to 128 of A-Z a-z 0-9 _ - .",
+                ));
+            }
+            n.value()
+        }
+        None => handler.name.to_string(),
+    };
+    let description = options.description.as_ref().map(|d| d.value()).or(doc);
+    let description = opt_str(description);
+    let title = opt_lit(&options.title);
+
+    let args = Ident::new("__vellum_args", Span::mixed_site());
+    let args_ty = Ident::new("__VellumArgs", Span::mixed_site());
+    let request_ty = quote!(::vellum::server::CallToolRequest);
+    let b = bind(handler, &request_ty, |ident, _| quote!(#args.#ident));
+    let params = builder_params(handler, place, &b)?;
+
+    // The input: one `Json<T>`, typed arguments (a struct of them), or nothing.
+    let mut checks = Vec::new();
+    let mut fields = Vec::new();
+    for p in &handler.params {
+        if let ParamKind::Property { ident } = &p.kind {
+            let ty = &p.ty;
+            checks.push(quote_spanned! {ty.span()=>
+                ::vellum::handler::__private::typed_argument::<#ty>();
+            });
+            let doc = p.doc.iter();
+            let forward = &p.forward;
+            fields.push(quote!(#(#[doc = #doc])* #(#forward)* #ident: #ty));
+        }
+    }
+    let input = handler.params.iter().find_map(|p| match &p.kind {
+        ParamKind::Input { inner } => Some(inner),
+        _ => None,
+    });
+    let (args_struct, input_schema, deserialize) = if !fields.is_empty() {
+        (
+            quote! {
+                #[derive(::vellum::handler::__private::serde::Deserialize, ::vellum::handler::__private::schemars::JsonSchema)]
+                #[serde(crate = "::vellum::handler::__private::serde")]
+                #[schemars(crate = "::vellum::handler::__private::schemars")]
+                struct #args_ty { #(#fields),* }
+            },
+            quote!(::vellum::handler::__private::input_schema::<#args_ty>()),
+            {
+                let req = req_ident();
+                quote! {
+                    let #args: #args_ty = match ::vellum::handler::__private::arguments(&#req) {
+                        ::core::result::Result::Ok(v) => v,
+                        ::core::result::Result::Err(r) => return ::core::result::Result::Ok(r),
+                    };
+                }
+            },
+        )
+    } else if let Some(inner) = input {
+        (
+            quote!(),
+            quote_spanned!(inner.span()=> ::vellum::handler::__private::input_schema::<#inner>()),
+            quote!(),
+        )
+    } else {
+        (
+            quote!(),
+            quote!(::vellum::handler::__private::input_schema::<
+                ::vellum::server::NoArgs,
+            >()),
+            quote!(),
+        )
+    };
+    let output = &handler.output;
+    let output_schema =
+        quote_spanned!(output.span()=> ::vellum::handler::__private::output_schema::<#output>());
+    let builder = builder_name(handler, "tool", place);
+    let clones = clones(handler, place, &b);
+    let lets = &b.lets;
+    let call = call(handler, place, &b.args);
+    let ctx = ctx_ident();
+    let req = req_ident();
+    let out = Ident::new("__vellum_out", Span::mixed_site());
+    let doc = format!(
+        "The route of the `{name}` tool (made by `#[tool]`): `.register(&server)` serves it."
+    );
+    let attrs = match place {
+        Place::Free => quote!(#[doc = #doc]),
+        Place::Method => quote!(#[doc(hidden)]),
+    };
+    // Spanned at the return type, like the output schema's check: a type that is not a
+    // result is reported there.
+    let convert =
+        quote_spanned!(output.span()=> ::vellum::handler::__private::tool_result::<#output>(#out));
+    Ok(quote! {
+        #attrs
+        #vis fn #builder(#params) -> ::vellum::handler::ToolRoute<impl ::vellum::handler::ToolHandler> {
+            #(#checks)*
+            #args_struct
+            let tool = ::vellum::handler::__private::tool(#name, #description, #title, #input_schema, #output_schema);
+            ::vellum::handler::ToolRoute::new(tool, move |#ctx: ::vellum::server::RequestContext, #req: ::vellum::server::CallToolRequest| {
+                #clones
+                async move {
+                    let _ = (&#ctx, &#req);
+                    #deserialize
+                    #(#lets)*
+                    let #out = #call;
+                    #convert
+                }
+            })
+        }
+    })
+}

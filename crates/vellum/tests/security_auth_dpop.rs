@@ -1,0 +1,402 @@
+//! DPoP (RFC 9449) at the resource server over real loopback HTTP: a bound token (`cnf.jkt`)
+//! only with the `DPoP` scheme and a valid proof; every refusal (Bearer-sent bound token,
+//! missing proof, replay on the same and on another instance, wrong `htu`/`htm`, another
+//! key, stale `iat`, wrong `ath`, unbound token as DPoP, Bearer in `required` mode), server
+//! nonces, both eras, and step-up with a DPoP token.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use reqwest::Method;
+use serde_json::{Value, json};
+use vellum::auth::{AuthLayer, DpopMode, DpopReplayCache, JwtVerifier, MemoryReplayCache};
+use vellum::jose::{SigningKey, dpop_proof, sha256_b64url};
+use vellum::prelude::*;
+use vellum_testkit::http::{McpHttp, Modern, TestHttpServer};
+
+const ISSUER: &str = "http://127.0.0.1:1/issuer";
+const AUDIENCE: &str = "vellum-test";
+const SECRET: &[u8] = b"0123456789abcdef0123456789abcdef-dpop";
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// An Ed25519 DPoP key from a fixed seed (PKCS#8 v1, RFC 8410).
+fn key(seed: u8) -> SigningKey {
+    let mut der = vec![
+        0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04,
+        0x20,
+    ];
+    der.extend_from_slice(&[seed; 32]);
+    SigningKey::from_pkcs8_der(&der, Algorithm::EdDSA).unwrap()
+}
+
+/// A proof with exactly these claims (what `dpop_proof` would not make: a stale `iat`, a
+/// chosen `jti`).
+fn proof_with(k: &SigningKey, claims: &Value) -> String {
+    let mut header = Header::new(Algorithm::EdDSA);
+    header.typ = Some("dpop+jwt".into());
+    header.jwk = Some(k.public_jwk().clone());
+    k.sign(header, claims).unwrap()
+}
+
+/// An access token for `scope`, bound to `jkt` when given.
+fn token(scope: &str, jkt: Option<&str>) -> String {
+    let mut claims = json!({
+        "iss": ISSUER, "sub": "alice", "aud": AUDIENCE, "exp": now() + 600, "iat": now(),
+        "scope": scope,
+    });
+    if let Some(j) = jkt {
+        claims["cnf"] = json!({ "jkt": j });
+    }
+    jsonwebtoken::encode(
+        &Header::new(Algorithm::HS256),
+        &claims,
+        &EncodingKey::from_secret(SECRET).unwrap(),
+    )
+    .unwrap()
+}
+
+fn server() -> Server {
+    let server = Server::new(Implementation::new("dpop", "1.0"), ServerOptions::default());
+    server
+        .add_raw_tool(
+            Tool::new("echo", "Echo"),
+            |_c: RequestContext, _r: CallToolRequest| async move {
+                Ok::<_, HandlerError>(CallToolResult::text("ok"))
+            },
+        )
+        .unwrap()
+        .add_raw_tool(
+            Tool::new("write", "Writes").requires_scope("write"),
+            |_c: RequestContext, _r: CallToolRequest| async move {
+                Ok::<_, HandlerError>(CallToolResult::text("written"))
+            },
+        )
+        .unwrap();
+    server
+}
+
+type Configure =
+    Box<dyn FnOnce(vellum::auth::AuthLayerBuilder) -> vellum::auth::AuthLayerBuilder + Send>;
+
+async fn start(configure: Configure) -> TestHttpServer {
+    let handler = StreamableHttpHandler::for_server(
+        server(),
+        StreamableHttpOptions::default()
+            .json_response(true)
+            .stateless(true),
+    );
+    TestHttpServer::start_with_layer(handler, move |url| {
+        let b = AuthLayer::builder(
+            url.to_owned(),
+            JwtVerifier::hs256(SECRET, ISSUER, AUDIENCE).unwrap(),
+        )
+        .authorization_server(ISSUER);
+        configure(b).build().unwrap()
+    })
+    .await
+}
+
+fn echo_body() -> Value {
+    json!({"jsonrpc":"2.0","id":1,"method":"tools/call",
+           "params":{"name":"echo","arguments":{}}})
+}
+
+/// POSTs a legacy (stateless) `tools/call` with `authorization` and the given proofs.
+async fn post(
+    mcp: &TestHttpServer,
+    authorization: &str,
+    proofs: &[&str],
+    body: &Value,
+) -> reqwest::Response {
+    let m = McpHttp::new(&mcp.url);
+    let mut b = m
+        .builder(Method::POST)
+        .header("authorization", authorization)
+        .json(body);
+    for p in proofs {
+        b = b.header("dpop", *p);
+    }
+    b.send().await.unwrap()
+}
+
+fn challenges(r: &reqwest::Response) -> Vec<String> {
+    r.headers()
+        .get_all("www-authenticate")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Asserts 401 with a DPoP challenge carrying `error`.
+fn assert_dpop_refusal(r: &reqwest::Response, error: &str) {
+    assert_eq!(r.status(), 401, "{:?}", challenges(r));
+    let c = challenges(r);
+    assert!(
+        c.iter()
+            .any(|c| c.starts_with("DPoP ") && c.contains(&format!("error=\"{error}\""))),
+        "{c:?}"
+    );
+}
+
+async fn metadata(mcp: &TestHttpServer) -> Value {
+    let url = format!("{}/.well-known/oauth-protected-resource", mcp.base());
+    reqwest::get(url).await.unwrap().json().await.unwrap()
+}
+
+fn allowed() -> Configure {
+    Box::new(|b| b)
+}
+
+#[tokio::test]
+async fn a_bound_token_needs_the_dpop_scheme_and_a_valid_proof() {
+    let mcp = start(allowed()).await;
+    let k = key(1);
+    let t = token("", Some(k.thumbprint()));
+    let url = mcp.url.clone();
+    let proof =
+        |method: &str, url: &str, tok: &str| dpop_proof(&k, method, url, Some(tok), None).unwrap();
+
+    // A valid proof: served.
+    let r = post(
+        &mcp,
+        &format!("DPoP {t}"),
+        &[&proof("POST", &url, &t)],
+        &echo_body(),
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+
+    // The bound token as Bearer: invalid_token, with both challenges offered.
+    let r = post(&mcp, &format!("Bearer {t}"), &[], &echo_body()).await;
+    assert_eq!(r.status(), 401);
+    let c = challenges(&r);
+    assert!(
+        c[0].starts_with("Bearer ") && c[0].contains("error=\"invalid_token\""),
+        "{c:?}"
+    );
+    assert!(
+        c[1].starts_with("DPoP algs=\"ES256 ES384 EdDSA RS256 PS256\""),
+        "{c:?}"
+    );
+
+    // No proof, two proofs.
+    let r = post(&mcp, &format!("DPoP {t}"), &[], &echo_body()).await;
+    assert_dpop_refusal(&r, "invalid_dpop_proof");
+    let p = proof("POST", &url, &t);
+    let r = post(&mcp, &format!("DPoP {t}"), &[&p, &p], &echo_body()).await;
+    assert_dpop_refusal(&r, "invalid_dpop_proof");
+
+    // Replayed.
+    let p = proof("POST", &url, &t);
+    let r = post(&mcp, &format!("DPoP {t}"), &[&p], &echo_body()).await;
+    assert_eq!(r.status(), 200);
+    let r = post(&mcp, &format!("DPoP {t}"), &[&p], &echo_body()).await;
+    assert_dpop_refusal(&r, "invalid_dpop_proof");
+
+    // Another URL, another method, another token's hash, another key.
+    let other_url = format!("{}/other", mcp.base());
+    for (what, p) in [
+        ("htu", proof("POST", &other_url, &t)),
+        ("htm", proof("GET", &url, &t)),
+        ("ath", proof("POST", &url, &token("", Some(k.thumbprint())))),
+        (
+            "key",
+            dpop_proof(&key(2), "POST", &url, Some(&t), None).unwrap(),
+        ),
+    ] {
+        let r = post(&mcp, &format!("DPoP {t}"), &[&p], &echo_body()).await;
+        assert_dpop_refusal(&r, "invalid_dpop_proof");
+        let body: Value = r.json().await.unwrap();
+        assert_eq!(body["error"], "invalid_dpop_proof", "{what}");
+    }
+
+    // A stale iat (ten minutes ago).
+    let stale = proof_with(
+        &k,
+        &json!({"jti": "stale-1", "htm": "POST", "htu": url, "iat": now() - 600,
+                "ath": sha256_b64url(t.as_bytes())}),
+    );
+    let r = post(&mcp, &format!("DPoP {t}"), &[&stale], &echo_body()).await;
+    assert_dpop_refusal(&r, "invalid_dpop_proof");
+
+    // A token without cnf as DPoP: invalid_token on the DPoP challenge.
+    let unbound = token("", None);
+    let r = post(
+        &mcp,
+        &format!("DPoP {unbound}"),
+        &[&proof("POST", &url, &unbound)],
+        &echo_body(),
+    )
+    .await;
+    assert_dpop_refusal(&r, "invalid_token");
+    // ... and as Bearer it goes through (allowed mode).
+    let r = post(&mcp, &format!("Bearer {unbound}"), &[], &echo_body()).await;
+    assert_eq!(r.status(), 200);
+}
+
+#[tokio::test]
+async fn the_metadata_and_the_plain_challenge_name_dpop() {
+    let mcp = start(allowed()).await;
+    let m: Value = metadata(&mcp).await;
+    assert_eq!(
+        m["dpop_signing_alg_values_supported"],
+        json!(["ES256", "ES384", "EdDSA", "RS256", "PS256"])
+    );
+    assert!(m.get("dpop_bound_access_tokens_required").is_none());
+    let r = McpHttp::new(&mcp.url)
+        .post_raw(echo_body().to_string())
+        .await;
+    assert_eq!(r.status, 401);
+    let c: Vec<&str> = r
+        .headers
+        .get_all("www-authenticate")
+        .iter()
+        .map(|v| v.to_str().unwrap())
+        .collect();
+    assert_eq!(c.len(), 2, "{c:?}");
+    assert!(c[0].starts_with("Bearer resource_metadata="));
+    assert!(c[1].starts_with("DPoP algs="));
+}
+
+#[tokio::test]
+async fn required_mode_refuses_bearer_tokens() {
+    let mcp = start(Box::new(|b| b.dpop(DpopMode::Required))).await;
+    let r = post(
+        &mcp,
+        &format!("Bearer {}", token("", None)),
+        &[],
+        &echo_body(),
+    )
+    .await;
+    assert_dpop_refusal(&r, "invalid_token");
+    assert_eq!(
+        challenges(&r).len(),
+        1,
+        "no Bearer challenge in required mode"
+    );
+    let m: Value = metadata(&mcp).await;
+    assert_eq!(m["dpop_bound_access_tokens_required"], true);
+
+    let k = key(3);
+    let t = token("", Some(k.thumbprint()));
+    let p = dpop_proof(&k, "POST", &mcp.url, Some(&t), None).unwrap();
+    let r = post(&mcp, &format!("DPoP {t}"), &[&p], &echo_body()).await;
+    assert_eq!(r.status(), 200);
+}
+
+#[tokio::test]
+async fn off_mode_does_not_take_the_dpop_scheme_nor_bound_tokens() {
+    let mcp = start(Box::new(|b| b.dpop(DpopMode::Off))).await;
+    let k = key(4);
+    let t = token("", Some(k.thumbprint()));
+    let p = dpop_proof(&k, "POST", &mcp.url, Some(&t), None).unwrap();
+    let r = post(&mcp, &format!("DPoP {t}"), &[&p], &echo_body()).await;
+    assert_eq!(r.status(), 401);
+    assert_eq!(challenges(&r).len(), 1);
+    assert!(challenges(&r)[0].starts_with("Bearer "));
+    let r = post(&mcp, &format!("Bearer {t}"), &[], &echo_body()).await;
+    assert_eq!(
+        r.status(),
+        401,
+        "a bound token is never taken as a bearer token"
+    );
+}
+
+#[tokio::test]
+async fn a_server_nonce_is_required_and_then_satisfied() {
+    let mcp = start(Box::new(|b| b.dpop_nonce(Duration::from_secs(300)))).await;
+    let k = key(5);
+    let t = token("", Some(k.thumbprint()));
+    let p = dpop_proof(&k, "POST", &mcp.url, Some(&t), None).unwrap();
+    let r = post(&mcp, &format!("DPoP {t}"), &[&p], &echo_body()).await;
+    assert_dpop_refusal(&r, "use_dpop_nonce");
+    let nonce = r.headers()["dpop-nonce"].to_str().unwrap().to_owned();
+
+    let bad = dpop_proof(&k, "POST", &mcp.url, Some(&t), Some("made-up")).unwrap();
+    let r = post(&mcp, &format!("DPoP {t}"), &[&bad], &echo_body()).await;
+    assert_dpop_refusal(&r, "use_dpop_nonce");
+
+    let good = dpop_proof(&k, "POST", &mcp.url, Some(&t), Some(&nonce)).unwrap();
+    let r = post(&mcp, &format!("DPoP {t}"), &[&good], &echo_body()).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["dpop-nonce"], nonce.as_str());
+}
+
+#[tokio::test]
+async fn a_proof_replayed_to_another_instance_sharing_the_cache_is_refused() {
+    let cache: Arc<dyn DpopReplayCache> = Arc::new(MemoryReplayCache::default());
+    let (c1, c2) = (cache.clone(), cache);
+    let a = start(Box::new(move |b| b.dpop_replay_cache(c1))).await;
+    let b = start(Box::new(move |b| b.dpop_replay_cache(c2))).await;
+    let k = key(6);
+    let t = token("", Some(k.thumbprint()));
+    // Both instances know themselves by the same canonical URL in production; here each
+    // has its own, so the proof is made for `a` and its htu is what `b` is told it is not:
+    // make one per instance with the same jti instead.
+    let proof_for = |url: &str| {
+        proof_with(
+            &k,
+            &json!({"jti": "same-jti", "htm": "POST", "htu": url, "iat": now(),
+                    "ath": sha256_b64url(t.as_bytes())}),
+        )
+    };
+    let r = post(
+        &a,
+        &format!("DPoP {t}"),
+        &[&proof_for(&a.url)],
+        &echo_body(),
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+    let r = post(
+        &b,
+        &format!("DPoP {t}"),
+        &[&proof_for(&b.url)],
+        &echo_body(),
+    )
+    .await;
+    assert_dpop_refusal(&r, "invalid_dpop_proof");
+}
+
+#[tokio::test]
+async fn modern_requests_take_dpop_and_step_up_names_the_dpop_scheme() {
+    let mcp = start(allowed()).await;
+    let k = key(7);
+    let m = Modern::new(&mcp.url);
+    let send = async |tok: &str, body: &Value| {
+        let p = dpop_proof(&k, "POST", &mcp.url, Some(tok), None).unwrap();
+        m.mcp
+            .modern_builder(body)
+            .header("authorization", format!("DPoP {tok}"))
+            .header("dpop", p)
+            .send()
+            .await
+            .unwrap()
+    };
+    let base = token("", Some(k.thumbprint()));
+    let r = send(&base, &m.body(1, "tools/call", json!({"name": "echo"}))).await;
+    assert_eq!(r.status(), 200);
+
+    let r = send(&base, &m.body(2, "tools/call", json!({"name": "write"}))).await;
+    assert_eq!(r.status(), 403);
+    let c = challenges(&r);
+    assert_eq!(c.len(), 1, "{c:?}");
+    assert!(
+        c[0].starts_with("DPoP algs=")
+            && c[0].contains("error=\"insufficient_scope\"")
+            && c[0].contains("scope=\"write\""),
+        "{c:?}"
+    );
+    let up = token("write", Some(k.thumbprint()));
+    let r = send(&up, &m.body(3, "tools/call", json!({"name": "write"}))).await;
+    assert_eq!(r.status(), 200);
+}
