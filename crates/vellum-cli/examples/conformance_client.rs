@@ -216,6 +216,30 @@ async fn run(scenario: &str, url: &str) -> Result<(), Box<dyn std::error::Error>
                 .unwrap_or(Value::Null);
             call("json_schema_echo".into(), json!({"schema": schema})).await?;
         }
+        // Skills: listing reads no file; a skill is loaded (its SKILL.md read and verified)
+        // only when it is used, and its references only once it verified.
+        "sep-2640-client-no-prefetch" => {
+            let skills = client.list_all_skills().await?;
+            eprintln!(
+                "skills: {:?}",
+                skills.iter().map(|s| &s.uri).collect::<Vec<_>>()
+            );
+        }
+        s if s.starts_with("sep-2640-client-verify-") => {
+            for entry in client.list_all_skills().await? {
+                match client.load_skill(&entry).await {
+                    Ok(skill) => {
+                        for f in skill.files() {
+                            if f.uri != entry.uri {
+                                let bytes = skill.read_file(&f.uri).await?;
+                                eprintln!("{}: {} verified bytes", f.uri, bytes.len());
+                            }
+                        }
+                    }
+                    Err(refused) => eprintln!("skill refused: {refused}"),
+                }
+            }
+        }
         s if s.starts_with("auth/") => {
             // Authorized calls: the listing above, then a tool (step-up scenarios need it).
             if let Some(t) = tools.first() {

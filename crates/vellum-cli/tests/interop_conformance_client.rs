@@ -39,13 +39,7 @@ const OLD_SCENARIOS: [&str; 4] = [
 
 /// What fails today, `SUITE/MODE/SCENARIO[:CHECK]` then the reason (MODE `*`: every mode;
 /// a check id excuses only that check). Remove an entry when its scenario passes.
-const EXPECTED: &[&str] = &[
-    // Skills (SEP-2640, an extension): the client does not read skills.
-    "0.2.0-alpha.12/*/sep-2640-client-no-prefetch skills extension (SEP-2640): the client never calls skills/list, so nothing is verified",
-    "0.2.0-alpha.12/*/sep-2640-client-verify-digest skills extension (SEP-2640): the client never calls skills/list, so nothing is verified",
-    "0.2.0-alpha.12/*/sep-2640-client-verify-size skills extension (SEP-2640): the client never calls skills/list, so nothing is verified",
-    "0.2.0-alpha.12/*/sep-2640-client-verify-frontmatter skills extension (SEP-2640): the client never calls skills/list, so nothing is verified",
-];
+const EXPECTED: &[&str] = &[];
 
 fn suite_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop/conformance")

@@ -23,7 +23,8 @@
 //! `crate::{peer, protocol, error, sync}` and the transport contract):
 //! - `builder`: [`ClientBuilder`], [`Client::builder`], [`Client::connect`]; connecting
 //!   assembles the shared state, starts the reader and runs the handshake.
-//! - `calls`, `subscriptions`: the typed calls, and `listen` / `resources/subscribe`.
+//! - `calls`, `subscriptions`, `skills`: the typed calls, `listen` / `resources/subscribe`,
+//!   and Agent Skills (listing, loading and reading verified skill files).
 //! - `handshake`: `server/discover`, the `initialize` fallback, re-initialisation.
 //! - `input_rounds`: the MRTR loop every typed call goes through.
 //! - `engine`: one request out, its answer back (`_meta`, waiting, cancellation, retry).
@@ -51,6 +52,7 @@ mod handshake;
 mod input_rounds;
 mod mirror;
 mod reader;
+mod skills;
 mod subscriptions;
 pub(crate) mod transport;
 
@@ -62,6 +64,7 @@ pub use callbacks::{
 };
 pub use config::ProtocolChoice;
 pub use handle::Client;
+pub use skills::{LoadedSkill, SkillLoadError};
 pub use subscriptions::Listen;
 
 pub use crate::error::TransportError;

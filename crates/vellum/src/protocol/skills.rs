@@ -5,6 +5,8 @@
 use serde::de::{self, Deserializer};
 use serde::ser::Serializer;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use super::common::{JsonObject, Meta};
 use super::resources::Resource;
@@ -137,6 +139,64 @@ pub struct ReadDirectoryResult {
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+}
+
+/// The most bytes of YAML frontmatter read (a budget against pathological documents).
+pub const MAX_FRONTMATTER_BYTES: usize = 64 * 1024;
+
+/// Why a `SKILL.md` has no usable frontmatter.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("SKILL.md has no valid YAML frontmatter: {0}")]
+pub struct FrontmatterError(pub String);
+
+/// `sha256:{64 lowercase hex}` of some bytes: the digest a skill entry publishes for a file.
+pub fn skill_digest(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    let hash = Sha256::digest(bytes);
+    let mut out = String::with_capacity(7 + 64);
+    out.push_str("sha256:");
+    for b in hash {
+        let _ = write!(out, "{b:02x}"); // writing to a String cannot fail
+    }
+    out
+}
+
+/// The YAML frontmatter of a `SKILL.md` (after an optional BOM: a `---` line, the YAML, a
+/// `---` line), as a JSON object. Servers build a skill's entry with it; clients compare a
+/// fetched `SKILL.md` against the entry they hold with it, so both read YAML the same way.
+pub fn parse_skill_frontmatter(md: &str) -> Result<JsonObject, FrontmatterError> {
+    let text = md.strip_prefix('\u{feff}').unwrap_or(md);
+    let bad = |why: &str| FrontmatterError(why.to_owned());
+    let mut lines = text.split_inclusive('\n');
+    let first = lines.next().ok_or_else(|| bad("SKILL.md is empty"))?;
+    if first.trim_end_matches(['\r', '\n']) != "---" {
+        return Err(bad("SKILL.md must begin with a --- line"));
+    }
+    let mut yaml = String::new();
+    let mut closed = false;
+    for line in lines {
+        if line
+            .trim_end_matches(['\r', '\n'])
+            .trim_end_matches([' ', '\t'])
+            == "---"
+        {
+            closed = true;
+            break;
+        }
+        yaml.push_str(line);
+        if yaml.len() > MAX_FRONTMATTER_BYTES {
+            return Err(bad("the frontmatter is larger than 64 KiB"));
+        }
+    }
+    if !closed {
+        return Err(bad("the frontmatter has no closing --- line"));
+    }
+    let value: Value =
+        serde_saphyr::from_str(&yaml).map_err(|e| FrontmatterError(e.to_string()))?;
+    match value {
+        Value::Object(map) => Ok(map),
+        _ => Err(bad("the frontmatter is not a mapping")),
+    }
 }
 
 #[cfg(test)]

@@ -12,18 +12,16 @@ use std::path::Path;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use crate::protocol::{
     JsonObject, ResourceContents, SKILL_MD, Skill, SkillResource, SkillResources,
+    parse_skill_frontmatter, skill_digest,
 };
 
 /// The most files a skill may have (`SKILL.md` included), per SEP-2640's limits.
 pub const MAX_SKILL_FILES: usize = 512;
 /// The most bytes a skill's files may add up to (16 MiB), per SEP-2640's limits.
 pub const MAX_SKILL_BYTES: u64 = 16 * 1024 * 1024;
-/// The most bytes of YAML frontmatter read (a budget against pathological documents).
-const MAX_FRONTMATTER_BYTES: usize = 64 * 1024;
 
 /// Why a skill cannot be built.
 #[derive(Debug, thiserror::Error)]
@@ -58,7 +56,7 @@ pub(crate) struct SkillFile {
 impl SkillFile {
     fn new(bytes: Vec<u8>, mime_type: &'static str) -> Self {
         SkillFile {
-            digest: digest(&bytes),
+            digest: skill_digest(&bytes),
             bytes,
             mime_type,
         }
@@ -303,52 +301,10 @@ impl SkillFiles {
     }
 }
 
-/// `sha256:{hex}` of some bytes.
-fn digest(bytes: &[u8]) -> String {
-    let hash = Sha256::digest(bytes);
-    let mut out = String::with_capacity(7 + 64);
-    out.push_str("sha256:");
-    for b in hash {
-        out.push_str(&format!("{b:02x}"));
-    }
-    out
-}
-
-/// The YAML frontmatter of a `SKILL.md` (after an optional BOM: a `---` line, the YAML, a
-/// `---` line), as a JSON object.
+/// The YAML frontmatter of a `SKILL.md` as a JSON object (the protocol's parser, which the
+/// client uses to verify what it fetches).
 fn parse_frontmatter(md: &str) -> Result<JsonObject, SkillError> {
-    let text = md.strip_prefix('\u{feff}').unwrap_or(md);
-    let bad = |why: &str| SkillError::Frontmatter(why.to_owned());
-    let mut lines = text.split_inclusive('\n');
-    let first = lines.next().ok_or_else(|| bad("SKILL.md is empty"))?;
-    if first.trim_end_matches(['\r', '\n']) != "---" {
-        return Err(bad("SKILL.md must begin with a --- line"));
-    }
-    let mut yaml = String::new();
-    let mut closed = false;
-    for line in lines {
-        if line
-            .trim_end_matches(['\r', '\n'])
-            .trim_end_matches([' ', '\t'])
-            == "---"
-        {
-            closed = true;
-            break;
-        }
-        yaml.push_str(line);
-        if yaml.len() > MAX_FRONTMATTER_BYTES {
-            return Err(bad("the frontmatter is larger than 64 KiB"));
-        }
-    }
-    if !closed {
-        return Err(bad("the frontmatter has no closing --- line"));
-    }
-    let value: Value =
-        serde_saphyr::from_str(&yaml).map_err(|e| SkillError::Frontmatter(e.to_string()))?;
-    match value {
-        Value::Object(map) => Ok(map),
-        _ => Err(bad("the frontmatter is not a mapping")),
-    }
+    parse_skill_frontmatter(md).map_err(|e| SkillError::Frontmatter(e.0))
 }
 
 /// Checks `name` and `description`; returns the name.
