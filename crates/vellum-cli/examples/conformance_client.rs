@@ -135,6 +135,7 @@ async fn run(scenario: &str, url: &str) -> Result<(), Box<dyn std::error::Error>
     let mut options = HttpClientOptions::default();
     // The suite's Node mocks close keep-alive connections idle for 5 s; on a loaded machine
     // a request written into one being closed is reset, so idle ones are dropped sooner.
+    vellum::transport::install_crypto_provider();
     options.client = Some(
         reqwest::Client::builder()
             .connect_timeout(options.connect_timeout)

@@ -17,6 +17,7 @@ use vellum_testkit::redis::RedisServer;
 use vellum_testkit::within;
 
 fn http() -> reqwest::Client {
+    vellum::transport::install_crypto_provider();
     reqwest::Client::builder().no_proxy().build().unwrap()
 }
 

@@ -23,6 +23,7 @@ use vellum_testkit::http::{McpHttp, Streamed, TestHttpServer};
 use vellum_testkit::within;
 
 fn h2_client() -> reqwest::Client {
+    vellum::transport::install_crypto_provider();
     reqwest::Client::builder()
         .no_proxy()
         .http2_prior_knowledge()
@@ -31,6 +32,7 @@ fn h2_client() -> reqwest::Client {
 }
 
 fn h1_client() -> reqwest::Client {
+    vellum::transport::install_crypto_provider();
     reqwest::Client::builder()
         .no_proxy()
         .http1_only()
@@ -162,6 +164,7 @@ async fn one_connection_carries_many_sessions_and_a_stalled_stream_blocks_none()
     let handler = StreamableHttpHandler::for_server(f.server.clone(), with_store());
     let srv = TestHttpServer::start_with_layer(handler, |_| layer).await;
     // A small stream window, so a stream nobody reads stalls after 64 KiB.
+    vellum::transport::install_crypto_provider();
     let http = reqwest::Client::builder()
         .no_proxy()
         .http2_prior_knowledge()

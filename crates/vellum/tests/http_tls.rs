@@ -84,6 +84,7 @@ async fn a_session_and_a_call_over_tls() {
         .expect_err("an untrusted certificate fails the handshake");
     assert!(refused.is_connect(), "{refused:?}");
     // Plain HTTP on the TLS port gets no HTTP answer either.
+    vellum::transport::install_crypto_provider();
     let plain = reqwest::Client::builder().no_proxy().build().unwrap();
     let r = plain
         .post(format!("http://{}/mcp", srv.addr))

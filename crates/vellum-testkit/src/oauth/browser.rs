@@ -52,6 +52,7 @@ pub async fn send_authorized(
     url: &str,
     body: &serde_json::Value,
 ) -> Result<(u16, serde_json::Value), AuthError> {
+    vellum::transport::install_crypto_provider();
     let client = reqwest::Client::new();
     let mut attempt = oauth.attempt();
     loop {

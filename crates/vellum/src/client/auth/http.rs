@@ -59,6 +59,7 @@ impl Http {
                 attempt.stop()
             }
         });
+        crate::transport::install_crypto_provider();
         let client = reqwest::Client::builder()
             .redirect(policy)
             .connect_timeout(timeout.min(Duration::from_secs(10)))

@@ -522,6 +522,7 @@ mod tests {
                 .unwrap()
                 .1
                 .into_owned();
+            crate::transport::install_crypto_provider();
             let client = reqwest::Client::new();
             let base = Url::parse(&back).unwrap();
             let miss = client
