@@ -49,6 +49,7 @@ fn needed<'a>(ctx: &'a Value, key: &str) -> Result<&'a str, AuthError> {
 /// The user's part of the authorization-code flow: open the URL as a browser would. The
 /// mock approves at once with a 302 to the loopback listener, which the GET follows.
 async fn browse(url: String) -> Result<(), AuthError> {
+    vellum::transport::install_crypto_provider();
     reqwest::get(&url)
         .await
         .map(drop)

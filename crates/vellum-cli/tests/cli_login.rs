@@ -90,6 +90,7 @@ async fn login(dir: &Path, url: &str) -> Output {
         .await
         .expect("vellum login prints the authorization URL within 30 s")
         .expect("vellum login prints the authorization URL");
+    vellum::transport::install_crypto_provider();
     let page = reqwest::get(&auth_url).await.expect("the browser step");
     assert!(page.status().is_success(), "the redirect page: {page:?}");
     let out = tokio::task::spawn_blocking(move || child.wait_with_output())

@@ -149,6 +149,7 @@ fn assert_dpop_refusal(r: &reqwest::Response, error: &str) {
 
 async fn metadata(mcp: &TestHttpServer) -> Value {
     let url = format!("{}/.well-known/oauth-protected-resource", mcp.base());
+    vellum::transport::install_crypto_provider();
     reqwest::get(url).await.unwrap().json().await.unwrap()
 }
 

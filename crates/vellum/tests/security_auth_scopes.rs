@@ -258,6 +258,7 @@ async fn a_modern_request_is_refused_before_the_tool_runs_and_then_steps_up() {
 #[tokio::test]
 async fn the_metadata_lists_every_scope() {
     let f = start().await;
+    vellum::transport::install_crypto_provider();
     let m: Value = reqwest::get(format!(
         "{}/.well-known/oauth-protected-resource/mcp",
         f.mcp.base()

@@ -37,6 +37,7 @@ impl BrowserOpener for ScriptedBrowser {
             .push(url.to_owned());
         Box::pin(async move {
             // Follows the 302 to 127.0.0.1 like a browser; the listener answers the page.
+            vellum::transport::install_crypto_provider();
             reqwest::get(url)
                 .await
                 .map_err(|e| AuthError::Redirect(format!("scripted browser: {e}")))?;
