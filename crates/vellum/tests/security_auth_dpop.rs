@@ -208,7 +208,11 @@ async fn a_bound_token_needs_the_dpop_scheme_and_a_valid_proof() {
     for (what, p) in [
         ("htu", proof("POST", &other_url, &t)),
         ("htm", proof("GET", &url, &t)),
-        ("ath", proof("POST", &url, &token("", Some(k.thumbprint())))),
+        // A different token (its scope differs, so it differs even within the same second).
+        (
+            "ath",
+            proof("POST", &url, &token("other", Some(k.thumbprint()))),
+        ),
         (
             "key",
             dpop_proof(&key(2), "POST", &url, Some(&t), None).unwrap(),
