@@ -30,6 +30,8 @@
 //! Not here: the client side of OAuth (discovery, PKCE, token storage).
 
 #[cfg(feature = "auth")]
+mod builder;
+#[cfg(feature = "auth")]
 mod challenge;
 #[cfg(feature = "auth")]
 mod credentials;
@@ -49,6 +51,8 @@ mod layer;
 mod verifier;
 
 #[cfg(feature = "auth")]
+pub use builder::AuthLayerBuilder;
+#[cfg(feature = "auth")]
 pub use challenge::Challenge;
 #[cfg(feature = "auth")]
 pub use dpop::{DpopMode, DpopReplayCache, MemoryReplayCache, ReplayCacheError, ReplayFuture};
@@ -60,8 +64,7 @@ pub use introspection::{ClientAuth, IntrospectionVerifier};
 pub use jwks::JwksCache;
 #[cfg(feature = "auth")]
 pub use jwt::JwtVerifier;
-#[cfg(feature = "auth")]
-pub use layer::{AuthBody, AuthLayer, AuthLayerBuilder, AuthService};
+pub use layer::{AuthBody, AuthLayer, AuthService};
 // The document lives with the protocol types: the OAuth client reads it too.
 #[cfg(feature = "auth")]
 pub use crate::protocol::{PROTECTED_RESOURCE_WELL_KNOWN, ProtectedResourceMetadata};

@@ -59,7 +59,9 @@ impl Http {
                 attempt.stop()
             }
         });
-        crate::transport::install_crypto_provider();
+        // The workspace's one provider, as `transport::install_crypto_provider` installs it
+        // (the client may not import the transports): a no-op when one is installed.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::builder()
             .redirect(policy)
             .connect_timeout(timeout.min(Duration::from_secs(10)))

@@ -522,7 +522,9 @@ mod tests {
                 .unwrap()
                 .1
                 .into_owned();
-            crate::transport::install_crypto_provider();
+            // The workspace's one provider, as `transport::install_crypto_provider` installs it
+            // (the client may not import the transports): a no-op when one is installed.
+            let _ = rustls::crypto::ring::default_provider().install_default();
             let client = reqwest::Client::new();
             let base = Url::parse(&back).unwrap();
             let miss = client
