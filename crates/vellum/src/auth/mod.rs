@@ -64,6 +64,7 @@ pub use introspection::{ClientAuth, IntrospectionVerifier};
 pub use jwks::JwksCache;
 #[cfg(feature = "auth")]
 pub use jwt::JwtVerifier;
+#[cfg(feature = "auth")]
 pub use layer::{AuthBody, AuthLayer, AuthService};
 // The document lives with the protocol types: the OAuth client reads it too.
 #[cfg(feature = "auth")]
