@@ -78,7 +78,7 @@ pub(crate) struct CallArgs {
     target: Target,
     /// The server's URL (left out with --stdio), the tool's name, then its arguments as
     /// key=value. A value is text when the tool's schema says the argument is a string, and
-    /// JSON otherwise when it parses (n=3, flag=true, list=[1,2]); key:=JSON always means
+    /// JSON otherwise when it parses (n=3, flag=true, list=`[1,2]`); key:=JSON always means
     /// JSON.
     #[arg(value_name = "URL TOOL KEY=VALUE", required = true, num_args = 1..)]
     words: Vec<String>,

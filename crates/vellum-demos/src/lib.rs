@@ -7,7 +7,7 @@
 //! | `hello-world` | [`hello_world`] | the seed: one typed tool, `hello_world` (`#[tool]`) |
 //! | | [`hello_world_builder`] | the same tool with the closure API (an example only) |
 //! | `everything` | [`everything`] (with [`everything_stateless`], [`everything_mrtr`], [`everything_tasks`], [`everything_skills`]) | every fixture of the official conformance suite, plus `hello_world` |
-//! | `bench` | [`bench`] | the benchmark's fixtures: `hello_world`, `stream`, `blob`, `touch` (bench/README.md) |
+//! | `bench` | [`bench`](mod@bench) | the benchmark's fixtures: `hello_world`, `stream`, `blob`, `touch` (bench/README.md) |
 //!
 //! Each module is also a complete program: the same file is the example of that name
 //! (`cargo run --example hello_world`), so what the example shows is what the CLI serves.

@@ -176,7 +176,7 @@ impl AuthLayerBuilder {
         self
     }
 
-    /// Where accepted proof ids are remembered (default: a [`MemoryReplayCache`] of this
+    /// Where accepted proof ids are remembered (default: a [`MemoryReplayCache`](super::MemoryReplayCache) of this
     /// process). Several instances need one shared cache, or a proof replayed to another
     /// instance is accepted there.
     #[must_use]

@@ -2,7 +2,7 @@
 //! (the `macros` feature) build on, usable by hand too.
 //!
 //! A handler takes its arguments in any order, axum style. Each argument is an extractor
-//! ([`FromRequest`]): the [`RequestContext`], the request itself, the caller's
+//! ([`FromRequest`]): the [`RequestContext`](crate::server::RequestContext), the request itself, the caller's
 //! [`Principal`](crate::auth::Principal), an HTTP request [`Extension`], the whole tool
 //! input as [`Json<T>`], or [`State<T>`] given when the handler is registered. It returns
 //! anything that converts into a result: [`IntoToolResult`], [`IntoPromptResult`],

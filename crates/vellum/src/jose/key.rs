@@ -138,6 +138,7 @@ impl SigningKey {
 
     /// The private key's PKCS#8 DER (EC and Ed25519 keys; what a token store keeps of a DPoP
     /// key).
+    #[cfg(any(feature = "client-auth", test))]
     pub(crate) fn pkcs8_der(&self) -> &[u8] {
         self.key.as_bytes()
     }

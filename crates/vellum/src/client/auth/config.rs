@@ -137,7 +137,8 @@ pub(crate) struct Config {
     pub(crate) refresh_margin: Duration,
 }
 
-/// Builds an [`OAuth`] client for one MCP server ([`OAuth::builder`]).
+/// Builds an [`OAuth`](super::OAuth) client for one MCP server
+/// ([`OAuth::builder`](super::OAuth::builder)).
 #[must_use]
 pub struct OAuthBuilder {
     server: String,
