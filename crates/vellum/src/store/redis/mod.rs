@@ -31,3 +31,4 @@ pub use connection::{Redis, RedisOptions, RedisSetupError};
 pub use super::bus::redis::RedisBus;
 pub use super::event_store::redis::RedisEventStore;
 pub use super::session_store::redis::RedisSessionStore;
+pub use super::task_store::redis::RedisTaskStore;

@@ -366,7 +366,7 @@ impl SessionTable {
                     }
                 });
             }
-            BusMessage::SessionClosed { .. } => {}
+            BusMessage::SessionClosed { .. } | BusMessage::Task(_) => {}
         }
     }
 
