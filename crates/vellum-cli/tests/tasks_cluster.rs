@@ -217,7 +217,7 @@ async fn legacy_tasks_across_instances_then_no_key_left() {
 
     // After the ttl, the task's keys are gone; with the session deleted, only the live
     // instances' heartbeats remain.
-    assert_eq!(s0.mcp.delete().await.as_u16(), 200);
+    assert!(s0.mcp.delete().await.is_success());
     let end = Instant::now() + Duration::from_secs(15);
     loop {
         let left: Vec<String> = redis
