@@ -158,11 +158,19 @@ pub(crate) struct ServeArgs {
     /// Serve no health probes (`/healthz` alive, `/readyz` ready) beside the endpoint.
     #[arg(long)]
     no_health: bool,
-    /// On SIGTERM, answer `/readyz` with 503 for this long while still serving (so load
-    /// balancers stop routing here), then stop: streams end with `retry`, in-flight requests
-    /// finish.
+    /// On SIGTERM, answer `/readyz` with 503 and refuse new sessions (503 + Retry-After)
+    /// for this long while still serving the open ones (so load balancers stop routing
+    /// here), then close the listener.
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "0s")]
     drain_grace: Duration,
+    /// Once the listener has closed, how long requests still running get to finish before
+    /// their sessions are closed.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "10s")]
+    request_grace: Duration,
+    /// Once the listener has closed, how long GET and listen streams stay open before they
+    /// end with a `retry` hint (at most `--request-grace`).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "0s")]
+    stream_grace: Duration,
     #[command(flatten)]
     auth: Box<crate::auth_flags::AuthArgs>,
 }
@@ -287,6 +295,8 @@ async fn options(
     o.max_in_flight_per_session = (args.max_in_flight > 0).then_some(args.max_in_flight);
     o.max_sessions_per_principal = args.max_sessions_per_principal;
     o.initialize_timeout = (!args.initialize_timeout.is_zero()).then_some(args.initialize_timeout);
+    o.request_grace = args.request_grace;
+    o.stream_grace = args.stream_grace;
     Ok((o, redis.0.into_iter().map(|(_, r)| r).collect()))
 }
 
@@ -300,16 +310,17 @@ fn health(redis: Vec<vellum::store::redis::Redis>) -> Health {
     })
 }
 
-/// SIGTERM (or Ctrl-C), then `/readyz` 503 for `grace` while serving on. Quiet without a
-/// grace: stderr stays for what the operator asked to see.
-async fn drained(health: Health, grace: Duration) {
+/// SIGTERM (or Ctrl-C), then `/readyz` 503 and new sessions refused for `grace` while
+/// serving on. Quiet without a grace: stderr stays for what the operator asked to see.
+async fn drained(health: Health, handler: StreamableHttpHandler, grace: Duration) {
     shutdown_signal().await;
     health.start_draining();
+    handler.start_draining();
     if grace.is_zero() {
         return;
     }
     eprintln!(
-        "draining: /readyz answers 503, stopping in {}",
+        "draining: /readyz answers 503, new sessions are refused, stopping in {}",
         humantime::format_duration(grace)
     );
     tokio::time::sleep(grace).await;
@@ -441,7 +452,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         ),
         None => None,
     };
-    let shutdown = drained(health.clone(), args.drain_grace);
+    let shutdown = drained(health.clone(), handler.clone(), args.drain_grace);
     let probes = (!args.no_health).then(|| health.layer_at(&args.health_path));
     if args.auth.enabled() {
         let auth = args.auth.layer(addr, &auth_checks)?;

@@ -62,6 +62,8 @@ pub(super) struct Inner {
     /// The bytes buffered for bodies being received, across every connection.
     pub(super) bodies: Arc<BodyBudget>,
     pub(super) shutdown: CancellationToken,
+    /// Set by [`StreamableHttpHandler::start_draining`]: new sessions are refused.
+    pub(super) draining: std::sync::atomic::AtomicBool,
     /// Whether the bus listener runs.
     listening: std::sync::atomic::AtomicBool,
 }
@@ -101,6 +103,7 @@ impl StreamableHttpHandler {
                 bodies: BodyBudget::new(options.max_buffered_body_bytes),
                 options,
                 shutdown: CancellationToken::new(),
+                draining: std::sync::atomic::AtomicBool::new(false),
                 listening: std::sync::atomic::AtomicBool::new(false),
             }),
         }
@@ -125,6 +128,23 @@ impl StreamableHttpHandler {
     /// How many sessions are live.
     pub fn session_count(&self) -> usize {
         self.inner.sessions.len()
+    }
+
+    /// Begins draining: from now on an `initialize` (a new session) and a session this
+    /// instance would have to restore from the session store get 503 with `Retry-After`,
+    /// so clients retry on another instance, while the sessions held here go on being
+    /// served, streams included. The serve loops start draining when their shutdown
+    /// future completes; call this earlier to drain while still accepting connections
+    /// (`vellum serve` does so for `--drain-grace`, beside failing `/readyz`).
+    pub fn start_draining(&self) {
+        self.inner
+            .draining
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Whether [`start_draining`](Self::start_draining) was called.
+    pub fn is_draining(&self) -> bool {
+        self.inner.is_draining()
     }
 
     /// Begins a graceful shutdown: streams that answer no running request (GET streams,
@@ -223,7 +243,10 @@ impl StreamableHttpHandler {
         .await;
         let mut resp = result.unwrap_or_else(|r| {
             log_event!(inner.options.logger.as_ref(), debug, method = %method, rejection = ?r, "request rejected");
-            r.into_response()
+            let reason = r.reason();
+            let resp = r.into_response();
+            super::metrics::refused(resp.status().as_u16(), reason);
+            resp
         });
         if let Some(o) = &cors_origin {
             cors::decorate(resp.headers_mut(), o);
@@ -233,6 +256,11 @@ impl StreamableHttpHandler {
 }
 
 impl Inner {
+    /// Whether new sessions are refused (see [`StreamableHttpHandler::start_draining`]).
+    pub(super) fn is_draining(&self) -> bool {
+        self.draining.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// The methods served, for `Allow`.
     pub(super) fn allow(&self) -> &'static str {
         if self.options.stateless {

@@ -29,6 +29,7 @@ mod get;
 pub mod headers;
 mod health;
 mod live_streams;
+mod metrics;
 mod modern_headers;
 mod options;
 mod post;
@@ -47,10 +48,13 @@ mod sse_writer;
 #[cfg(feature = "tls")]
 mod tls;
 mod trace;
+mod trace_context;
 
 pub use body::ResponseBody;
 pub use endpoint::StreamableHttpHandler;
 pub use health::{Health, HealthBody, HealthLayer, HealthService, READINESS_CHECK_TIMEOUT};
+#[cfg(feature = "metrics")]
+pub use metrics::{describe_metrics, names as metric_names};
 pub use options::StreamableHttpOptions;
 pub use security::{ConnectionInfo, CrossOriginProtection, InvalidOrigin, is_loopback_host};
 pub use security_layer::{SecurityBody, SecurityLayer, SecurityService};

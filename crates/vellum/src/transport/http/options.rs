@@ -102,6 +102,15 @@ pub struct StreamableHttpOptions {
     /// requests, cancellations, standalone-stream messages and session ends reach the
     /// instance that needs them. Default: none.
     pub bus: Option<Arc<dyn MessageBus>>,
+    /// On shutdown, how long requests still running get to finish once the listener has
+    /// closed; then every session here is closed (what still runs is cancelled).
+    /// Default: [`DEFAULT_SHUTDOWN_GRACE`](super::DEFAULT_SHUTDOWN_GRACE) (10 s).
+    pub request_grace: Duration,
+    /// On shutdown, how long streams that answer no running request (GET streams,
+    /// `subscriptions/listen`) stay open once the listener has closed, before they end
+    /// with a `retry` hint (at most `request_grace`). Default: zero (they end at once, so
+    /// their clients reconnect elsewhere while in-flight requests finish).
+    pub stream_grace: Duration,
 }
 
 impl StreamableHttpOptions {
@@ -194,6 +203,8 @@ impl Default for StreamableHttpOptions {
             initialize_timeout: Some(Duration::from_secs(60)),
             session_store: None,
             bus: None,
+            request_grace: super::DEFAULT_SHUTDOWN_GRACE,
+            stream_grace: Duration::ZERO,
         }
     }
 }
@@ -231,6 +242,8 @@ impl std::fmt::Debug for StreamableHttpOptions {
                 "bus",
                 &self.bus.as_ref().map(|b| b.instance_id().to_owned()),
             )
+            .field("request_grace", &self.request_grace)
+            .field("stream_grace", &self.stream_grace)
             .finish()
     }
 }
