@@ -4,6 +4,7 @@
 mod auth_flags;
 mod commands;
 mod login;
+mod metrics_endpoint;
 mod output;
 mod serve;
 mod target;

@@ -171,6 +171,10 @@ pub(crate) struct ServeArgs {
     /// end with a `retry` hint (at most `--request-grace`).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "0s")]
     stream_grace: Duration,
+    /// Serve Prometheus metrics (operation and session durations, sessions, GET streams,
+    /// refusals, event-store appends) at `http://ADDR/metrics`, on a listener of its own.
+    #[arg(long, value_name = "ADDR")]
+    metrics_addr: Option<String>,
     #[command(flatten)]
     auth: Box<crate::auth_flags::AuthArgs>,
 }
@@ -411,6 +415,10 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     let (mut options, redis) = options(&args).await?;
     let health = health(redis);
+    if let Some(addr) = &args.metrics_addr {
+        let bound = crate::metrics_endpoint::serve(addr).await?;
+        eprintln!("metrics: http://{bound}/metrics");
+    }
     if let Some(path) = &args.unix {
         let handler = StreamableHttpHandler::for_server(server, options);
         if args.auth.enabled() {
