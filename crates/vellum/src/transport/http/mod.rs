@@ -55,11 +55,11 @@ pub use endpoint::StreamableHttpHandler;
 pub use health::{Health, HealthBody, HealthLayer, HealthService, READINESS_CHECK_TIMEOUT};
 #[cfg(feature = "metrics")]
 pub use metrics::{describe_metrics, names as metric_names};
-pub use options::StreamableHttpOptions;
+pub use options::{DEFAULT_SHUTDOWN_GRACE, StreamableHttpOptions};
 pub use security::{ConnectionInfo, CrossOriginProtection, InvalidOrigin, is_loopback_host};
 pub use security_layer::{SecurityBody, SecurityLayer, SecurityService};
 pub use serve::{
-    DEFAULT_SHUTDOWN_GRACE, H2_KEEP_ALIVE, H2_MAX_CONCURRENT_STREAMS, H2_MAX_HEADER_LIST_BYTES,
+    H2_KEEP_ALIVE, H2_MAX_CONCURRENT_STREAMS, H2_MAX_HEADER_LIST_BYTES,
     H2_MAX_LOCAL_ERROR_RESET_STREAMS, H2_MAX_PENDING_ACCEPT_RESET_STREAMS, TLS_HANDSHAKE_TIMEOUT,
     local_addr, serve, serve_listener, serve_listener_with,
 };

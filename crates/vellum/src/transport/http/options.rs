@@ -10,6 +10,10 @@ use crate::store::{EventStore, MessageBus, SessionStore};
 
 use super::security::CrossOriginProtection;
 
+/// How long a graceful shutdown waits for in-flight requests by default
+/// ([`StreamableHttpOptions::request_grace`]).
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
 /// Options of [`StreamableHttpHandler`](super::StreamableHttpHandler).
 ///
 /// `StreamableHttpOptions::default()` is the stateful, SSE-answering, secure default: no
@@ -104,7 +108,7 @@ pub struct StreamableHttpOptions {
     pub bus: Option<Arc<dyn MessageBus>>,
     /// On shutdown, how long requests still running get to finish once the listener has
     /// closed; then every session here is closed (what still runs is cancelled).
-    /// Default: [`DEFAULT_SHUTDOWN_GRACE`](super::DEFAULT_SHUTDOWN_GRACE) (10 s).
+    /// Default: [`DEFAULT_SHUTDOWN_GRACE`] (10 s).
     pub request_grace: Duration,
     /// On shutdown, how long streams that answer no running request (GET streams,
     /// `subscriptions/listen`) stay open once the listener has closed, before they end
@@ -203,7 +207,7 @@ impl Default for StreamableHttpOptions {
             initialize_timeout: Some(Duration::from_secs(60)),
             session_store: None,
             bus: None,
-            request_grace: super::DEFAULT_SHUTDOWN_GRACE,
+            request_grace: DEFAULT_SHUTDOWN_GRACE,
             stream_grace: Duration::ZERO,
         }
     }

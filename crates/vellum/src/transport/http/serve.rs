@@ -40,10 +40,6 @@ use tokio_util::task::AbortOnDropHandle;
 use super::endpoint::StreamableHttpHandler;
 use super::security::ConnectionInfo;
 
-/// How long a graceful shutdown waits for in-flight requests by default
-/// ([`StreamableHttpOptions::request_grace`](super::StreamableHttpOptions::request_grace)).
-pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
-
 /// Binds `addr` and serves `handler` until the process ends.
 pub async fn serve(
     addr: impl ToSocketAddrs,
@@ -99,7 +95,7 @@ fn builder() -> auto::Builder<TokioExecutor> {
 /// down gracefully: stop accepting, refuse new sessions (503, `Retry-After`), end SSE
 /// streams with a `retry` hint after the options' `stream_grace` (zero by default), let
 /// in-flight requests finish within their `request_grace` (default
-/// [`DEFAULT_SHUTDOWN_GRACE`]), then close the sessions.
+/// [`DEFAULT_SHUTDOWN_GRACE`](super::DEFAULT_SHUTDOWN_GRACE)), then close the sessions.
 pub async fn serve_listener(
     listener: TcpListener,
     handler: StreamableHttpHandler,
