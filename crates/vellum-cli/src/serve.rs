@@ -171,6 +171,19 @@ pub(crate) struct ServeArgs {
     /// end with a `retry` hint (at most `--request-grace`).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "0s")]
     stream_grace: Duration,
+    /// Limit each caller (an authenticated principal, else a client IP address) to this
+    /// rate: `N/s`, `N/m` or `N/h`; every request to the endpoint takes a token, 429 with
+    /// Retry-After beyond it.
+    #[arg(long, value_name = "N/s", value_parser = parse_rate)]
+    rate_limit: Option<f64>,
+    /// The burst a quiet caller may send at once under `--rate-limit` (default: one second's
+    /// worth, at least 1).
+    #[arg(long, value_name = "N", requires = "rate_limit")]
+    rate_burst: Option<u32>,
+    /// Hold the rate limit across instances through Redis (`redis://HOST:PORT`; the same
+    /// URL as `--session-store` shares one connection); each instance limits alone without.
+    #[arg(long, value_name = "redis://HOST:PORT", requires = "rate_limit")]
+    rate_limit_store: Option<String>,
     /// Serve Prometheus metrics (operation and session durations, sessions, GET streams,
     /// refusals, event-store appends) at `http://ADDR/metrics`, on a listener of its own.
     #[arg(long, value_name = "ADDR")]
@@ -191,6 +204,25 @@ fn build_server(args: &ServeArgs) -> anyhow::Result<vellum::server::Server> {
         (args.server.build)()
     };
     server.with_context(|| format!("cannot build the {name} server"))
+}
+
+/// `N/s`, `N/m`, `N/h` (or a bare `N`, per second) as tokens per second.
+fn parse_rate(s: &str) -> Result<f64, String> {
+    let (n, per) = s.split_once('/').unwrap_or((s, "s"));
+    let n: f64 = n
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?}: expected N/s, N/m or N/h"))?;
+    let secs = match per.trim() {
+        "s" | "sec" | "second" => 1.0,
+        "m" | "min" | "minute" => 60.0,
+        "h" | "hour" => 3600.0,
+        other => return Err(format!("{s:?}: unknown unit {other:?} (s, m or h)")),
+    };
+    if !(n.is_finite() && n > 0.0) {
+        return Err(format!("{s:?}: the rate must be above zero"));
+    }
+    Ok(n / secs)
 }
 
 /// Connects to each Redis URL once.
@@ -299,6 +331,19 @@ async fn options(
     o.max_in_flight_per_session = (args.max_in_flight > 0).then_some(args.max_in_flight);
     o.max_sessions_per_principal = args.max_sessions_per_principal;
     o.initialize_timeout = (!args.initialize_timeout.is_zero()).then_some(args.initialize_timeout);
+    if let Some(rate) = args.rate_limit {
+        let burst = args
+            .rate_burst
+            .unwrap_or_else(|| rate.ceil().max(1.0) as u32);
+        o.rate_limit = Some(vellum::store::RateLimit::new(rate, burst));
+    }
+    if let Some(url) = &args.rate_limit_store {
+        if !(url.starts_with("redis://") || url.starts_with("rediss://")) {
+            bail!("--rate-limit-store: expected a Redis URL (redis://HOST:PORT), got {url:?}");
+        }
+        let r = redis.get(url, args.session_timeout).await?;
+        o.rate_limiter = Some(Arc::new(r.rate_limiter()));
+    }
     o.request_grace = args.request_grace;
     o.stream_grace = args.stream_grace;
     Ok((o, redis.0.into_iter().map(|(_, r)| r).collect()))

@@ -64,6 +64,8 @@ pub(super) struct Inner {
     pub(super) shutdown: CancellationToken,
     /// Set by [`StreamableHttpHandler::start_draining`]: new sessions are refused.
     pub(super) draining: std::sync::atomic::AtomicBool,
+    /// The buckets of `options.rate_limit`, when it is set.
+    pub(super) limiter: Option<(crate::store::RateLimit, Arc<dyn crate::store::RateLimiter>)>,
     /// Whether the bus listener runs.
     listening: std::sync::atomic::AtomicBool,
 }
@@ -92,6 +94,13 @@ impl StreamableHttpHandler {
                 .session_timeout
                 .unwrap_or(DEFAULT_STORED_SESSION_TTL),
         });
+        let limiter = options.rate_limit.map(|l| {
+            let store = options.rate_limiter.clone().unwrap_or_else(|| {
+                Arc::new(crate::store::MemoryRateLimiter::new())
+                    as Arc<dyn crate::store::RateLimiter>
+            });
+            (l, store)
+        });
         StreamableHttpHandler {
             inner: Arc::new(Inner {
                 factory: Box::new(factory),
@@ -104,6 +113,7 @@ impl StreamableHttpHandler {
                 options,
                 shutdown: CancellationToken::new(),
                 draining: std::sync::atomic::AtomicBool::new(false),
+                limiter,
                 listening: std::sync::atomic::AtomicBool::new(false),
             }),
         }
@@ -225,6 +235,9 @@ impl StreamableHttpHandler {
                 &parts.extensions,
                 connection.as_ref(),
             )?;
+            if let Some((limit, store)) = &inner.limiter {
+                super::rate_limit::admit(&parts, connection.as_ref(), *limit, &**store).await?;
+            }
             match parts.method {
                 Method::POST => inner.post(parts, body).await,
                 Method::GET => inner.get(parts).await,

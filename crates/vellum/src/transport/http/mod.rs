@@ -35,6 +35,7 @@ mod options;
 mod post;
 mod post_events;
 mod post_response;
+mod rate_limit;
 mod rejection;
 mod response;
 mod resume_stream;

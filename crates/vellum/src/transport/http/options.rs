@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::store::{EventStore, MessageBus, SessionStore};
+use crate::store::{EventStore, MessageBus, RateLimit, RateLimiter, SessionStore};
 
 use super::security::CrossOriginProtection;
 
@@ -115,6 +115,18 @@ pub struct StreamableHttpOptions {
     /// with a `retry` hint (at most `request_grace`). Default: zero (they end at once, so
     /// their clients reconnect elsewhere while in-flight requests finish).
     pub stream_grace: Duration,
+    /// A token bucket per caller: per authenticated principal (the [`Caller`] an
+    /// authentication layer put on the request), else per client IP address. Every HTTP
+    /// request to the endpoint takes a token; without one it gets 429 with `Retry-After`
+    /// and a JSON-RPC error, before its body is read. Default: none (no limit).
+    ///
+    /// [`Caller`]: crate::server::Caller
+    pub rate_limit: Option<RateLimit>,
+    /// Where the buckets of `rate_limit` live: [`MemoryRateLimiter`](crate::store::MemoryRateLimiter)
+    /// when unset (each instance limits on its own), a Redis one
+    /// (`Redis::rate_limiter`, feature `redis`) to hold the limit across instances. A
+    /// limiter that fails (Redis unreachable) lets the request through. Default: none.
+    pub rate_limiter: Option<Arc<dyn RateLimiter>>,
 }
 
 impl StreamableHttpOptions {
@@ -209,6 +221,8 @@ impl Default for StreamableHttpOptions {
             bus: None,
             request_grace: DEFAULT_SHUTDOWN_GRACE,
             stream_grace: Duration::ZERO,
+            rate_limit: None,
+            rate_limiter: None,
         }
     }
 }
@@ -248,6 +262,8 @@ impl std::fmt::Debug for StreamableHttpOptions {
             )
             .field("request_grace", &self.request_grace)
             .field("stream_grace", &self.stream_grace)
+            .field("rate_limit", &self.rate_limit)
+            .field("rate_limiter", &self.rate_limiter)
             .finish()
     }
 }

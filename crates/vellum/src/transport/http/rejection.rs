@@ -52,6 +52,8 @@ pub(crate) enum Rejection {
     TooManySessions,
     /// The handler drains: no new sessions here (503, `Retry-After`).
     Draining,
+    /// The caller's rate limit is spent (429, `Retry-After` in whole seconds).
+    RateLimited { retry_after_secs: u64 },
     /// The session has too many requests in flight (429, `Retry-After`).
     TooManyRequests,
     /// The session belongs to another principal (403).
@@ -102,6 +104,7 @@ impl Rejection {
             R::UnknownSession => "unknown_session",
             R::TooManySessions => "too_many_sessions",
             R::Draining => "draining",
+            R::RateLimited { .. } => "rate_limited",
             R::TooManyRequests => "too_many_requests",
             R::WrongPrincipal => "wrong_principal",
             R::StreamConflict => "stream_conflict",
@@ -230,6 +233,17 @@ impl Rejection {
                     "Service Unavailable: this server is shutting down; retry",
                 ),
                 Some((header::RETRY_AFTER, HeaderValue::from_static("1"))),
+            ),
+            R::RateLimited { retry_after_secs } => (
+                StatusCode::TOO_MANY_REQUESTS,
+                None,
+                ErrorObject::new(
+                    code::INTERNAL_ERROR,
+                    format!(
+                        "Too Many Requests: rate limit exceeded; retry after {retry_after_secs} s"
+                    ),
+                ),
+                Some((header::RETRY_AFTER, HeaderValue::from(retry_after_secs))),
             ),
             R::TooManyRequests => (
                 StatusCode::TOO_MANY_REQUESTS,
