@@ -4,6 +4,7 @@
 mod auth_flags;
 mod commands;
 mod login;
+mod metrics_endpoint;
 mod output;
 mod serve;
 mod target;
@@ -41,7 +42,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Serve a demo MCP server over Streamable HTTP (or stdio with --stdio).
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     /// List or call a server's tools.
     #[command(subcommand)]
     Tools(commands::ToolsCommand),
@@ -74,7 +75,7 @@ fn main() -> std::process::ExitCode {
     };
     let result = rt.block_on(async {
         match cli.command {
-            Command::Serve(args) => serve::run(args).await,
+            Command::Serve(args) => serve::run(*args).await,
             Command::Tools(c) => commands::tools(c).await,
             Command::Resources(c) => commands::resources(c).await,
             Command::Prompts(c) => commands::prompts(c).await,

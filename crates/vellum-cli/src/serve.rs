@@ -167,11 +167,36 @@ pub(crate) struct ServeArgs {
     /// Serve no health probes (`/healthz` alive, `/readyz` ready) beside the endpoint.
     #[arg(long)]
     no_health: bool,
-    /// On SIGTERM, answer `/readyz` with 503 for this long while still serving (so load
-    /// balancers stop routing here), then stop: streams end with `retry`, in-flight requests
-    /// finish.
+    /// On SIGTERM, answer `/readyz` with 503 and refuse new sessions (503 + Retry-After)
+    /// for this long while still serving the open ones (so load balancers stop routing
+    /// here), then close the listener.
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "0s")]
     drain_grace: Duration,
+    /// Once the listener has closed, how long requests still running get to finish before
+    /// their sessions are closed.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "10s")]
+    request_grace: Duration,
+    /// Once the listener has closed, how long GET and listen streams stay open before they
+    /// end with a `retry` hint (at most `--request-grace`).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "0s")]
+    stream_grace: Duration,
+    /// Limit each caller (an authenticated principal, else a client IP address) to this
+    /// rate: `N/s`, `N/m` or `N/h`; every request to the endpoint takes a token, 429 with
+    /// Retry-After beyond it.
+    #[arg(long, value_name = "N/s", value_parser = parse_rate)]
+    rate_limit: Option<f64>,
+    /// The burst a quiet caller may send at once under `--rate-limit` (default: one second's
+    /// worth, at least 1).
+    #[arg(long, value_name = "N", requires = "rate_limit")]
+    rate_burst: Option<u32>,
+    /// Hold the rate limit across instances through Redis (`redis://HOST:PORT`; the same
+    /// URL as `--session-store` shares one connection); each instance limits alone without.
+    #[arg(long, value_name = "redis://HOST:PORT", requires = "rate_limit")]
+    rate_limit_store: Option<String>,
+    /// Serve Prometheus metrics (operation and session durations, sessions, GET streams,
+    /// refusals, event-store appends) at `http://ADDR/metrics`, on a listener of its own.
+    #[arg(long, value_name = "ADDR")]
+    metrics_addr: Option<String>,
     #[command(flatten)]
     auth: Box<crate::auth_flags::AuthArgs>,
 }
@@ -188,6 +213,25 @@ fn build_server(args: &ServeArgs) -> anyhow::Result<vellum::server::Server> {
         (args.server.build)()
     };
     server.with_context(|| format!("cannot build the {name} server"))
+}
+
+/// `N/s`, `N/m`, `N/h` (or a bare `N`, per second) as tokens per second.
+fn parse_rate(s: &str) -> Result<f64, String> {
+    let (n, per) = s.split_once('/').unwrap_or((s, "s"));
+    let n: f64 = n
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?}: expected N/s, N/m or N/h"))?;
+    let secs = match per.trim() {
+        "s" | "sec" | "second" => 1.0,
+        "m" | "min" | "minute" => 60.0,
+        "h" | "hour" => 3600.0,
+        other => return Err(format!("{s:?}: unknown unit {other:?} (s, m or h)")),
+    };
+    if !(n.is_finite() && n > 0.0) {
+        return Err(format!("{s:?}: the rate must be above zero"));
+    }
+    Ok(n / secs)
 }
 
 /// Connects to each Redis URL once.
@@ -307,6 +351,21 @@ async fn options(
     o.max_in_flight_per_session = (args.max_in_flight > 0).then_some(args.max_in_flight);
     o.max_sessions_per_principal = args.max_sessions_per_principal;
     o.initialize_timeout = (!args.initialize_timeout.is_zero()).then_some(args.initialize_timeout);
+    if let Some(rate) = args.rate_limit {
+        let burst = args
+            .rate_burst
+            .unwrap_or_else(|| rate.ceil().max(1.0) as u32);
+        o.rate_limit = Some(vellum::store::RateLimit::new(rate, burst));
+    }
+    if let Some(url) = &args.rate_limit_store {
+        if !(url.starts_with("redis://") || url.starts_with("rediss://")) {
+            bail!("--rate-limit-store: expected a Redis URL (redis://HOST:PORT), got {url:?}");
+        }
+        let r = redis.get(url, args.session_timeout).await?;
+        o.rate_limiter = Some(Arc::new(r.rate_limiter()));
+    }
+    o.request_grace = args.request_grace;
+    o.stream_grace = args.stream_grace;
     Ok((o, redis.0.into_iter().map(|(_, r)| r).collect()))
 }
 
@@ -320,16 +379,17 @@ fn health(redis: Vec<vellum::store::redis::Redis>) -> Health {
     })
 }
 
-/// SIGTERM (or Ctrl-C), then `/readyz` 503 for `grace` while serving on. Quiet without a
-/// grace: stderr stays for what the operator asked to see.
-async fn drained(health: Health, grace: Duration) {
+/// SIGTERM (or Ctrl-C), then `/readyz` 503 and new sessions refused for `grace` while
+/// serving on. Quiet without a grace: stderr stays for what the operator asked to see.
+async fn drained(health: Health, handler: StreamableHttpHandler, grace: Duration) {
     shutdown_signal().await;
     health.start_draining();
+    handler.start_draining();
     if grace.is_zero() {
         return;
     }
     eprintln!(
-        "draining: /readyz answers 503, stopping in {}",
+        "draining: /readyz answers 503, new sessions are refused, stopping in {}",
         humantime::format_duration(grace)
     );
     tokio::time::sleep(grace).await;
@@ -420,6 +480,10 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     let (mut options, redis) = options(&args, &server).await?;
     let health = health(redis);
+    if let Some(addr) = &args.metrics_addr {
+        let bound = crate::metrics_endpoint::serve(addr).await?;
+        eprintln!("metrics: http://{bound}/metrics");
+    }
     if let Some(path) = &args.unix {
         let handler = StreamableHttpHandler::for_server(server, options);
         if args.auth.enabled() {
@@ -461,7 +525,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         ),
         None => None,
     };
-    let shutdown = drained(health.clone(), args.drain_grace);
+    let shutdown = drained(health.clone(), handler.clone(), args.drain_grace);
     let probes = (!args.no_health).then(|| health.layer_at(&args.health_path));
     if args.auth.enabled() {
         let auth = args.auth.layer(addr, &auth_checks)?;

@@ -1,8 +1,8 @@
 //! `vellum serve`'s health probes and draining, as a child process over real sockets:
 //! `/healthz` and `/readyz` beside the endpoint (moved by `--health-path`, gone with
 //! `--no-health`), readiness following a configured Redis, and SIGTERM turning readiness to
-//! 503 for `--drain-grace` while calls are still served, then stopping with SSE streams
-//! ended by a `retry` hint.
+//! 503 and new sessions refused for `--drain-grace` while open sessions are still served,
+//! then stopping with SSE streams ended by a `retry` hint (after `--stream-grace`).
 
 // Test code: a panic is how a test fails (clippy.toml allows it only inside #[test] fns).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -108,6 +108,11 @@ async fn sigterm_drains_readiness_first_then_stops() {
         )
         .await;
     assert_eq!(r["result"]["content"][0]["text"], "Hello World, Alice");
+    // New sessions go elsewhere.
+    let mut late = McpHttp::new(&s.mcp_url());
+    let a = late.initialize("2025-11-25").await;
+    assert_eq!(a.status, StatusCode::SERVICE_UNAVAILABLE, "{}", a.text());
+    assert_eq!(a.header("retry-after"), Some("1"));
 
     // After the grace: the stream ends (with a retry hint when the era has one) and the
     // process exits.

@@ -23,7 +23,7 @@ use tracing_subscriber::{Layer, Registry};
 use vellum::transport::http::StreamableHttpOptions;
 
 use vellum_testkit::fixture::test_server;
-use vellum_testkit::http::TestHttpServer;
+use vellum_testkit::http::{TestHttpServer, modern_body};
 
 type Fields = BTreeMap<String, String>;
 
@@ -236,4 +236,78 @@ async fn without_a_logger_the_handler_logs_nothing_under_a_global_subscriber() {
         events.is_empty(),
         "events reached the global subscriber: {events:#?}"
     );
+}
+
+#[tokio::test]
+async fn a_callers_trace_context_is_on_the_request_span() {
+    const HEADER_TP: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    const META_TP: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    let capture = Capture::default();
+    let f = test_server();
+    let srv = TestHttpServer::start(
+        f.server,
+        StreamableHttpOptions::default().logger(capture.dispatch()),
+    )
+    .await;
+    let mut c = srv.client();
+    c.connect("2025-11-25").await;
+    // In the HTTP headers (legacy era).
+    let from_header = c.call_tool("hello_world", json!({"user_name": "Tp"}), None);
+    let a = c
+        .send(
+            c.builder(reqwest::Method::POST)
+                .header("traceparent", HEADER_TP)
+                .header("tracestate", "congo=t61rcWkgMzE")
+                .body(from_header.to_string()),
+        )
+        .await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.text());
+    // A malformed one is ignored.
+    let malformed = c.call_tool("hello_world", json!({"user_name": "Bad"}), None);
+    let a = c
+        .send(
+            c.builder(reqwest::Method::POST)
+                .header("traceparent", "00-not-a-trace-01")
+                .body(malformed.to_string()),
+        )
+        .await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.text());
+    // In `_meta` (2026-07-28), which wins over the header.
+    let mut modern = modern_body(
+        json!(900),
+        "tools/call",
+        json!({"name": "hello_world", "arguments": {"user_name": "M"}}),
+    );
+    modern["params"]["_meta"]["traceparent"] = json!(META_TP);
+    modern["params"]["_meta"]["tracestate"] = json!("rojo=00f067aa0ba902b7");
+    let a = c
+        .send(c.modern_builder(&modern).header("traceparent", HEADER_TP))
+        .await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.text());
+
+    let spans = capture.spans();
+    let span_of = |id: &serde_json::Value| {
+        spans
+            .iter()
+            .filter(|s| s.name == "mcp.server.request")
+            .find(|s| s.fields.get("jsonrpc.request.id") == Some(&id.to_string()))
+            .unwrap_or_else(|| panic!("no span for request {id}: {spans:#?}"))
+            .fields
+            .clone()
+    };
+    let s = span_of(&from_header["id"]);
+    assert_eq!(s["traceparent"], HEADER_TP, "{s:?}");
+    assert_eq!(s["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736");
+    assert_eq!(s["parent_span_id"], "00f067aa0ba902b7");
+    assert_eq!(s["tracestate"], "congo=t61rcWkgMzE");
+    let s = span_of(&malformed["id"]);
+    assert!(
+        !s.contains_key("trace_id") && !s.contains_key("traceparent"),
+        "{s:?}"
+    );
+    let s = span_of(&json!(900));
+    assert_eq!(s["traceparent"], META_TP, "{s:?}");
+    assert_eq!(s["trace_id"], "0af7651916cd43dd8448eb211c80319c");
+    assert_eq!(s["parent_span_id"], "b7ad6b7169203331");
+    assert_eq!(s["tracestate"], "rojo=00f067aa0ba902b7");
 }

@@ -184,6 +184,7 @@ const TESTED: &[(&str, &str)] = &[
     (EVERY, NOT_JSON_RPC),
     (EVERY, NO_SERVER),
     (EVERY, MISSING_SCOPE),
+    (EVERY, RATE_LIMITED),
     (EVERY, ONLY_NOTIFICATIONS),
     (LEGACY, BAD_VERSION),
     (LEGACY, BATCH_VERSION),
@@ -193,6 +194,7 @@ const TESTED: &[(&str, &str)] = &[
     (LEGACY, UNKNOWN_SESSION),
     (LEGACY, OTHER_PRINCIPAL),
     (LEGACY, MAX_SESSIONS),
+    (LEGACY, DRAINING),
     (LEGACY, MAX_IN_FLIGHT),
     (LEGACY, DUPLICATE_ID),
     (LEGACY, STATELESS_GET_DELETE),
@@ -815,6 +817,8 @@ const UNKNOWN_SESSION: &str = "`Mcp-Session-Id` unknown, expired or deleted";
 const OTHER_PRINCIPAL: &str = "the session belongs to another authenticated principal";
 const MAX_SESSIONS: &str =
     "`initialize` beyond `max_sessions`, or beyond `max_sessions_per_principal`";
+const RATE_LIMITED: &str = "the caller's `rate_limit` is spent (a token bucket per authenticated principal, else per client IP address; every request to the endpoint takes a token, before its body is read)";
+const DRAINING: &str = "`initialize`, or a session only the session store holds (another instance's), while the handler drains (`start_draining`; SIGTERM under `vellum serve`)";
 const MAX_IN_FLIGHT: &str = "the session already has `max_in_flight_per_session` requests running (default 256), each request of a batch counted, a request whose connection went not counted";
 const DUPLICATE_ID: &str = "a request id that is still in flight in the session";
 const STATELESS_GET_DELETE: &str = "GET or DELETE in stateless mode";
@@ -828,6 +832,28 @@ const EVICTED: &str =
 const STORE_DOWN: &str = "the event store backend is unreachable during a replay";
 const DELETE_OK: &str = "DELETE of a live session";
 const REQUEST_ERROR: &str = "any JSON-RPC error of a request (unknown method -32601, unknown tool -32602, resource not found -32002, …)";
+
+#[tokio::test]
+async fn row_rate_limited() {
+    let mut o = StreamableHttpOptions::default();
+    o.rate_limit = Some(vellum::store::RateLimit::new(0.001, 1));
+    let (_f, srv) = server(o).await;
+    let c = srv.client();
+    assert_eq!(c.post(&initialize()).await.status, StatusCode::OK);
+    let a = c.post(&initialize()).await;
+    check(EVERY, RATE_LIMITED, &a, None);
+}
+
+#[tokio::test]
+async fn row_draining() {
+    let (_f, srv) = server(StreamableHttpOptions::default()).await;
+    let open = session(&srv, "2025-11-25").await;
+    srv.handler.start_draining();
+    let a = srv.client().post(&initialize()).await;
+    check(LEGACY, DRAINING, &a, None);
+    // The open session is still served.
+    assert_eq!(open.greet().await, "Hello World, Alice");
+}
 
 #[tokio::test]
 async fn row_bad_version() {

@@ -15,6 +15,7 @@
 mod bus;
 mod error;
 mod event_store;
+mod rate_limit;
 #[cfg(feature = "redis")]
 pub mod redis;
 mod session_store;
@@ -25,6 +26,10 @@ pub use bus::{BusMessage, MessageBus};
 pub use error::StoreError;
 pub use event_store::memory::MemoryEventStore;
 pub use event_store::{EventId, EventStore, StoredEvent, StreamId};
+pub use rate_limit::memory::MemoryRateLimiter;
+#[cfg(feature = "redis")]
+pub use rate_limit::redis::RedisRateLimiter;
+pub use rate_limit::{Admission, RateLimit, RateLimiter};
 pub use session_store::memory::MemorySessionStore;
 pub use session_store::{SessionRecord, SessionStore};
 pub(crate) use task_store::iso8601;

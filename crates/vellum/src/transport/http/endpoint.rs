@@ -62,6 +62,10 @@ pub(super) struct Inner {
     /// The bytes buffered for bodies being received, across every connection.
     pub(super) bodies: Arc<BodyBudget>,
     pub(super) shutdown: CancellationToken,
+    /// Set by [`StreamableHttpHandler::start_draining`]: new sessions are refused.
+    pub(super) draining: std::sync::atomic::AtomicBool,
+    /// The buckets of `options.rate_limit`, when it is set.
+    pub(super) limiter: Option<(crate::store::RateLimit, Arc<dyn crate::store::RateLimiter>)>,
     /// Whether the bus listener runs.
     listening: std::sync::atomic::AtomicBool,
 }
@@ -90,6 +94,13 @@ impl StreamableHttpHandler {
                 .session_timeout
                 .unwrap_or(DEFAULT_STORED_SESSION_TTL),
         });
+        let limiter = options.rate_limit.map(|l| {
+            let store = options.rate_limiter.clone().unwrap_or_else(|| {
+                Arc::new(crate::store::MemoryRateLimiter::new())
+                    as Arc<dyn crate::store::RateLimiter>
+            });
+            (l, store)
+        });
         StreamableHttpHandler {
             inner: Arc::new(Inner {
                 factory: Box::new(factory),
@@ -101,6 +112,8 @@ impl StreamableHttpHandler {
                 bodies: BodyBudget::new(options.max_buffered_body_bytes),
                 options,
                 shutdown: CancellationToken::new(),
+                draining: std::sync::atomic::AtomicBool::new(false),
+                limiter,
                 listening: std::sync::atomic::AtomicBool::new(false),
             }),
         }
@@ -125,6 +138,23 @@ impl StreamableHttpHandler {
     /// How many sessions are live.
     pub fn session_count(&self) -> usize {
         self.inner.sessions.len()
+    }
+
+    /// Begins draining: from now on an `initialize` (a new session) and a session this
+    /// instance would have to restore from the session store get 503 with `Retry-After`,
+    /// so clients retry on another instance, while the sessions held here go on being
+    /// served, streams included. The serve loops start draining when their shutdown
+    /// future completes; call this earlier to drain while still accepting connections
+    /// (`vellum serve` does so for `--drain-grace`, beside failing `/readyz`).
+    pub fn start_draining(&self) {
+        self.inner
+            .draining
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Whether [`start_draining`](Self::start_draining) was called.
+    pub fn is_draining(&self) -> bool {
+        self.inner.is_draining()
     }
 
     /// Begins a graceful shutdown: streams that answer no running request (GET streams,
@@ -205,6 +235,9 @@ impl StreamableHttpHandler {
                 &parts.extensions,
                 connection.as_ref(),
             )?;
+            if let Some((limit, store)) = &inner.limiter {
+                super::rate_limit::admit(&parts, connection.as_ref(), *limit, &**store).await?;
+            }
             match parts.method {
                 Method::POST => inner.post(parts, body).await,
                 Method::GET => inner.get(parts).await,
@@ -223,7 +256,10 @@ impl StreamableHttpHandler {
         .await;
         let mut resp = result.unwrap_or_else(|r| {
             log_event!(inner.options.logger.as_ref(), debug, method = %method, rejection = ?r, "request rejected");
-            r.into_response()
+            let reason = r.reason();
+            let resp = r.into_response();
+            super::metrics::refused(resp.status().as_u16(), reason);
+            resp
         });
         if let Some(o) = &cors_origin {
             cors::decorate(resp.headers_mut(), o);
@@ -233,6 +269,11 @@ impl StreamableHttpHandler {
 }
 
 impl Inner {
+    /// Whether new sessions are refused (see [`StreamableHttpHandler::start_draining`]).
+    pub(super) fn is_draining(&self) -> bool {
+        self.draining.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// The methods served, for `Allow`.
     pub(super) fn allow(&self) -> &'static str {
         if self.options.stateless {

@@ -155,6 +155,7 @@ impl LiveStreams {
         let superseded = CancellationToken::new();
         slot.attached = true;
         slot.reader = Some((number, superseded.clone()));
+        super::metrics::stream_readers(1.0);
         Ok(Some(Attached {
             queue: slot.sink.get_or_insert_with(LiveQueue::default).clone(),
             attachment: Attachment {
@@ -220,6 +221,7 @@ pub(crate) struct Attachment {
 
 impl Drop for Attachment {
     fn drop(&mut self) {
+        super::metrics::stream_readers(-1.0);
         let mut slots = lock(&self.live.slots);
         let Some(s) = slots.map.get_mut(&self.stream) else {
             return;

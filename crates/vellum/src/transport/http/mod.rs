@@ -29,11 +29,13 @@ mod get;
 pub mod headers;
 mod health;
 mod live_streams;
+mod metrics;
 mod modern_headers;
 mod options;
 mod post;
 mod post_events;
 mod post_response;
+mod rate_limit;
 mod rejection;
 mod response;
 mod resume_stream;
@@ -47,15 +49,18 @@ mod sse_writer;
 #[cfg(feature = "tls")]
 mod tls;
 mod trace;
+mod trace_context;
 
 pub use body::ResponseBody;
 pub use endpoint::StreamableHttpHandler;
 pub use health::{Health, HealthBody, HealthLayer, HealthService, READINESS_CHECK_TIMEOUT};
-pub use options::StreamableHttpOptions;
+#[cfg(feature = "metrics")]
+pub use metrics::{describe_metrics, names as metric_names};
+pub use options::{DEFAULT_SHUTDOWN_GRACE, StreamableHttpOptions};
 pub use security::{ConnectionInfo, CrossOriginProtection, InvalidOrigin, is_loopback_host};
 pub use security_layer::{SecurityBody, SecurityLayer, SecurityService};
 pub use serve::{
-    DEFAULT_SHUTDOWN_GRACE, H2_KEEP_ALIVE, H2_MAX_CONCURRENT_STREAMS, H2_MAX_HEADER_LIST_BYTES,
+    H2_KEEP_ALIVE, H2_MAX_CONCURRENT_STREAMS, H2_MAX_HEADER_LIST_BYTES,
     H2_MAX_LOCAL_ERROR_RESET_STREAMS, H2_MAX_PENDING_ACCEPT_RESET_STREAMS, TLS_HANDSHAKE_TIMEOUT,
     local_addr, serve, serve_listener, serve_listener_with,
 };

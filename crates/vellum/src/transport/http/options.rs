@@ -6,9 +6,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::store::{EventStore, MessageBus, SessionStore};
+use crate::store::{EventStore, MessageBus, RateLimit, RateLimiter, SessionStore};
 
 use super::security::CrossOriginProtection;
+
+/// How long a graceful shutdown waits for in-flight requests by default
+/// ([`StreamableHttpOptions::request_grace`]).
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// Options of [`StreamableHttpHandler`](super::StreamableHttpHandler).
 ///
@@ -102,6 +106,27 @@ pub struct StreamableHttpOptions {
     /// requests, cancellations, standalone-stream messages and session ends reach the
     /// instance that needs them. Default: none.
     pub bus: Option<Arc<dyn MessageBus>>,
+    /// On shutdown, how long requests still running get to finish once the listener has
+    /// closed; then every session here is closed (what still runs is cancelled).
+    /// Default: [`DEFAULT_SHUTDOWN_GRACE`] (10 s).
+    pub request_grace: Duration,
+    /// On shutdown, how long streams that answer no running request (GET streams,
+    /// `subscriptions/listen`) stay open once the listener has closed, before they end
+    /// with a `retry` hint (at most `request_grace`). Default: zero (they end at once, so
+    /// their clients reconnect elsewhere while in-flight requests finish).
+    pub stream_grace: Duration,
+    /// A token bucket per caller: per authenticated principal (the [`Caller`] an
+    /// authentication layer put on the request), else per client IP address. Every HTTP
+    /// request to the endpoint takes a token; without one it gets 429 with `Retry-After`
+    /// and a JSON-RPC error, before its body is read. Default: none (no limit).
+    ///
+    /// [`Caller`]: crate::server::Caller
+    pub rate_limit: Option<RateLimit>,
+    /// Where the buckets of `rate_limit` live: [`MemoryRateLimiter`](crate::store::MemoryRateLimiter)
+    /// when unset (each instance limits on its own), a Redis one
+    /// (`Redis::rate_limiter`, feature `redis`) to hold the limit across instances. A
+    /// limiter that fails (Redis unreachable) lets the request through. Default: none.
+    pub rate_limiter: Option<Arc<dyn RateLimiter>>,
 }
 
 impl StreamableHttpOptions {
@@ -194,6 +219,10 @@ impl Default for StreamableHttpOptions {
             initialize_timeout: Some(Duration::from_secs(60)),
             session_store: None,
             bus: None,
+            request_grace: DEFAULT_SHUTDOWN_GRACE,
+            stream_grace: Duration::ZERO,
+            rate_limit: None,
+            rate_limiter: None,
         }
     }
 }
@@ -231,6 +260,10 @@ impl std::fmt::Debug for StreamableHttpOptions {
                 "bus",
                 &self.bus.as_ref().map(|b| b.instance_id().to_owned()),
             )
+            .field("request_grace", &self.request_grace)
+            .field("stream_grace", &self.stream_grace)
+            .field("rate_limit", &self.rate_limit)
+            .field("rate_limiter", &self.rate_limiter)
             .finish()
     }
 }

@@ -132,6 +132,7 @@ impl PostEvents {
                 stream,
                 ..
             }) => {
+                super::metrics::event_stored(message.len());
                 let f = store.append(session, *stream, message.clone());
                 self.appending = Some((f, message, fin));
                 None
@@ -201,7 +202,7 @@ impl PostEvents {
                     None => ex.poll_step(cx),
                 };
                 if let (Some(t), Poll::Ready(Some(Step::Finished(outcome)))) =
-                    (trace.as_ref(), &step)
+                    (trace.as_mut(), &step)
                 {
                     t.finish(match outcome {
                         Outcome::Error(e) => Some(e.code),

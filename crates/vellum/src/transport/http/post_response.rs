@@ -38,6 +38,7 @@ use super::session_routing::Route;
 use super::session_table::{ActivityGuard, HttpSession};
 use super::sse_writer::{self, SseEvent, SseStream, push_event};
 use super::trace::{RequestInfo, RequestTrace, log_event};
+use super::trace_context::TraceContext;
 
 /// Where the requests of a POST get their protocol context.
 enum Origin {
@@ -128,6 +129,8 @@ impl Inner {
         let mut exchanges = Vec::with_capacity(requests.len());
         let mut early = Vec::new();
         let n = requests.len();
+        // Read only for a span to carry it.
+        let header_context = logger.and_then(|_| TraceContext::from_headers(&parts.headers));
         let mut parts_slot = Some(parts);
         for (i, r) in requests.into_iter().enumerate() {
             let http_parts = if i + 1 == n {
@@ -135,7 +138,11 @@ impl Inner {
             } else {
                 parts_slot.clone()
             };
-            let target = logger.and_then(|_| request_target(&r.method, r.params.as_ref()));
+            // Span names and the metrics' tool label.
+            let target = (logger.is_some() || cfg!(feature = "metrics"))
+                .then(|| request_target(&r.method, r.params.as_ref()))
+                .flatten();
+            let meta_context = logger.and_then(|_| TraceContext::from_params(r.params.as_ref()));
             let exchange = match &mut origin {
                 Origin::Legacy(session) => {
                     let id = r.id.clone();
@@ -159,16 +166,17 @@ impl Inner {
                     Exchange::sessionless(server.clone(), r, meta, http_parts)
                 }
             };
-            let trace = logger.map(|d| {
+            let trace = (logger.is_some() || cfg!(feature = "metrics")).then(|| {
                 let shared = exchange.shared();
                 RequestTrace::start(
-                    d,
+                    logger,
                     RequestInfo {
                         method: &shared.method,
                         id: &shared.id,
                         target: target.as_deref(),
                         session: http.as_ref().map(|h| &*h.id),
                         version: shared.version().as_str(),
+                        context: meta_context.as_ref().or(header_context.as_ref()),
                     },
                 )
             });

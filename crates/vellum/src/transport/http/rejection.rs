@@ -50,6 +50,10 @@ pub(crate) enum Rejection {
     UnknownSession,
     /// Too many live sessions, in all or for this principal (503, `Retry-After`).
     TooManySessions,
+    /// The handler drains: no new sessions here (503, `Retry-After`).
+    Draining,
+    /// The caller's rate limit is spent (429, `Retry-After` in whole seconds).
+    RateLimited { retry_after_secs: u64 },
     /// The session has too many requests in flight (429, `Retry-After`).
     TooManyRequests,
     /// The session belongs to another principal (403).
@@ -80,6 +84,39 @@ pub(crate) enum Rejection {
 }
 
 impl Rejection {
+    /// A short name of the refusal (the `reason` label of the refusals metric).
+    pub(crate) fn reason(&self) -> &'static str {
+        use Rejection as R;
+        match self {
+            R::Forbidden(_) => "forbidden",
+            R::MethodNotAllowed { .. } => "method_not_allowed",
+            R::UnsupportedMediaType => "unsupported_media_type",
+            R::NotAcceptable(_) => "not_acceptable",
+            R::HeadersTooLarge => "headers_too_large",
+            R::PayloadTooLarge(_) => "payload_too_large",
+            R::UnreadableBody => "unreadable_body",
+            R::BodyTimeout => "body_timeout",
+            R::BodyBudgetExhausted => "body_budget",
+            R::Decode(_) => "decode",
+            R::BadRequest { .. } => "bad_request",
+            R::UnsupportedLegacyVersion(_) => "unsupported_version",
+            R::MissingSession => "missing_session",
+            R::UnknownSession => "unknown_session",
+            R::TooManySessions => "too_many_sessions",
+            R::Draining => "draining",
+            R::RateLimited { .. } => "rate_limited",
+            R::TooManyRequests => "too_many_requests",
+            R::WrongPrincipal => "wrong_principal",
+            R::StreamConflict => "stream_conflict",
+            R::BadLastEventId(_) => "bad_last_event_id",
+            R::Replay(_) => "replay",
+            R::NoServer => "no_server",
+            R::StoreUnavailable => "store_unavailable",
+            R::InsufficientScope { .. } => "insufficient_scope",
+            R::Modern { .. } => "modern_check",
+        }
+    }
+
     /// The status, JSON-RPC error and extra header of each rejection.
     fn parts(
         self,
@@ -187,6 +224,26 @@ impl Rejection {
                     "Service Unavailable: too many sessions",
                 ),
                 Some((header::RETRY_AFTER, HeaderValue::from_static("1"))),
+            ),
+            R::Draining => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                None,
+                ErrorObject::new(
+                    code::INTERNAL_ERROR,
+                    "Service Unavailable: this server is shutting down; retry",
+                ),
+                Some((header::RETRY_AFTER, HeaderValue::from_static("1"))),
+            ),
+            R::RateLimited { retry_after_secs } => (
+                StatusCode::TOO_MANY_REQUESTS,
+                None,
+                ErrorObject::new(
+                    code::INTERNAL_ERROR,
+                    format!(
+                        "Too Many Requests: rate limit exceeded; retry after {retry_after_secs} s"
+                    ),
+                ),
+                Some((header::RETRY_AFTER, HeaderValue::from(retry_after_secs))),
             ),
             R::TooManyRequests => (
                 StatusCode::TOO_MANY_REQUESTS,

@@ -40,9 +40,6 @@ use tokio_util::task::AbortOnDropHandle;
 use super::endpoint::StreamableHttpHandler;
 use super::security::ConnectionInfo;
 
-/// How long a graceful shutdown waits for in-flight requests.
-pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
-
 /// Binds `addr` and serves `handler` until the process ends.
 pub async fn serve(
     addr: impl ToSocketAddrs,
@@ -95,8 +92,10 @@ fn builder() -> auto::Builder<TokioExecutor> {
 }
 
 /// Serves `handler` on an already bound listener until `shutdown` completes, then shuts
-/// down gracefully: stop accepting, end SSE streams (with a `retry` hint), let in-flight
-/// requests finish for up to [`DEFAULT_SHUTDOWN_GRACE`].
+/// down gracefully: stop accepting, refuse new sessions (503, `Retry-After`), end SSE
+/// streams with a `retry` hint after the options' `stream_grace` (zero by default), let
+/// in-flight requests finish within their `request_grace` (default
+/// [`DEFAULT_SHUTDOWN_GRACE`](super::DEFAULT_SHUTDOWN_GRACE)), then close the sessions.
 pub async fn serve_listener(
     listener: TcpListener,
     handler: StreamableHttpHandler,
@@ -337,8 +336,9 @@ where
     task.await.map_err(std::io::Error::other)
 }
 
-/// Accepts until `stop` is cancelled, then ends gracefully: end the handler's streams, let
-/// in-flight requests finish for up to [`DEFAULT_SHUTDOWN_GRACE`], then close what is left.
+/// Accepts until `stop` is cancelled, then ends gracefully: refuse new sessions, end the
+/// handler's streams after `stream_grace`, let in-flight requests finish within
+/// `request_grace` (the handler's options), then close what is left.
 async fn accept_connections<A, F, Fut, B, E>(
     listener: A,
     handler: StreamableHttpHandler,
@@ -382,8 +382,22 @@ async fn accept_connections<A, F, Fut, B, E>(
         });
     }
     drop(listener);
+    handler.start_draining();
+    let grace = handler.options().request_grace;
+    let deadline = tokio::time::Instant::now() + grace;
+    let streams_end = tokio::time::Instant::now() + handler.options().stream_grace.min(grace);
+    let connections = graceful.shutdown();
+    tokio::pin!(connections);
+    // Streams first (after their grace), so their clients reconnect elsewhere while the
+    // requests still running here finish within theirs.
+    tokio::select! {
+        () = &mut connections => {}
+        () = tokio::time::sleep_until(streams_end) => {
+            handler.shutdown();
+            let _ = tokio::time::timeout_at(deadline, connections).await;
+        }
+    }
     handler.shutdown();
-    let _ = tokio::time::timeout(DEFAULT_SHUTDOWN_GRACE, graceful.shutdown()).await;
     handler.close_sessions();
 }
 

@@ -74,11 +74,10 @@ impl MapOkUnit for BoxFuture<'static, Result<(), StoreError>> {
 impl SessionHooks for HttpHooks {
     fn send(&self, message: Bytes) -> BoxFuture<'static, Result<(), Error>> {
         let live = self.live.clone();
-        let stored = self
-            .cluster
-            .events
-            .as_ref()
-            .map(|s| s.append(&self.session_id, StreamId::STANDALONE, message.clone()));
+        let stored = self.cluster.events.as_ref().map(|s| {
+            super::metrics::event_stored(message.len());
+            s.append(&self.session_id, StreamId::STANDALONE, message.clone())
+        });
         let bus = self.cluster.bus.clone();
         let session = self.session_id.to_string();
         Box::pin(async move {

@@ -65,6 +65,11 @@ impl Inner {
         parts: &http::request::Parts,
         id: &str,
     ) -> Result<Arc<HttpSession>, Rejection> {
+        // The session lives on in the store: another instance serves it better than one
+        // that is about to go.
+        if self.is_draining() {
+            return Err(Rejection::Draining);
+        }
         let record = match self.sessions.cluster.load(id).await {
             Ok(Some(r)) => r,
             Ok(None) => return Err(Rejection::UnknownSession),
@@ -112,6 +117,9 @@ impl Inner {
         &self,
         parts: &http::request::Parts,
     ) -> Result<Route, Rejection> {
+        if self.is_draining() {
+            return Err(Rejection::Draining);
+        }
         if let Some(max) = self.options.max_sessions
             && self.sessions.len() >= max
         {

@@ -251,6 +251,7 @@ impl SessionTable {
             }
             map.insert(session.id.clone(), session.clone());
         }
+        super::metrics::session_opened();
         if let Some(o) = &session.owner {
             *lock(&self.per_owner).entry(o.clone()).or_default() += 1;
         }
@@ -291,6 +292,7 @@ impl SessionTable {
     /// Removes a session from this table and stops its work here.
     fn drop_local(&self, id: &str) -> Option<Arc<HttpSession>> {
         let s = self.write().remove(id)?;
+        super::metrics::session_closed(self.now().saturating_sub(s.created));
         if let Some(o) = &s.owner {
             let mut per = lock(&self.per_owner);
             if let Some(n) = per.get_mut(o) {

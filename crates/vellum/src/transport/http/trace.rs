@@ -3,6 +3,9 @@
 //! subscriber. Span fields follow the OpenTelemetry semantic conventions for MCP
 //! (`mcp.method.name`, `gen_ai.tool.name`, `mcp.session.id`, `jsonrpc.request.id`, …), and
 //! `otel.name` carries the span name (`"{method} {target}"`) for the OpenTelemetry bridge.
+//! A request that carries a W3C trace context (`traceparent`, `tracestate`: in `_meta`, else
+//! in the HTTP headers) has it on its span: `trace_id` and `parent_span_id`, and both
+//! values as sent, so a subscriber (an OpenTelemetry bridge) joins the caller's trace.
 //!
 //! Not here: message observers and request middleware (the server core), which see every
 //! transport.
@@ -14,10 +17,14 @@ use tracing::Dispatch;
 use crate::protocol::RequestId;
 use crate::server::redact_session_id;
 
-/// The span of one MCP request and the dispatcher it reports to.
+use super::metrics::Operation;
+use super::trace_context::TraceContext;
+
+/// What one MCP request reports: its span (when the handler has a logger) and its metrics
+/// ([`Operation`]; nothing without the `metrics` feature).
 pub(crate) struct RequestTrace {
-    dispatch: Dispatch,
-    span: tracing::Span,
+    span: Option<(Dispatch, tracing::Span)>,
+    operation: Operation,
     started: Instant,
 }
 
@@ -27,35 +34,18 @@ pub(crate) struct RequestInfo<'a> {
     pub(crate) id: &'a RequestId,
     pub(crate) target: Option<&'a str>,
     pub(crate) session: Option<&'a str>,
-    pub(crate) version: &'a str,
+    pub(crate) version: &'static str,
+    /// The caller's W3C trace context, when it sent a valid one.
+    pub(crate) context: Option<&'a TraceContext>,
 }
 
 impl RequestTrace {
-    /// Opens the span of a request under `dispatch`.
-    pub(crate) fn start(dispatch: &Dispatch, info: RequestInfo<'_>) -> Self {
-        let span = tracing::dispatcher::with_default(dispatch, || {
-            let name = match info.target {
-                Some(t) => format!("{} {t}", info.method),
-                None => info.method.to_owned(),
-            };
-            tracing::info_span!(
-                "mcp.server.request",
-                otel.name = %name,
-                otel.kind = "server",
-                "mcp.method.name" = %info.method,
-                "jsonrpc.request.id" = %info.id,
-                "mcp.protocol.version" = %info.version,
-                "mcp.session.id" = info.session.map(redact_session_id).as_deref(),
-                "gen_ai.tool.name" = info.target.filter(|_| info.method == "tools/call"),
-                "gen_ai.operation.name" = (info.method == "tools/call").then_some("execute_tool"),
-                "network.transport" = "tcp",
-                "error.type" = tracing::field::Empty,
-                "rpc.jsonrpc.error_code" = tracing::field::Empty,
-            )
-        });
+    /// Starts the report of a request: a span under `dispatch` when there is one.
+    pub(crate) fn start(dispatch: Option<&Dispatch>, info: RequestInfo<'_>) -> Self {
+        let span = dispatch.map(|d| (d.clone(), open_span(d, &info)));
         RequestTrace {
-            dispatch: dispatch.clone(),
             span,
+            operation: Operation::start(info.method, info.target, info.version),
             started: Instant::now(),
         }
     }
@@ -63,16 +53,23 @@ impl RequestTrace {
     /// Runs `f` inside the span, with the handler's dispatcher as the default (so handler
     /// code's own `tracing` events go to the same place).
     pub(crate) fn in_scope<R>(&self, f: impl FnOnce() -> R) -> R {
-        tracing::dispatcher::with_default(&self.dispatch, || self.span.in_scope(f))
+        match &self.span {
+            Some((d, span)) => tracing::dispatcher::with_default(d, || span.in_scope(f)),
+            None => f(),
+        }
     }
 
     /// Records the request's end.
-    pub(crate) fn finish(&self, error_code: Option<i64>) {
+    pub(crate) fn finish(&mut self, error_code: Option<i64>) {
+        self.operation.finish(error_code);
+        let Some((_, span)) = &self.span else {
+            return;
+        };
         let elapsed = self.started.elapsed();
         self.in_scope(|| {
             if let Some(code) = error_code {
-                self.span.record("error.type", code);
-                self.span.record("rpc.jsonrpc.error_code", code);
+                span.record("error.type", code);
+                span.record("rpc.jsonrpc.error_code", code);
                 tracing::info!(
                     duration_us = elapsed.as_micros() as u64,
                     error_code = code,
@@ -83,6 +80,35 @@ impl RequestTrace {
             }
         });
     }
+}
+
+/// The span of a request, its parent the caller's trace when it sent one.
+fn open_span(dispatch: &Dispatch, info: &RequestInfo<'_>) -> tracing::Span {
+    tracing::dispatcher::with_default(dispatch, || {
+        let name = match info.target {
+            Some(t) => format!("{} {t}", info.method),
+            None => info.method.to_owned(),
+        };
+        let context = info.context;
+        tracing::info_span!(
+            "mcp.server.request",
+            otel.name = %name,
+            otel.kind = "server",
+            "mcp.method.name" = %info.method,
+            "jsonrpc.request.id" = %info.id,
+            "mcp.protocol.version" = %info.version,
+            "mcp.session.id" = info.session.map(redact_session_id).as_deref(),
+            "gen_ai.tool.name" = info.target.filter(|_| info.method == "tools/call"),
+            "gen_ai.operation.name" = (info.method == "tools/call").then_some("execute_tool"),
+            "network.transport" = "tcp",
+            trace_id = context.map(|c| c.trace_id()),
+            parent_span_id = context.map(|c| c.parent_id()),
+            traceparent = context.map(|c| c.traceparent.as_str()),
+            tracestate = context.and_then(|c| c.tracestate.as_deref()),
+            "error.type" = tracing::field::Empty,
+            "rpc.jsonrpc.error_code" = tracing::field::Empty,
+        )
+    })
 }
 
 /// Logs one event under the handler's dispatcher, if it has one.
