@@ -74,12 +74,20 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "LEVEL|off", default_value = "off")]
     log: String,
     /// Keep SSE events for `Last-Event-ID` resumption: `memory`, `memory:BYTES`, or a
-    /// Redis URL (`redis://HOST:PORT`) shared by several instances.
-    #[arg(long, value_name = "memory[:BYTES]|redis://HOST:PORT")]
+    /// Redis URL shared by several instances: one node (`redis://HOST:PORT`) or a Redis
+    /// Cluster (`redis-cluster://HOST:PORT[,HOST:PORT...]`, any nodes of it as seeds).
+    #[arg(
+        long,
+        value_name = "memory[:BYTES]|redis://HOST:PORT|redis-cluster://HOST:PORT[,HOST:PORT...]"
+    )]
     event_store: Option<String>,
     /// Share sessions with other instances (and survive restarts) through Redis:
-    /// `redis://HOST:PORT` (the same URL as `--event-store` shares one connection).
-    #[arg(long, value_name = "redis://HOST:PORT")]
+    /// `redis://HOST:PORT` or `redis-cluster://HOST:PORT[,HOST:PORT...]` (the same URL as
+    /// `--event-store` shares one connection).
+    #[arg(
+        long,
+        value_name = "redis://HOST:PORT|redis-cluster://HOST:PORT[,HOST:PORT...]"
+    )]
     session_store: Option<String>,
     /// Close sessions idle for this long (e.g. `30s`, `5m`); open streams count as activity.
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
@@ -209,7 +217,7 @@ async fn event_store(
     redis: &mut RedisPool,
     ttl: Option<Duration>,
 ) -> anyhow::Result<Arc<dyn vellum::store::EventStore>> {
-    if spec.starts_with("redis://") || spec.starts_with("rediss://") {
+    if vellum::store::redis::is_redis_url(spec) {
         return Ok(Arc::new(redis.get(spec, ttl).await?.event_store()));
     }
     let (kind, arg) = spec.split_once(':').unwrap_or((spec, ""));
@@ -225,7 +233,7 @@ async fn event_store(
             Ok(Arc::new(MemoryEventStore::new(bytes)))
         }
         other => bail!(
-            "--event-store: unknown store {other:?} (expected memory[:BYTES] or redis://HOST:PORT)"
+            "--event-store: unknown store {other:?} (expected memory[:BYTES], redis://HOST:PORT or redis-cluster://HOST:PORT[,HOST:PORT...])"
         ),
     }
 }
@@ -258,8 +266,11 @@ async fn options(
         None => None,
     };
     if let Some(url) = &args.session_store {
-        if !(url.starts_with("redis://") || url.starts_with("rediss://")) {
-            bail!("--session-store: expected a Redis URL (redis://HOST:PORT), got {url:?}");
+        if !vellum::store::redis::is_redis_url(url) {
+            bail!(
+                "--session-store: expected a Redis URL (redis://HOST:PORT or \
+                 redis-cluster://HOST:PORT[,HOST:PORT...]), got {url:?}"
+            );
         }
         let r = redis.get(url, args.session_timeout).await?;
         o.session_store = Some(Arc::new(r.session_store()));

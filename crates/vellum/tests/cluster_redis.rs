@@ -1,6 +1,11 @@
 //! Sessions shared across server instances through a real `redis-server`: instances of the
 //! `cluster` example, one session, requests spread over them with no stickiness.
 //!
+//! Each test runs twice: against one `redis-server`, and against a Redis Cluster of three
+//! masters (`VELLUM_TEST_REDIS_CLUSTER`, which `scripts/test.sh` starts; outside CI a test
+//! starts its own when it is unset). On the cluster every instance gets a key prefix of its
+//! test, so the tests can share one cluster.
+//!
 //! Needs `redis-server` on PATH (`scripts/test.sh` installs Debian's package); the tests
 //! fail with that message when it is missing.
 
@@ -11,16 +16,75 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use vellum_testkit::http::{McpHttp, Streamed, text_of};
+use vellum_testkit::http::{McpHttp, Modern, SseReader, Streamed, text_of};
 use vellum_testkit::process::{ServerProcess, example_bin};
-use vellum_testkit::redis::RedisServer;
+use vellum_testkit::redis::{RedisCluster, RedisServer};
 
-/// One instance of the `cluster` example, on a free port, sharing `redis`.
-fn instance(redis: &str, extra: &[&str]) -> ServerProcess {
+/// Where a test keeps its data: one node, or a cluster (with this test's key prefix).
+enum Store {
+    Node(RedisServer),
+    Cluster(RedisCluster, String),
+}
+
+impl Store {
+    fn node() -> Store {
+        Store::Node(RedisServer::start())
+    }
+
+    fn cluster(test: &str) -> Store {
+        let mut raw = [0u8; 4];
+        getrandom::fill(&mut raw).unwrap();
+        let tag: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+        Store::Cluster(RedisCluster::get(), format!("vt-{test}-{tag}"))
+    }
+
+    fn prefix(&self) -> &str {
+        match self {
+            Store::Node(_) => "vellum",
+            Store::Cluster(_, p) => p,
+        }
+    }
+
+    /// The keys of `session`.
+    fn session_keys(&self, session: &str) -> Vec<String> {
+        self.keys(&format!("{}:{{{session}}}*", self.prefix()))
+    }
+
+    fn keys(&self, pattern: &str) -> Vec<String> {
+        match self {
+            Store::Node(r) => r.keys(pattern),
+            Store::Cluster(c, _) => c.keys(pattern),
+        }
+    }
+}
+
+/// One instance of the `cluster` example, on a free port, sharing `store`.
+fn instance(store: &Store, extra: &[&str]) -> ServerProcess {
     let mut cmd = Command::new(example_bin("cluster"));
-    cmd.args(["--addr", "127.0.0.1:0", "--redis", redis])
-        .args(extra);
+    cmd.args(["--addr", "127.0.0.1:0"]);
+    match store {
+        Store::Node(r) => cmd.args(["--redis", &r.url()]),
+        Store::Cluster(c, p) => cmd.args(["--redis", &c.url(), "--redis-prefix", p]),
+    };
+    cmd.args(extra);
     ServerProcess::spawn(cmd)
+}
+
+/// Runs the test body `$name(store)` on one node (`node`) and on a cluster (`cluster`).
+macro_rules! on_both {
+    ($name:ident) => {
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn node() {
+                super::$name(super::Store::node()).await
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn cluster() {
+                super::$name(super::Store::cluster(stringify!($name))).await
+            }
+        }
+    };
 }
 
 /// A client that declares elicitation; each request names the instance it goes to.
@@ -61,10 +125,21 @@ async fn notify(c: &McpHttp, url: &str, method: &str, params: Value) -> u16 {
     c.at(url).notify(method, Some(params)).await.status.as_u16()
 }
 
-async fn no_keys_left(redis: &RedisServer, pattern: &str, within: Duration) {
+/// The next message within `wait`, if any (comments skipped).
+async fn next_within(s: &mut SseReader, wait: Duration) -> Option<Value> {
+    loop {
+        match s.next_block_within(wait).await {
+            Ok(Some(b)) if b.is_message() => return Some(b.json()),
+            Ok(Some(_)) => continue,
+            Ok(None) | Err(()) => return None,
+        }
+    }
+}
+
+async fn no_keys_left(store: &Store, session: &str, within: Duration) {
     let end = Instant::now() + within;
     loop {
-        let keys = redis.keys(pattern);
+        let keys = store.session_keys(session);
         if keys.is_empty() {
             return;
         }
@@ -75,10 +150,9 @@ async fn no_keys_left(redis: &RedisServer, pattern: &str, within: Duration) {
 
 // ---- the tests -----------------------------------------------------------------------------
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_session_across_three_instances() {
-    let redis = RedisServer::start();
-    let inst: Vec<ServerProcess> = (0..3).map(|_| instance(&redis.url(), &[])).collect();
+on_both!(one_session_across_three_instances);
+async fn one_session_across_three_instances(store: Store) {
+    let inst: Vec<ServerProcess> = (0..3).map(|_| instance(&store, &[])).collect();
     let u = |i: usize| inst[i % 3].mcp_url();
     let mut c = client();
 
@@ -211,15 +285,13 @@ async fn one_session_across_three_instances() {
         }
     }
     // Nothing of the session is left in Redis.
-    let pattern = format!("vellum:{{{sid}}}*");
-    no_keys_left(&redis, &pattern, Duration::from_secs(5)).await;
+    no_keys_left(&store, &sid, Duration::from_secs(5)).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_stream_resumes_on_another_instance() {
-    let redis = RedisServer::start();
-    let a = instance(&redis.url(), &[]);
-    let b = instance(&redis.url(), &[]);
+on_both!(a_stream_resumes_on_another_instance);
+async fn a_stream_resumes_on_another_instance(store: Store) {
+    let a = instance(&store, &[]);
+    let b = instance(&store, &[]);
     let mut c = client();
     initialize(&mut c, &a.mcp_url()).await;
     // Log messages need a level: set it on B (the change reaches A through the bus).
@@ -290,11 +362,10 @@ async fn a_stream_resumes_on_another_instance() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_dead_instance_does_not_leave_clients_waiting() {
-    let redis = RedisServer::start();
-    let mut a = instance(&redis.url(), &[]);
-    let b = instance(&redis.url(), &[]);
+on_both!(a_dead_instance_does_not_leave_clients_waiting);
+async fn a_dead_instance_does_not_leave_clients_waiting(store: Store) {
+    let mut a = instance(&store, &[]);
+    let b = instance(&store, &[]);
     let mut c = client();
     initialize(&mut c, &b.mcp_url()).await;
     let mut sse = request(
@@ -352,11 +423,14 @@ async fn a_dead_instance_does_not_leave_clients_waiting() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn service_recovers_after_a_redis_restart() {
-    let redis = RedisServer::start();
-    let a = instance(&redis.url(), &[]);
-    let b = instance(&redis.url(), &[]);
+    let store = Store::node();
+    let a = instance(&store, &[]);
+    let b = instance(&store, &[]);
     let mut c = client();
     initialize(&mut c, &a.mcp_url()).await;
+    let Store::Node(redis) = store else {
+        unreachable!()
+    };
     let (dir, port) = redis.stop();
 
     // While Redis is down: a new session, or one this instance never saw, gets a clear 503.
@@ -405,11 +479,10 @@ async fn service_recovers_after_a_redis_restart() {
     assert_eq!(text_of(&hello), "Hello World, Zoe");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn expired_sessions_leave_nothing_in_redis() {
-    let redis = RedisServer::start();
-    let a = instance(&redis.url(), &["--session-timeout-ms", "1500"]);
-    let b = instance(&redis.url(), &["--session-timeout-ms", "1500"]);
+on_both!(expired_sessions_leave_nothing_in_redis);
+async fn expired_sessions_leave_nothing_in_redis(store: Store) {
+    let a = instance(&store, &["--session-timeout-ms", "1500"]);
+    let b = instance(&store, &["--session-timeout-ms", "1500"]);
     let mut c = client();
     initialize(&mut c, &a.mcp_url()).await;
     call(
@@ -421,12 +494,86 @@ async fn expired_sessions_leave_nothing_in_redis() {
     )
     .await;
     let sid = c.session.clone().unwrap();
-    let pattern = format!("vellum:{{{sid}}}*");
-    assert!(!redis.keys(&pattern).is_empty());
-    no_keys_left(&redis, &pattern, Duration::from_secs(10)).await;
+    assert!(!store.session_keys(&sid).is_empty());
+    no_keys_left(&store, &sid, Duration::from_secs(10)).await;
     // And it is gone for clients too.
     let status = request(&c, &a.mcp_url(), 2, "tools/list", json!({}))
         .await
         .status();
     assert_eq!(status, 404);
+}
+
+on_both!(a_list_change_reaches_listen_streams_on_other_instances);
+/// 2026-07-28: a `subscriptions/listen` stream held on B hears a list change made on A
+/// (the bus carries it), tagged with its own subscription id; and a legacy GET stream on C
+/// hears it exactly once, though its session is known on A as well.
+async fn a_list_change_reaches_listen_streams_on_other_instances(store: Store) {
+    let inst: Vec<ServerProcess> = (0..3).map(|_| instance(&store, &[])).collect();
+    let modern = Modern::new(&inst[1].mcp_url());
+    let mut tools = modern.listen(41, json!({"toolsListChanged": true})).await;
+    // A legacy session, initialized on A, its GET stream on C.
+    let mut legacy = client();
+    initialize(&mut legacy, &inst[0].mcp_url()).await;
+    notify(
+        &legacy,
+        &inst[0].mcp_url(),
+        "notifications/initialized",
+        json!({}),
+    )
+    .await;
+    let mut get = legacy
+        .at(&inst[2].mcp_url())
+        .get_stream(None)
+        .await
+        .expect_stream("the GET stream");
+    // Each stream is registered before the change: its first frame is sent when it opens.
+    let ack = tools
+        .next_message()
+        .await
+        .expect("the acknowledgement")
+        .json();
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    get.next_block().await.expect("the GET stream opens");
+
+    let added = call(
+        &legacy,
+        &inst[0].mcp_url(),
+        2,
+        "tools/call",
+        json!({"name":"add_tool","arguments":{"name":"dyn_listen"}}),
+    )
+    .await;
+    assert_eq!(text_of(&added), "added dyn_listen");
+
+    let heard = loop {
+        let m = tools
+            .next_message_within(Duration::from_secs(10))
+            .await
+            .expect("list_changed on the listen stream of another instance")
+            .json();
+        if m["method"] == "notifications/tools/list_changed" {
+            break m;
+        }
+    };
+    assert_eq!(
+        heard["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        json!(41),
+        "{heard}"
+    );
+    let g = get
+        .next_message_within(Duration::from_secs(10))
+        .await
+        .expect("list_changed on the legacy GET stream of a third instance")
+        .json();
+    assert_eq!(g["method"], "notifications/tools/list_changed", "{g}");
+    // Exactly once on each.
+    if let Some(m) = next_within(&mut get, Duration::from_millis(500)).await {
+        panic!("the GET stream heard more: {m}");
+    }
+    if let Some(m) = next_within(&mut tools, Duration::from_millis(100)).await {
+        panic!("the listen stream heard more: {m}");
+    }
 }

@@ -56,10 +56,31 @@ pub enum BusMessage {
         /// The session.
         session: String,
     },
+    /// A list of the server named `server` changed on instance `from`: every other instance
+    /// tells its own listening streams (2026-07-28 listen streams that asked for the list,
+    /// legacy GET streams). About no session.
+    ListChanged {
+        /// The sending instance.
+        from: String,
+        /// The server's name (its `serverInfo.name`), so tenants do not mix.
+        server: String,
+        /// `tools`, `resources` or `prompts`.
+        list: String,
+    },
+    /// A resource of the server named `server` changed on instance `from`: every other
+    /// instance tells its streams subscribed to `uri`. About no session.
+    ResourceUpdated {
+        /// The sending instance.
+        from: String,
+        /// The server's name (its `serverInfo.name`).
+        server: String,
+        /// The resource.
+        uri: String,
+    },
 }
 
 impl BusMessage {
-    /// The session the message is about.
+    /// The session the message is about (empty for the server-wide ones).
     pub fn session(&self) -> &str {
         match self {
             BusMessage::ClientResponse { session, .. }
@@ -67,6 +88,7 @@ impl BusMessage {
             | BusMessage::Standalone { session, .. }
             | BusMessage::SessionChanged { session }
             | BusMessage::SessionClosed { session } => session,
+            BusMessage::ListChanged { .. } | BusMessage::ResourceUpdated { .. } => "",
         }
     }
 

@@ -366,7 +366,8 @@ impl SessionTable {
                     }
                 });
             }
-            BusMessage::SessionClosed { .. } => {}
+            // Closing is `on_bus`'s; server-wide announcements are the server's own.
+            _ => {}
         }
     }
 
