@@ -171,6 +171,12 @@ pub(crate) struct ServeArgs {
     /// finish.
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "0s")]
     drain_grace: Duration,
+    /// Sign and verify 2026-07-28 `requestState` with the keys of this file: one secret per
+    /// line, the first signs, every line verifies (rotate by adding a new first line on every
+    /// instance, later dropping the old one). Give every instance behind one load balancer
+    /// the same file; without it each instance has a random key of its own.
+    #[arg(long, value_name = "PATH")]
+    request_state_key_file: Option<std::path::PathBuf>,
     #[command(flatten)]
     auth: Box<crate::auth_flags::AuthArgs>,
 }
@@ -186,7 +192,11 @@ fn build_server(args: &ServeArgs) -> anyhow::Result<vellum::server::Server> {
     } else {
         (args.server.build)()
     };
-    server.with_context(|| format!("cannot build the {name} server"))
+    let server = server.with_context(|| format!("cannot build the {name} server"))?;
+    if let Some(path) = &args.request_state_key_file {
+        server.set_request_state_key(vellum::server::RequestStateKey::from_key_file(path)?);
+    }
+    Ok(server)
 }
 
 /// Connects to each Redis URL once.

@@ -577,3 +577,79 @@ async fn a_list_change_reaches_listen_streams_on_other_instances(store: Store) {
         panic!("the listen stream heard more: {m}");
     }
 }
+
+/// 2026-07-28 `requestState` across instances: minted on A, verified on B when both read
+/// the same key file; refused (-32602, HTTP 400) by an instance with another key; and a
+/// rotation (new first line, old line kept) accepts states of the old key while signing with
+/// the new one, which an instance still on the old file refuses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_state_keys_are_shared_and_rotate() {
+    let store = Store::node();
+    let dir = std::env::temp_dir().join(format!("vellum-keys-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_string_lossy().into_owned()
+    };
+    let old = file("old", "old-secret-0123456789abcdef\n");
+    let other = file("other", "another-secret-fedcba9876543210\n");
+    let rotated = file(
+        "rotated",
+        "# rotation\nnew-secret-00112233445566\nold-secret-0123456789abcdef\n",
+    );
+    let a = instance(&store, &["--request-state-key-file", &old]);
+    let b = instance(&store, &["--request-state-key-file", &old]);
+    let stranger = instance(&store, &["--request-state-key-file", &other]);
+    let r = instance(&store, &["--request-state-key-file", &rotated]);
+
+    let call = json!({"name": "ask_name", "arguments": {}});
+    let retry = |state: &str| {
+        let mut p = call.clone();
+        p["inputResponses"] = json!({"1": {"action": "accept", "content": {"name": "Bob"}}});
+        p["requestState"] = json!(state);
+        p
+    };
+    // Round 1 on a given instance: its state.
+    let mint = async |url: &str| {
+        let first = Modern::new(url)
+            .request(1, "tools/call", call.clone())
+            .await;
+        assert_eq!(
+            first.result()["resultType"],
+            "input_required",
+            "{}",
+            first.result()
+        );
+        first.result()["requestState"]
+            .as_str()
+            .expect("a requestState")
+            .to_owned()
+    };
+
+    let from_a = mint(&a.mcp_url()).await;
+    let done = Modern::new(&b.mcp_url())
+        .request(2, "tools/call", retry(&from_a))
+        .await;
+    assert_eq!(done.result()["resultType"], "complete", "{}", done.result());
+    assert_eq!(done.result()["content"][0]["text"], "Hello, Bob");
+
+    let refused = Modern::new(&stranger.mcp_url())
+        .request(3, "tools/call", retry(&from_a))
+        .await;
+    assert_eq!(refused.error_code(), -32602);
+    assert_eq!(refused.status, 400);
+
+    // Rotation: the rotated instance accepts the old key's state...
+    let done = Modern::new(&r.mcp_url())
+        .request(4, "tools/call", retry(&from_a))
+        .await;
+    assert_eq!(done.result()["resultType"], "complete", "{}", done.result());
+    // ...and signs with the new key, which an instance on the old file alone refuses.
+    let from_r = mint(&r.mcp_url()).await;
+    let refused = Modern::new(&a.mcp_url())
+        .request(5, "tools/call", retry(&from_r))
+        .await;
+    assert_eq!(refused.error_code(), -32602);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -48,8 +48,8 @@ pub(crate) struct ServerInner {
     /// The server's identity as encoded JSON, for the `_meta` of modern results (written
     /// as is into each, never rebuilt).
     pub(crate) info_json: Box<RawValue>,
-    /// The key `requestState` is signed with.
-    pub(crate) state_key: RequestStateKey,
+    /// The key `requestState` is signed with (replaceable: see `set_request_state_key`).
+    state_key: RwLock<Arc<RequestStateKey>>,
     /// Request middleware and message observers.
     middleware: RwLock<Middleware>,
     /// Tool calls running as tasks.
@@ -86,10 +86,12 @@ impl Server {
         Server {
             inner: Arc::new(ServerInner {
                 info,
-                state_key: options
-                    .request_state_key
-                    .clone()
-                    .unwrap_or_else(RequestStateKey::random),
+                state_key: RwLock::new(Arc::new(
+                    options
+                        .request_state_key
+                        .clone()
+                        .unwrap_or_else(RequestStateKey::random),
+                )),
                 options,
                 registry: RwLock::new(Registry::default()),
                 cache: ListCache::default(),
@@ -113,6 +115,19 @@ impl Server {
     /// The server's options.
     pub fn options(&self) -> &ServerOptions {
         &self.inner.options
+    }
+
+    /// Replaces the key `requestState` is signed and verified with (for a server built
+    /// elsewhere, such as `vellum serve --request-state-key-file` does with the demos):
+    /// states signed before are then verified with the new key only, so rotate with
+    /// [`RequestStateKey::also_verifying`] or a key file that keeps the old line.
+    pub fn set_request_state_key(&self, key: RequestStateKey) {
+        *write(&self.inner.state_key) = Arc::new(key);
+    }
+
+    /// The key `requestState` is signed with now.
+    pub(crate) fn state_key(&self) -> Arc<RequestStateKey> {
+        read(&self.inner.state_key).clone()
     }
 
     /// Adds request middleware: `f` runs around every request this server dispatches, on
