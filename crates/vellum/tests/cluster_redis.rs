@@ -50,6 +50,21 @@ impl Store {
         self.keys(&format!("{}:{{{session}}}*", self.prefix()))
     }
 
+    /// Every key of this test: `DBSIZE` on one node (the test has it to itself), the keys
+    /// under the test's prefix on the shared cluster.
+    fn key_count(&self) -> usize {
+        match self {
+            Store::Node(r) => {
+                let out = Command::new("redis-cli")
+                    .args(["-u", &r.url(), "dbsize"])
+                    .output()
+                    .expect("redis-cli");
+                String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+            }
+            Store::Cluster(c, p) => c.keys(&format!("{p}:*")).len(),
+        }
+    }
+
     fn keys(&self, pattern: &str) -> Vec<String> {
         match self {
             Store::Node(r) => r.keys(pattern),
@@ -652,4 +667,55 @@ async fn request_state_keys_are_shared_and_rotate() {
         .await;
     assert_eq!(refused.error_code(), -32602);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+on_both!(load_leaves_no_key_behind);
+/// Redis memory: sessions, streamed calls, a resumed stream and a GET stream over two
+/// instances; once the load stops and the timeouts pass (session 1.5 s, heartbeat 3 s after
+/// the instances stop), the key count is back to zero (`DBSIZE` on one node).
+async fn load_leaves_no_key_behind(store: Store) {
+    let a = instance(&store, &["--session-timeout-ms", "1500"]);
+    let b = instance(&store, &["--session-timeout-ms", "1500"]);
+    for n in 0..4 {
+        let mut c = client();
+        initialize(&mut c, &a.mcp_url()).await;
+        let lvl = call(
+            &c,
+            &b.mcp_url(),
+            1,
+            "logging/setLevel",
+            json!({"level": "info"}),
+        )
+        .await;
+        assert!(lvl.get("result").is_some(), "{lvl}");
+        let _get = c.at(&b.mcp_url()).get_stream(None).await;
+        let mut sse = request(
+            &c,
+            &a.mcp_url(),
+            2,
+            "tools/call",
+            json!({"name": "ticker", "arguments": {"count": 5, "interval_ms": 10}}),
+        )
+        .await
+        .expect_stream("the answer");
+        while sse
+            .next_message_within(Duration::from_secs(10))
+            .await
+            .is_some()
+        {}
+        if n % 2 == 0 {
+            assert_eq!(c.at(&b.mcp_url()).delete().await, 204);
+        }
+    }
+    assert!(store.key_count() > 0, "the load stored nothing");
+    drop((a, b));
+    let end = Instant::now() + Duration::from_secs(15);
+    loop {
+        let n = store.key_count();
+        if n == 0 {
+            break;
+        }
+        assert!(Instant::now() < end, "{n} keys left after the timeouts");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
