@@ -95,12 +95,11 @@ bash bench/smoke.sh
 
 step "official MCP conformance suite: 0.1.16 and 0.2.0-alpha.12, every server scenario, strict"
 # What 0.2.0-alpha.12 fails today, one reason each: SUITE/MODE/SCENARIO[:CHECK], `*` in MODE
-# for any. A listed scenario that passes fails the run: drop its line with the fix. One entry
-# is the suite's own limitation, one is SDK behaviour not built yet (docs/features.md).
+# for any. A listed scenario that passes fails the run: drop its line with the fix. The entry
+# is the suite's own limitation (docs/features.md).
 a12=0.2.0-alpha.12
 conformance_expected=(
   "$a12/*/tasks-status-notifications alpha.12 skips it itself (its harness awaits a rewrite for subscriptions/listen): it verifies nothing"
-  "$a12/*/tasks-mrtr-composition not built yet: a handler cannot gather input by MRTR and then become a task (a declaring client's round 1 is already a CreateTaskResult)"
 )
 expect=()
 for e in "${conformance_expected[@]}"; do expect+=(--expect-fail "$e"); done

@@ -89,6 +89,15 @@ pub(crate) struct ServeArgs {
         value_name = "redis://HOST:PORT|redis-cluster://HOST:PORT[,HOST:PORT...]"
     )]
     session_store: Option<String>,
+    /// Keep tasks where every instance finds them: `memory` (this process; the default) or
+    /// `redis://HOST:PORT`, so any instance answers tasks/get, tasks/update, tasks/cancel,
+    /// tasks/result and tasks/list (the same URL as the other stores shares one connection).
+    #[arg(long, value_name = "memory|redis://HOST:PORT")]
+    task_store: Option<String>,
+    /// With a Redis task store: a running task whose instance sent no heartbeat for this
+    /// long is failed (the instance died).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "5s")]
+    task_heartbeat_window: Duration,
     /// Close sessions idle for this long (e.g. `30s`, `5m`); open streams count as activity.
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     session_timeout: Option<Duration>,
@@ -265,6 +274,7 @@ fn logger(level: &str) -> anyhow::Result<Option<tracing::Dispatch>> {
 /// Maps the flags to handler options (the only place that does).
 async fn options(
     args: &ServeArgs,
+    server: &vellum::server::Server,
 ) -> anyhow::Result<(StreamableHttpOptions, Vec<vellum::store::redis::Redis>)> {
     let mut o = StreamableHttpOptions::default();
     let mut redis = RedisPool::default();
@@ -285,6 +295,16 @@ async fn options(
         let r = redis.get(url, args.session_timeout).await?;
         o.session_store = Some(Arc::new(r.session_store()));
         o.bus = Some(Arc::new(r.bus()));
+    }
+    match args.task_store.as_deref() {
+        None | Some("memory") => {}
+        Some(url) if vellum::store::redis::is_redis_url(url) => {
+            let r = redis.get(url, args.session_timeout).await?;
+            server.set_task_store(Arc::new(r.task_store(args.task_heartbeat_window)));
+        }
+        Some(other) => {
+            bail!("--task-store: expected memory or a Redis URL (redis://HOST:PORT), got {other:?}")
+        }
     }
     o.session_timeout = args.session_timeout;
     o.disable_localhost_protection = args.disable_localhost_protection;
@@ -419,7 +439,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             .context("serving on stdio failed")?;
         return Ok(());
     }
-    let (mut options, redis) = options(&args).await?;
+    let (mut options, redis) = options(&args, &server).await?;
     let health = health(redis);
     if let Some(path) = &args.unix {
         let handler = StreamableHttpHandler::for_server(server, options);

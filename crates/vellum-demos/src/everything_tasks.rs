@@ -150,12 +150,15 @@ pub fn add_task_fixtures(server: &Server) -> Result<(), RegistrationError> {
             "test_tool_with_task",
             "Asks the user's name by multi round-trip, then runs as a task",
         )
-        .with_task_support(TaskSupport::Required),
+        .with_task_support(TaskSupport::Required)
+        .with_input_before_task(),
         |ctx: RequestContext, _req: CallToolRequest, _: NoArgs| async move {
             let answer = ctx
                 .with_input_key("user_name")
                 .elicit(form("What is your name?", one_string("name")))
                 .await?;
+            // Everything asked: the rest runs as a task the client polls.
+            ctx.become_task()?;
             let name = entered(&answer, "name").unwrap_or_default();
             Ok::<_, HandlerError>(CallToolResult::text(format!("Hello, {name}, from a task")))
         },

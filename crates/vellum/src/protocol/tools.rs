@@ -40,6 +40,11 @@ pub struct Tool {
     /// handler runs; never sent on the wire. See [`Tool::requires_scope`].
     #[serde(skip)]
     pub required_scopes: Vec<String>,
+    /// Whether the handler gathers input by multi round-trip first and becomes a task only
+    /// where it calls [`RequestContext::become_task`](crate::server::RequestContext::become_task)
+    /// (2026-07-28 tasks extension); never sent on the wire. See [`Tool::with_input_before_task`].
+    #[serde(skip)]
+    pub input_before_task: bool,
 }
 
 impl Tool {
@@ -58,6 +63,7 @@ impl Tool {
             icons: None,
             meta: None,
             required_scopes: Vec::new(),
+            input_before_task: false,
         }
     }
 
@@ -114,6 +120,17 @@ impl Tool {
         self.execution = Some(ToolExecution {
             task_support: Some(support),
         });
+        self
+    }
+
+    /// For a client that declares the 2026-07-28 tasks extension, the call starts as an
+    /// ordinary request: the handler may ask the client by multi round-trip (each question
+    /// an `InputRequiredResult`), and the call becomes a task only where the handler calls
+    /// [`RequestContext::become_task`](crate::server::RequestContext::become_task) (SEP-2663
+    /// "MRTR to tasks"). Without it, such a call is a task before the handler runs.
+    #[must_use]
+    pub fn with_input_before_task(mut self) -> Self {
+        self.input_before_task = true;
         self
     }
 }

@@ -252,6 +252,14 @@ impl Attempt {
         Ok(())
     }
 
+    /// The answers handed to the handler in this attempt.
+    pub(crate) fn used_answers(&self) -> InputResponses {
+        self.used
+            .iter()
+            .map(|(k, a)| (k.clone(), a.r.clone()))
+            .collect()
+    }
+
     /// Answers collected outside the retry protocol (a task's `tasks/update`).
     pub(crate) fn set_answers(&mut self, answers: InputResponses) {
         self.responses = answers;

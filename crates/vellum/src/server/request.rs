@@ -4,7 +4,7 @@
 //!
 //! Not here: the handler-facing API (`context.rs`) and starting a request (`exchange.rs`).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -31,6 +31,13 @@ pub(crate) enum Scope {
     Modern(Box<ModernMeta>),
 }
 
+/// [`RequestShared::task_mode`]: an ordinary request, or a task already.
+pub(crate) const TASK_NO: u8 = 0;
+/// A tool call run synchronously that may become a task where its handler says so.
+pub(crate) const TASK_MAY: u8 = 1;
+/// Its handler asked to become a task.
+pub(crate) const TASK_WANTED: u8 = 2;
+
 /// Everything one request's handlers share.
 pub(crate) struct RequestShared {
     pub(crate) id: RequestId,
@@ -47,6 +54,9 @@ pub(crate) struct RequestShared {
     pub(crate) close_stream: AtomicU64,
     /// MRTR bookkeeping (modern requests that may ask the client).
     pub(crate) attempt: Mutex<Attempt>,
+    /// Whether this tool call may still become a task (`RequestContext::become_task`), and
+    /// whether its handler asked to.
+    pub(crate) task_mode: AtomicU8,
 }
 
 impl RequestShared {
@@ -69,6 +79,7 @@ impl RequestShared {
             last_progress: AtomicU64::new(f64::NAN.to_bits()),
             close_stream: AtomicU64::new(0),
             attempt: Mutex::new(Attempt::default()),
+            task_mode: AtomicU8::new(TASK_NO),
         }
     }
 
@@ -156,6 +167,11 @@ impl RequestShared {
         let asked = std::mem::take(&mut *r);
         *r = lock(&self.attempt).finish(&key, ttl, asked);
         r
+    }
+
+    /// The answers the handler was handed in this attempt (carried into the task it becomes).
+    pub(crate) fn used_answers(&self) -> InputResponses {
+        lock(&self.attempt).used_answers()
     }
 
     /// Hands a task's collected answers to its next run (questions are keyed as in MRTR).

@@ -1,6 +1,7 @@
-//! The task store of a server: tool calls running in the background while the client
-//! polls for them, each with its owner, status, outcome, questions and answers. Finished
-//! tasks are forgotten after their ttl.
+//! A server's tasks at run time: the [`TaskStore`] the records live in (memory by default,
+//! shared between instances with Redis), and the tasks running on this instance (what
+//! cancels each one, what wakes it when its questions are answered), woken by the store's
+//! signals whichever instance received the `tasks/update` or `tasks/cancel`.
 //!
 //! Task ids are 256 random bits (they are bearer handles in 2026-07-28); a task is bound to
 //! its session (legacy) or to its authenticated caller (modern, when an auth layer named
@@ -9,17 +10,21 @@
 //! Not here: the task methods and running a task's handler (`methods/tasks.rs`).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::{Duration, SystemTime};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::Value;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, broadcast};
 use tokio_util::sync::CancellationToken;
 
-use crate::protocol::{ErrorObject, InputRequests, InputResponses, JsonObject, Task, TaskStatus};
-use crate::sync::lock;
+use super::request::{TASK_MAY, TASK_WANTED};
+use super::{HandlerError, RequestContext, Server};
+use crate::protocol::{ErrorObject, JsonObject};
+use crate::store::{MemoryTaskStore, TaskEvent, TaskOutcome, TaskRecord, TaskStore, iso8601};
+use crate::sync::{lock, read, write};
 
 /// How long a task is kept when the client names no ttl: one hour.
 pub(crate) const DEFAULT_TTL: Duration = Duration::from_secs(3600);
@@ -27,70 +32,138 @@ pub(crate) const DEFAULT_TTL: Duration = Duration::from_secs(3600);
 pub(crate) const MAX_TTL: Duration = Duration::from_secs(24 * 3600);
 /// The polling interval suggested to clients.
 pub(crate) const POLL_INTERVAL_MS: u64 = 500;
+/// How often a waiter re-reads a task even without a signal (a lost pub/sub message, a
+/// store that cannot signal).
+pub(crate) const RECHECK: Duration = Duration::from_secs(1);
 
-/// Who may see a task.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Owner {
-    /// A legacy session (its registry key).
-    Session(u64),
-    /// A modern caller: the authenticated principal, or anyone holding the id.
-    Caller(Option<String>),
-}
-
-pub(crate) struct TaskEntry {
-    pub(crate) task: Task,
-    pub(crate) owner: Owner,
-    pub(crate) modern: bool,
-    /// The final result (as JSON) or error, once terminal.
-    pub(crate) outcome: Option<Result<Value, ErrorObject>>,
-    /// The questions waiting for `tasks/update` (modern).
-    pub(crate) input_requests: Option<InputRequests>,
-    /// Answers received so far (modern).
-    pub(crate) answers: InputResponses,
+/// What stops and wakes a task running on this instance.
+#[derive(Clone, Default)]
+pub(crate) struct Local {
     pub(crate) cancel: CancellationToken,
-    /// Woken on every change (terminal state, new answers).
+    /// Woken when its questions are answered.
     pub(crate) changed: Arc<Notify>,
-    pub(crate) ttl: Duration,
-    pub(crate) started: Instant,
 }
 
-/// A server's tasks.
-#[derive(Default)]
+/// A server's tasks: the store, and the tasks running here.
 pub(crate) struct Tasks {
-    map: Mutex<HashMap<String, TaskEntry>>,
+    store: RwLock<Arc<dyn TaskStore>>,
+    local: Mutex<HashMap<String, Local>>,
+    listening: AtomicBool,
+}
+
+impl Default for Tasks {
+    fn default() -> Self {
+        Tasks {
+            store: RwLock::new(Arc::new(MemoryTaskStore::new())),
+            local: Mutex::default(),
+            listening: AtomicBool::new(false),
+        }
+    }
 }
 
 impl Tasks {
-    pub(crate) fn lock(&self) -> MutexGuard<'_, HashMap<String, TaskEntry>> {
-        lock(&self.map)
+    /// The store.
+    pub(crate) fn store(&self) -> Arc<dyn TaskStore> {
+        read(&self.store).clone()
     }
 
-    /// Forgets tasks that ended more than their ttl after creation.
-    pub(crate) fn purge(map: &mut HashMap<String, TaskEntry>) {
-        map.retain(|_, t| !(t.task.status.is_terminal() && t.started.elapsed() > t.ttl));
+    /// A task starts running here.
+    pub(crate) fn run_here(self: &Arc<Self>, id: &str) -> Local {
+        self.listen();
+        let local = Local::default();
+        lock(&self.local).insert(id.to_owned(), local.clone());
+        local
+    }
+
+    /// A task stopped running here.
+    pub(crate) fn done_here(&self, id: &str) {
+        lock(&self.local).remove(id);
+    }
+
+    /// Acts on the store's signals for the tasks running here (started once).
+    fn listen(self: &Arc<Self>) {
+        if self.listening.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            self.listening.store(false, Ordering::Release);
+            return;
+        };
+        let rx = self.store().signals();
+        rt.spawn(listen_loop(rx, Arc::downgrade(self)));
     }
 }
 
-/// ISO 8601 (UTC, seconds) of a system time.
-pub(crate) fn iso8601(t: SystemTime) -> String {
-    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+async fn listen_loop(mut rx: broadcast::Receiver<crate::store::TaskSignal>, tasks: Weak<Tasks>) {
+    loop {
+        let signal = match rx.recv().await {
+            Ok(s) => s,
+            Err(broadcast::error::RecvError::Lagged(_)) => continue,
+            Err(broadcast::error::RecvError::Closed) => return,
+        };
+        let Some(tasks) = tasks.upgrade() else { return };
+        let Some(local) = lock(&tasks.local).get(&signal.task).cloned() else {
+            continue;
+        };
+        match signal.event {
+            TaskEvent::Cancelled => local.cancel.cancel(),
+            TaskEvent::Answered => local.changed.notify_waiters(),
+            _ => {}
+        }
+    }
+}
+
+impl RequestContext {
+    /// The point where a tool call becomes a task: for a tool registered
+    /// [`with_input_before_task`](crate::protocol::Tool::with_input_before_task) and a
+    /// 2026-07-28 client that declared the tasks extension, the handler gathers input by
+    /// multi round-trip first (its questions end each round as usual), then calls this: the
+    /// request answers with the new task (`resultType: "task"`) and the handler runs again
+    /// in the background with the answers it got so far, this call returning `Ok` there.
+    /// Everywhere else (a call that already is a task, a client without the extension, a
+    /// legacy session) it returns `Ok(())` at once and the handler just goes on.
+    ///
+    /// Pass the error on with `?`: it is what turns the request into the task.
+    ///
+    /// ```no_run
+    /// # use vellum::prelude::*;
+    /// # async fn handler(ctx: RequestContext, form: vellum::protocol::ElicitParams) -> Result<CallToolResult, HandlerError> {
+    /// let name = ctx.with_input_key("user_name").elicit(form).await?;
+    /// ctx.become_task()?; // From here on, a task the client polls.
+    /// # let _ = name; Ok(CallToolResult::text("done")) }
+    /// ```
+    pub fn become_task(&self) -> Result<(), HandlerError> {
+        let wanted = self.shared.task_mode.compare_exchange(
+            TASK_MAY,
+            TASK_WANTED,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
+        match wanted {
+            Ok(_) => Err(HandlerError::Protocol(ErrorObject::internal(
+                "becoming a task (pass this error on)",
+            ))),
+            Err(_) => Ok(()),
+        }
+    }
+}
+
+impl Server {
+    /// Keeps this server's tasks in `store` instead of this process's memory: with a store
+    /// shared by several instances (such as Redis), any instance answers `tasks/get`,
+    /// `tasks/update`, `tasks/cancel`, `tasks/result` and `tasks/list`, and the instance
+    /// running a task hears the answers and cancellations others received. Set it before
+    /// serving: tasks already in the previous store stay there.
+    pub fn set_task_store(&self, store: Arc<dyn TaskStore>) {
+        *write(&self.inner.tasks.store) = store;
+        // A listener on the previous store's signals would hear nothing of the new one.
+        self.inner.tasks.listening.store(false, Ordering::Release);
+    }
+}
+
+/// Now, as task times are written.
+pub(crate) fn now() -> String {
+    iso8601(SystemTime::now())
 }
 
 pub(crate) fn new_task_id() -> Result<String, ErrorObject> {
@@ -108,7 +181,7 @@ pub(crate) fn object(v: Value) -> JsonObject {
 
 /// The task as the request's era shows it (2026-07-28 renames `ttl` and `pollInterval` and
 /// inlines the result, error or questions).
-pub(crate) fn task_json(t: &TaskEntry, modern: bool) -> JsonObject {
+pub(crate) fn task_json(t: &TaskRecord, modern: bool) -> JsonObject {
     let mut v = object(serde_json::to_value(&t.task).unwrap_or_default());
     if modern {
         if let Some(ttl) = v.remove("ttl") {
@@ -118,10 +191,10 @@ pub(crate) fn task_json(t: &TaskEntry, modern: bool) -> JsonObject {
             v.insert("pollIntervalMs".into(), p);
         }
         match &t.outcome {
-            Some(Ok(r)) => {
+            Some(TaskOutcome::Result(r)) => {
                 v.insert("result".into(), r.clone());
             }
-            Some(Err(e)) => {
+            Some(TaskOutcome::Error(e)) => {
                 v.insert("error".into(), serde_json::to_value(e).unwrap_or_default());
             }
             None => {}
@@ -134,61 +207,4 @@ pub(crate) fn task_json(t: &TaskEntry, modern: bool) -> JsonObject {
         }
     }
     v
-}
-
-pub(crate) fn set_status(t: &mut TaskEntry, status: TaskStatus, message: Option<String>) {
-    if t.task.status.is_terminal() {
-        return; // Terminal states never change.
-    }
-    t.task.status = status;
-    t.task.status_message = message;
-    t.task.last_updated_at = iso8601(SystemTime::now());
-    t.changed.notify_waiters();
-}
-
-/// True when every outstanding question of a task is answered, or it ended.
-pub(crate) fn answered_or_over(tasks: &Tasks, id: &str) -> bool {
-    let map = tasks.lock();
-    map.get(id).is_none_or(|t| {
-        t.task.status.is_terminal()
-            || t.input_requests
-                .as_ref()
-                .is_none_or(|q| q.keys().all(|k| t.answers.contains_key(k)))
-    })
-}
-
-fn not_found(id: &str) -> ErrorObject {
-    ErrorObject::invalid_params(format!("Failed to retrieve task: no task {id}"))
-}
-
-impl Tasks {
-    /// Runs `f` on a task `owner` may see (in the era it was created in).
-    pub(crate) fn with<R>(
-        &self,
-        id: &str,
-        owner: &Owner,
-        modern: bool,
-        f: impl FnOnce(&mut TaskEntry) -> Result<R, ErrorObject>,
-    ) -> Result<R, ErrorObject> {
-        let mut map = self.lock();
-        Self::purge(&mut map);
-        match map.get_mut(id) {
-            Some(t) if t.owner == *owner && t.modern == modern => f(t),
-            _ => Err(not_found(id)),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn iso_dates() {
-        assert_eq!(iso8601(UNIX_EPOCH), "1970-01-01T00:00:00Z");
-        let t = UNIX_EPOCH + Duration::from_secs(1_764_500_000);
-        assert_eq!(iso8601(t), "2025-11-30T10:53:20Z");
-        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
-        assert_eq!(iso8601(leap), "2000-02-29T00:00:00Z");
-    }
 }

@@ -1,5 +1,6 @@
 //! Storage behind the Streamable HTTP transport: the [`EventStore`] that makes SSE streams
 //! resumable (`Last-Event-ID`), the [`SessionStore`] that lets any instance serve a session,
+//! the [`TaskStore`] that lets any instance answer for a task,
 //! and the [`MessageBus`] between instances; in-memory implementations of each, and Redis
 //! ones behind the `redis` feature ([`redis`]).
 //!
@@ -17,6 +18,7 @@ mod event_store;
 #[cfg(feature = "redis")]
 pub mod redis;
 mod session_store;
+mod task_store;
 
 pub use bus::memory::MemoryBus;
 pub use bus::{BusMessage, MessageBus};
@@ -25,3 +27,8 @@ pub use event_store::memory::MemoryEventStore;
 pub use event_store::{EventId, EventStore, StoredEvent, StreamId};
 pub use session_store::memory::MemorySessionStore;
 pub use session_store::{SessionRecord, SessionStore};
+pub(crate) use task_store::iso8601;
+pub use task_store::memory::MemoryTaskStore;
+pub use task_store::{
+    Answered, TaskEvent, TaskOutcome, TaskRecord, TaskSignal, TaskStore, TaskTransition,
+};

@@ -69,7 +69,10 @@ pub(super) trait InputMethod {
     const SERVED: Served;
 
     /// Steps 3 and 4: `Err` answers the request without calling the handler.
-    fn prepare(shared: &Arc<RequestShared>, p: Self::Params) -> Result<Self::Call, Outcome>;
+    fn prepare(
+        shared: &Arc<RequestShared>,
+        p: Self::Params,
+    ) -> impl Future<Output = Result<Self::Call, Outcome>> + Send;
 
     /// Step 5.
     fn call(
@@ -90,7 +93,7 @@ pub(super) async fn serve<M: InputMethod>(
     shared.set_meta(p.meta().cloned());
     let (responses, state) = p.take_attempt();
     shared.begin_attempt(raw, responses, state.as_deref())?;
-    let call = match M::prepare(shared, p) {
+    let call = match M::prepare(shared, p).await {
         Ok(call) => call,
         Err(answer) => return Ok(answer),
     };
@@ -111,13 +114,22 @@ pub(super) async fn serve<M: InputMethod>(
 /// `tools/call`.
 pub(super) struct ToolCall;
 
+/// What a tool call answers: the handler's result, or the task it became.
+pub(super) enum ToolOutput {
+    Result(CallToolResult),
+    Task(Outcome),
+}
+
 impl InputMethod for ToolCall {
     type Params = CallToolParams;
     type Call = (Arc<ToolEntry>, CallToolRequest);
-    type Output = CallToolResult;
+    type Output = ToolOutput;
     const SERVED: Served = Served::Tool;
 
-    fn prepare(shared: &Arc<RequestShared>, mut p: CallToolParams) -> Result<Self::Call, Outcome> {
+    async fn prepare(
+        shared: &Arc<RequestShared>,
+        mut p: CallToolParams,
+    ) -> Result<Self::Call, Outcome> {
         let Some(entry) = shared.server.tool(&p.name) else {
             return Err(Outcome::Error(ErrorObject::invalid_params(format!(
                 "Unknown tool: {}",
@@ -156,7 +168,7 @@ impl InputMethod for ToolCall {
         };
         match tasks::decide(shared, &entry, &request) {
             Err(e) => Err(Outcome::Error(e)),
-            Ok(Some(ttl)) => Err(tasks::start(shared, entry, request, ttl)),
+            Ok(Some(ttl)) => Err(tasks::start(shared, entry, request, ttl).await),
             Ok(None) => Ok((entry, request)),
         }
     }
@@ -164,12 +176,21 @@ impl InputMethod for ToolCall {
     async fn call(
         shared: &Arc<RequestShared>,
         (entry, request): Self::Call,
-    ) -> Result<CallToolResult, HandlerError> {
-        execute_tool(shared.clone(), &entry, request).await
+    ) -> Result<ToolOutput, HandlerError> {
+        match execute_tool(shared.clone(), &entry, request.clone()).await {
+            // The handler asked to go on as a task (`RequestContext::become_task`).
+            Err(_) if tasks::wants_task(shared) => Ok(ToolOutput::Task(
+                tasks::become_task(shared, entry, request).await,
+            )),
+            other => other.map(ToolOutput::Result),
+        }
     }
 
-    fn frame(shared: &RequestShared, output: CallToolResult) -> Outcome {
-        complete(shared, output)
+    fn frame(shared: &RequestShared, output: ToolOutput) -> Outcome {
+        match output {
+            ToolOutput::Result(r) => complete(shared, r),
+            ToolOutput::Task(answer) => answer,
+        }
     }
 }
 
@@ -214,7 +235,10 @@ impl InputMethod for ResourceRead {
     type Output = (String, ReadResourceResult);
     const SERVED: Served = Served::Other;
 
-    fn prepare(shared: &Arc<RequestShared>, p: ReadResourceParams) -> Result<Self::Call, Outcome> {
+    async fn prepare(
+        shared: &Arc<RequestShared>,
+        p: ReadResourceParams,
+    ) -> Result<Self::Call, Outcome> {
         let found = {
             let reg = shared.server.registry();
             if let Some(e) = reg.resources.get(&p.uri) {
@@ -265,7 +289,10 @@ impl InputMethod for PromptGet {
     type Output = GetPromptResult;
     const SERVED: Served = Served::Other;
 
-    fn prepare(shared: &Arc<RequestShared>, mut p: GetPromptParams) -> Result<Self::Call, Outcome> {
+    async fn prepare(
+        shared: &Arc<RequestShared>,
+        mut p: GetPromptParams,
+    ) -> Result<Self::Call, Outcome> {
         let Some(entry) = shared.server.registry().prompts.get(&p.name).cloned() else {
             return Err(Outcome::Error(ErrorObject::invalid_params(format!(
                 "Unknown prompt: {}",

@@ -146,15 +146,15 @@ method_table! {
     LOGGING_SET_LEVEL, Legacy, required(SetLevelParams),
         |s, raw, p| lifecycle::set_level(s, p);
     TASKS_GET, Both, required(TaskIdParams),
-        |s, raw, p| tasks::get(s, p);
+        |s, raw, p| tasks::get(s, p).await;
     TASKS_RESULT, Legacy, required(TaskIdParams),
         |s, raw, p| tasks::result(s, p).await;
     TASKS_LIST, Legacy, optional(PaginatedParams),
-        |s, raw, p| tasks::list(s, p);
+        |s, raw, p| tasks::list(s, p).await;
     TASKS_CANCEL, Both, required(TaskIdParams),
-        |s, raw, p| tasks::cancel(s, p);
+        |s, raw, p| tasks::cancel(s, p).await;
     TASKS_UPDATE, Modern, required(tasks::TaskUpdateParams),
-        |s, raw, p| tasks::update(s, p);
+        |s, raw, p| tasks::update(s, p).await;
     SKILLS_LIST, Both, optional(PaginatedParams),
         |s, raw, p| skills::list(s, p);
     SKILLS_GET, Both, required(GetSkillParams),

@@ -19,33 +19,52 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 
 use super::super::handler_error::{Served, WireFailure};
 use super::super::pagination::page;
 use super::super::reply::{HasMeta, Outcome, complete, encode_result};
-use super::super::request::{RequestShared, Scope};
+use super::super::request::{RequestShared, Scope, TASK_MAY, TASK_WANTED};
+use super::super::session::Session;
 use super::super::task_store::{
-    DEFAULT_TTL, MAX_TTL, Owner, POLL_INTERVAL_MS, TaskEntry, Tasks, answered_or_over, iso8601,
-    new_task_id, object, set_status, task_json,
+    DEFAULT_TTL, Local, MAX_TTL, POLL_INTERVAL_MS, RECHECK, Tasks, new_task_id, now, object,
+    task_json,
 };
 use super::super::tool::{CallToolRequest, ToolEntry, execute_tool};
 use crate::protocol::{
     CallToolResult, ErrorObject, InputResponses, JsonObject, ListTasksResult, Meta,
     PaginatedParams, ResultType, TASKS_EXTENSION, Task, TaskIdParams, TaskStatus, TaskSupport,
-    code, meta_keys,
+    code, encode_notification, meta_keys,
+};
+use crate::store::{
+    Answered, StoreError, TaskEvent, TaskOutcome, TaskRecord, TaskSignal, TaskStore, TaskTransition,
 };
 
-fn owner_of(shared: &RequestShared) -> Owner {
+/// The notification a legacy session gets when one of its tasks changes status.
+const TASK_STATUS: &str = "notifications/tasks/status";
+
+/// Who may see a task: its session (legacy), or its caller (modern: the authenticated
+/// principal, or anyone holding the id).
+fn owner_of(shared: &RequestShared) -> String {
     match &shared.scope {
-        Scope::Legacy(s) => Owner::Session(s.registry_key()),
-        Scope::Modern(_) => Owner::Caller(shared.principal_digest()),
+        Scope::Legacy(s) => match s.id() {
+            Some(id) => format!("s:{id}"),
+            None => format!("k:{}", s.registry_key()),
+        },
+        Scope::Modern(_) => format!("c:{}", shared.principal_digest().unwrap_or_default()),
     }
+}
+
+fn store_failed(e: StoreError) -> ErrorObject {
+    ErrorObject::internal(format!("The task store failed: {e}"))
+}
+
+fn not_found(id: &str) -> ErrorObject {
+    ErrorObject::invalid_params(format!("Failed to retrieve task: no task {id}"))
 }
 
 /// Whether a tool call runs as a task: `Ok(Some(ttl))` when it does.
@@ -72,6 +91,11 @@ pub(crate) fn decide(
             .supports_extension(TASKS_EXTENSION);
         return match (support, declared) {
             (TaskSupport::Forbidden, _) => Ok(None),
+            // MRTR first: a task only where the handler says (`RequestContext::become_task`).
+            (_, true) if entry.tool.input_before_task => {
+                shared.task_mode.store(TASK_MAY, Ordering::Release);
+                Ok(None)
+            }
             (_, true) => Ok(Some(ttl(None))),
             (TaskSupport::Optional, false) => Ok(None),
             (TaskSupport::Required, false) => Err(ErrorObject::new(
@@ -114,11 +138,38 @@ impl HasMeta for JsonResult {
 }
 
 /// Starts a tool call as a task and answers with the task.
-pub(crate) fn start(
+pub(crate) async fn start(
     shared: &Arc<RequestShared>,
     entry: Arc<ToolEntry>,
     request: CallToolRequest,
     ttl: Duration,
+) -> Outcome {
+    start_with(shared, entry, request, ttl, InputResponses::new()).await
+}
+
+/// Whether the handler of this synchronous call asked to become a task.
+pub(crate) fn wants_task(shared: &RequestShared) -> bool {
+    shared.task_mode.load(Ordering::Acquire) == TASK_WANTED
+}
+
+/// A call whose handler called `become_task`: the task, its runs starting with the answers
+/// gathered by multi round-trip so far.
+pub(crate) async fn become_task(
+    shared: &Arc<RequestShared>,
+    entry: Arc<ToolEntry>,
+    request: CallToolRequest,
+) -> Outcome {
+    let answers = shared.used_answers();
+    start_with(shared, entry, request, DEFAULT_TTL, answers).await
+}
+
+/// [`start`], with answers the handler already has.
+async fn start_with(
+    shared: &Arc<RequestShared>,
+    entry: Arc<ToolEntry>,
+    request: CallToolRequest,
+    ttl: Duration,
+    answers: InputResponses,
 ) -> Outcome {
     let Ok(rt) = tokio::runtime::Handle::try_current() else {
         return Outcome::Error(ErrorObject::internal("tasks need a Tokio runtime"));
@@ -127,53 +178,50 @@ pub(crate) fn start(
         Ok(id) => id,
         Err(e) => return Outcome::Error(e),
     };
-    let now = iso8601(SystemTime::now());
+    let created = now();
     let modern = shared.is_modern();
-    let cancel = CancellationToken::new();
-    let changed = Arc::new(Notify::new());
     let task = Task {
         task_id: id.clone(),
         status: TaskStatus::Working,
         status_message: None,
-        created_at: now.clone(),
-        last_updated_at: now,
+        created_at: created.clone(),
+        last_updated_at: created,
         ttl: Some(ttl.as_millis() as u64),
         poll_interval: Some(POLL_INTERVAL_MS),
     };
     let tasks = shared.server.inner.tasks.clone();
-    {
-        let mut map = tasks.lock();
-        Tasks::purge(&mut map);
-        map.insert(
-            id.clone(),
-            TaskEntry {
-                task: task.clone(),
-                owner: owner_of(shared),
-                modern,
-                outcome: None,
-                input_requests: None,
-                answers: InputResponses::new(),
-                cancel: cancel.clone(),
-                changed: changed.clone(),
-                ttl,
-                started: Instant::now(),
-            },
-        );
+    let store = tasks.store();
+    let mut record = TaskRecord::new(
+        task,
+        owner_of(shared),
+        modern,
+        store.instance_id().to_owned(),
+    );
+    record.answers = answers;
+    // Registered before the record exists, so a cancellation that comes at once finds it.
+    let local = tasks.run_here(&id);
+    if let Err(e) = store.create(&record, ttl).await {
+        tasks.done_here(&id);
+        return Outcome::Error(store_failed(e));
     }
-    let run = run_task(shared.clone(), entry, request, id.clone(), tasks.clone());
+    let run = run_task(
+        shared.clone(),
+        entry,
+        request,
+        id.clone(),
+        store,
+        local.clone(),
+    );
+    let runner = tasks.clone();
+    let ran = id.clone();
     rt.spawn(async move {
         tokio::select! {
             () = run => {}
-            () = cancel.cancelled() => {}
+            () = local.cancel.cancelled() => {}
         }
+        runner.done_here(&ran);
     });
-    let answer = {
-        let map = tasks.lock();
-        match map.get(&id) {
-            Some(t) => task_json(t, modern),
-            None => object(json!({})),
-        }
-    };
+    let answer = task_json(&record, modern);
     if modern {
         encode_result(
             shared,
@@ -195,6 +243,24 @@ pub(crate) fn start(
     }
 }
 
+/// Tells every instance that a task changed status, and its legacy session (SEP-1686:
+/// `notifications/tasks/status` on status changes; the session's standalone stream, on
+/// whichever instance holds it).
+async fn status_changed(store: &Arc<dyn TaskStore>, session: Option<&Arc<Session>>, id: &str) {
+    let _ = store
+        .signal(TaskSignal {
+            task: id.to_owned(),
+            event: TaskEvent::StatusChanged,
+        })
+        .await;
+    let Some(session) = session else { return };
+    if let Ok(Some(record)) = store.load(id, &now()).await
+        && let Ok(m) = encode_notification(TASK_STATUS, Some(&task_json(&record, false)))
+    {
+        let _ = session.send_unrelated(m).await;
+    }
+}
+
 /// Runs the handler in the background, round after round while it asks questions (modern),
 /// and records the outcome.
 async fn run_task(
@@ -202,7 +268,8 @@ async fn run_task(
     entry: Arc<ToolEntry>,
     request: CallToolRequest,
     id: String,
-    tasks: Arc<Tasks>,
+    store: Arc<dyn TaskStore>,
+    local: Local,
 ) {
     let modern = origin.is_modern();
     let session = match &origin.scope {
@@ -212,11 +279,10 @@ async fn run_task(
     loop {
         let shared = Arc::new(origin.detached());
         if modern {
-            let answers = tasks
-                .lock()
-                .get(&id)
-                .map(|t| t.answers.clone())
-                .unwrap_or_default();
+            let answers = match store.load(&id, &now()).await {
+                Ok(Some(r)) => r.answers,
+                _ => InputResponses::new(),
+            };
             shared.set_task_answers(answers);
         }
         let run = execute_tool(shared.clone(), &entry, request.clone());
@@ -238,59 +304,79 @@ async fn run_task(
                 }
             }
         };
-        let changed = 'recorded: {
-            let mut map = tasks.lock();
-            let Some(t) = map.get_mut(&id) else { return };
-            let result = match outcome.map_err(|e| e.into_wire(Served::Task, modern)) {
-                Ok(result) => result,
-                // A failed tool is a result the model reads, as without a task.
-                Err(WireFailure::ToolError(m)) => CallToolResult::error(m),
-                Err(WireFailure::InputRequired(r)) => {
-                    t.input_requests = shared.input_required(r).input_requests;
-                    set_status(t, TaskStatus::InputRequired, None);
-                    break 'recorded t.changed.clone();
-                }
-                Err(WireFailure::Error(e)) => {
-                    let message = Some(e.message.to_string());
-                    t.outcome = Some(Err(e));
-                    set_status(t, TaskStatus::Failed, message);
-                    return;
-                }
-            };
-            t.outcome = Some(Ok(serde_json::to_value(&result).unwrap_or_default()));
-            set_status(t, TaskStatus::Completed, None);
-            return;
+        let change = match outcome.map_err(|e| e.into_wire(Served::Task, modern)) {
+            Ok(result) => finish(TaskStatus::Completed, None, result_outcome(&result)),
+            // A failed tool is a result the model reads, as without a task.
+            Err(WireFailure::ToolError(m)) => finish(
+                TaskStatus::Completed,
+                None,
+                result_outcome(&CallToolResult::error(m)),
+            ),
+            Err(WireFailure::InputRequired(r)) => {
+                TaskTransition::Ask(shared.input_required(r).input_requests.unwrap_or_default())
+            }
+            Err(WireFailure::Error(e)) => finish(
+                TaskStatus::Failed,
+                Some(e.message.to_string()),
+                TaskOutcome::Error(e),
+            ),
         };
-        // Wait for the answers (or a cancellation); registered before looking, so no
-        // `tasks/update` slips between the look and the wait.
-        let waiting = changed.notified();
-        tokio::pin!(waiting);
-        waiting.as_mut().enable();
-        if !answered_or_over(&tasks, &id) {
-            waiting.await;
-        }
-        let mut map = tasks.lock();
-        let Some(t) = map.get_mut(&id) else { return };
-        if t.task.status.is_terminal() {
+        let asking = matches!(change, TaskTransition::Ask(_));
+        // Not applied: it ended meanwhile (cancelled, or failed by another instance).
+        if !matches!(store.transition(&id, change, &now()).await, Ok(true)) {
             return;
         }
-        t.input_requests = None;
-        set_status(t, TaskStatus::Working, None);
+        status_changed(&store, session.as_ref(), &id).await;
+        if !asking {
+            return;
+        }
+        // Wait for the answers (or the end). Armed before each look, so no `tasks/update`
+        // slips between the look and the wait.
+        loop {
+            let woken = local.changed.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            match store.load(&id, &now()).await {
+                Ok(Some(r)) if r.task.status.is_terminal() => return,
+                Ok(Some(r)) if r.answered_or_over() => break,
+                Ok(None) => return,
+                // Not answered yet, or the store is unreachable for now: wait and look again.
+                Ok(Some(_)) | Err(_) => {}
+            }
+            tokio::select! {
+                () = &mut woken => {}
+                () = tokio::time::sleep(RECHECK) => {}
+            }
+        }
+        if !matches!(
+            store.transition(&id, TaskTransition::Resume, &now()).await,
+            Ok(true)
+        ) {
+            return;
+        }
+        status_changed(&store, session.as_ref(), &id).await;
     }
 }
 
-/// Finds a task the caller may see.
-fn with_task<R>(
-    shared: &RequestShared,
-    id: &str,
-    f: impl FnOnce(&mut TaskEntry) -> Result<R, ErrorObject>,
-) -> Result<R, ErrorObject> {
-    let owner = owner_of(shared);
-    shared
-        .server
-        .inner
-        .tasks
-        .with(id, &owner, shared.is_modern(), f)
+fn finish(status: TaskStatus, message: Option<String>, outcome: TaskOutcome) -> TaskTransition {
+    TaskTransition::Finish {
+        status,
+        message,
+        outcome: Some(outcome),
+    }
+}
+
+fn result_outcome(result: &CallToolResult) -> TaskOutcome {
+    TaskOutcome::Result(serde_json::to_value(result).unwrap_or_default())
+}
+
+/// The task, if the caller may see it (its owner, in the era it was created in).
+async fn visible(shared: &RequestShared, id: &str) -> Result<TaskRecord, ErrorObject> {
+    let store = shared.server.inner.tasks.store();
+    match store.load(id, &now()).await.map_err(store_failed)? {
+        Some(r) if r.owner == owner_of(shared) && r.modern == shared.is_modern() => Ok(r),
+        _ => Err(not_found(id)),
+    }
 }
 
 /// A 2026-07-28 request to a task method must declare the tasks extension (SEP-2663): else
@@ -314,10 +400,10 @@ fn gate(shared: &RequestShared) -> Result<(), ErrorObject> {
 }
 
 /// `tasks/get`.
-pub(crate) fn get(shared: &RequestShared, p: TaskIdParams) -> Result<Outcome, ErrorObject> {
+pub(crate) async fn get(shared: &RequestShared, p: TaskIdParams) -> Result<Outcome, ErrorObject> {
     gate(shared)?;
-    let modern = shared.is_modern();
-    let fields = with_task(shared, &p.task_id, |t| Ok(task_json(t, modern)))?;
+    let record = visible(shared, &p.task_id).await?;
+    let fields = task_json(&record, shared.is_modern());
     Ok(complete(shared, JsonResult { fields, meta: None }))
 }
 
@@ -326,15 +412,13 @@ pub(crate) async fn result(
     shared: &RequestShared,
     p: TaskIdParams,
 ) -> Result<Outcome, ErrorObject> {
+    let store = shared.server.inner.tasks.store();
     loop {
-        let changed = with_task(shared, &p.task_id, |t| Ok(t.changed.clone()))?;
-        // Registered before the state is read, so no change slips between the two.
-        let waiting = changed.notified();
-        let (outcome, done) = with_task(shared, &p.task_id, |t| {
-            Ok((t.outcome.clone(), t.task.status.is_terminal()))
-        })?;
-        match outcome {
-            Some(Ok(v)) => {
+        // Subscribed before the state is read, so no change slips between the two.
+        let mut signals = store.signals();
+        let record = visible(shared, &p.task_id).await?;
+        match record.outcome {
+            Some(TaskOutcome::Result(v)) => {
                 let mut meta = Meta::new();
                 meta.insert(meta_keys::RELATED_TASK, json!({"taskId": p.task_id}));
                 return Ok(complete(
@@ -345,29 +429,46 @@ pub(crate) async fn result(
                     },
                 ));
             }
-            Some(Err(e)) => return Err(e),
-            None if done => {
+            Some(TaskOutcome::Error(e)) => return Err(e),
+            None if record.task.status.is_terminal() => {
                 return Err(ErrorObject::invalid_params(format!(
                     "Task {} was cancelled",
                     p.task_id
                 )));
             }
-            None => waiting.await,
+            None => {
+                // Until a signal about this task, or a while (a lost signal, a dead instance).
+                let _ = tokio::time::timeout(RECHECK, async {
+                    loop {
+                        match signals.recv().await {
+                            Ok(s) if s.task == p.task_id => return,
+                            Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                                std::future::pending::<()>().await;
+                            }
+                            _ => {}
+                        }
+                    }
+                })
+                .await;
+            }
         }
     }
 }
 
 /// `tasks/list` (2025-11-25): the session's tasks, paginated.
-pub(crate) fn list(shared: &RequestShared, p: PaginatedParams) -> Result<Outcome, ErrorObject> {
-    let owner = owner_of(shared);
-    let mine: BTreeMap<String, Task> = {
-        let mut map = shared.server.inner.tasks.lock();
-        Tasks::purge(&mut map);
-        map.iter()
-            .filter(|(_, t)| t.owner == owner && !t.modern)
-            .map(|(k, t)| (k.clone(), t.task.clone()))
-            .collect()
-    };
+pub(crate) async fn list(
+    shared: &RequestShared,
+    p: PaginatedParams,
+) -> Result<Outcome, ErrorObject> {
+    let store = shared.server.inner.tasks.store();
+    let mine: BTreeMap<String, Task> = store
+        .list(&owner_of(shared))
+        .await
+        .map_err(store_failed)?
+        .into_iter()
+        .filter(|r| !r.modern)
+        .map(|r| (r.task.task_id.clone(), r.task))
+        .collect();
     let (items, next) = page(
         &mine,
         p.cursor.as_deref(),
@@ -383,34 +484,77 @@ pub(crate) fn list(shared: &RequestShared, p: PaginatedParams) -> Result<Outcome
     ))
 }
 
-/// `tasks/cancel`.
-pub(crate) fn cancel(shared: &RequestShared, p: TaskIdParams) -> Result<Outcome, ErrorObject> {
+/// `tasks/cancel`: from any instance; the one running the task hears it on the store's
+/// signals and stops the handler.
+pub(crate) async fn cancel(
+    shared: &RequestShared,
+    p: TaskIdParams,
+) -> Result<Outcome, ErrorObject> {
     gate(shared)?;
     let modern = shared.is_modern();
-    let fields = with_task(shared, &p.task_id, |t| {
-        if t.task.status.is_terminal() {
-            if modern {
-                return Ok(JsonObject::new()); // Cooperative: already over.
-            }
-            return Err(ErrorObject::invalid_params(format!(
-                "Task {} already ended ({})",
-                p.task_id,
-                serde_json::to_value(t.task.status).unwrap_or_default()
-            )));
+    let tasks: &Arc<Tasks> = &shared.server.inner.tasks;
+    let store = tasks.store();
+    let mut record = visible(shared, &p.task_id).await?;
+    let cancelled = TaskTransition::Finish {
+        status: TaskStatus::Cancelled,
+        message: Some("Cancelled by the client".into()),
+        outcome: None,
+    };
+    let applied = !record.task.status.is_terminal()
+        && store
+            .transition(&p.task_id, cancelled.clone(), &now())
+            .await
+            .map_err(store_failed)?;
+    if !applied {
+        if modern {
+            // Cooperative: already over, the same empty ack.
+            return Ok(empty(shared));
         }
-        t.cancel.cancel();
-        set_status(
-            t,
-            TaskStatus::Cancelled,
-            Some("Cancelled by the client".into()),
-        );
-        Ok(if modern {
-            JsonObject::new()
-        } else {
-            task_json(t, false)
+        let current = visible(shared, &p.task_id).await?;
+        return Err(ErrorObject::invalid_params(format!(
+            "Task {} already ended ({})",
+            p.task_id,
+            serde_json::to_value(current.task.status).unwrap_or_default()
+        )));
+    }
+    let _ = store
+        .signal(TaskSignal {
+            task: p.task_id.clone(),
+            event: TaskEvent::Cancelled,
         })
-    })?;
-    Ok(complete(shared, JsonResult { fields, meta: None }))
+        .await;
+    let session = match &shared.scope {
+        Scope::Legacy(s) => Some(s),
+        Scope::Modern(_) => None,
+    };
+    status_changed(&store, session, &p.task_id).await;
+    if modern {
+        return Ok(empty(shared));
+    }
+    if let TaskTransition::Finish {
+        status, message, ..
+    } = cancelled
+    {
+        record.task.status = status;
+        record.task.status_message = message;
+    }
+    Ok(complete(
+        shared,
+        JsonResult {
+            fields: task_json(&record, false),
+            meta: None,
+        },
+    ))
+}
+
+fn empty(shared: &RequestShared) -> Outcome {
+    complete(
+        shared,
+        JsonResult {
+            fields: JsonObject::new(),
+            meta: None,
+        },
+    )
 }
 
 /// `tasks/update` parameters (2026-07-28 extension).
@@ -422,32 +566,35 @@ pub(crate) struct TaskUpdateParams {
     input_responses: InputResponses,
 }
 
-/// `tasks/update`: answers to the questions of an `input_required` task.
-pub(crate) fn update(shared: &RequestShared, p: TaskUpdateParams) -> Result<Outcome, ErrorObject> {
+/// `tasks/update`: answers to the questions of an `input_required` task, from any
+/// instance; the one running it resumes the handler once every question is answered.
+pub(crate) async fn update(
+    shared: &RequestShared,
+    p: TaskUpdateParams,
+) -> Result<Outcome, ErrorObject> {
     gate(shared)?;
-    with_task(shared, &p.task_id, |t| {
-        let Some(outstanding) = t.input_requests.as_mut() else {
-            return Ok(());
-        };
-        let mut any = false;
-        for (k, v) in p.input_responses {
-            // Answers to keys not currently asked are ignored; an answered key is no longer
-            // asked (tasks/get shows what is still missing: partial fulfillment).
-            if outstanding.remove(&k).is_some() {
-                t.answers.insert(k, v);
-                any = true;
-            }
+    visible(shared, &p.task_id).await?;
+    let store = shared.server.inner.tasks.store();
+    // Answers to keys not currently asked are ignored; an answered key is no longer asked
+    // (tasks/get shows what is still missing: partial fulfillment).
+    let answered = store
+        .answer(&p.task_id, p.input_responses)
+        .await
+        .map_err(store_failed)?;
+    match answered {
+        Answered::Unknown => return Err(not_found(&p.task_id)),
+        Answered::Recorded {
+            any: true,
+            remaining: 0,
+        } => {
+            let _ = store
+                .signal(TaskSignal {
+                    task: p.task_id.clone(),
+                    event: TaskEvent::Answered,
+                })
+                .await;
         }
-        if any && outstanding.is_empty() {
-            t.changed.notify_waiters();
-        }
-        Ok(())
-    })?;
-    Ok(complete(
-        shared,
-        JsonResult {
-            fields: JsonObject::new(),
-            meta: None,
-        },
-    ))
+        _ => {}
+    }
+    Ok(empty(shared))
 }

@@ -77,12 +77,36 @@ pub enum BusMessage {
         /// The resource.
         uri: String,
     },
+    /// A task changed (the task store's signals): about a task, not a session.
+    Task(TaskSignal),
+}
+
+/// A change of a task that other instances may have to act on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskSignal {
+    /// The task id.
+    pub task: String,
+    /// What happened.
+    pub event: TaskEvent,
+}
+
+/// What happened to a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum TaskEvent {
+    /// Every open question is answered: the running instance resumes the handler.
+    Answered,
+    /// Cancelled: the running instance stops the handler.
+    Cancelled,
+    /// The status changed (waiters re-read the task).
+    StatusChanged,
 }
 
 impl BusMessage {
-    /// The session the message is about (empty for the server-wide ones).
+    /// The session the message is about (empty for a task's message and the server-wide ones).
     pub fn session(&self) -> &str {
         match self {
+            BusMessage::Task(_) => "",
             BusMessage::ClientResponse { session, .. }
             | BusMessage::Cancel { session, .. }
             | BusMessage::Standalone { session, .. }

@@ -34,3 +34,4 @@ pub use target::{CLUSTER_SCHEME, is_redis_url};
 pub use super::bus::redis::RedisBus;
 pub use super::event_store::redis::RedisEventStore;
 pub use super::session_store::redis::RedisSessionStore;
+pub use super::task_store::redis::RedisTaskStore;

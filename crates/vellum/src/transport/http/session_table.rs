@@ -366,7 +366,8 @@ impl SessionTable {
                     }
                 });
             }
-            // Closing is `on_bus`'s; server-wide announcements are the server's own.
+            // Closing is `on_bus`'s; tasks are the task store's; server-wide announcements
+            // (list changes, resource updates) are the server's own.
             _ => {}
         }
     }
