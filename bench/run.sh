@@ -179,7 +179,7 @@ lock_version() { # Cargo.lock crate
 # --- runs -------------------------------------------------------------------------------------
 port=20000
 server_pid="" redis_pid=""
-trap '[[ -n $server_pid ]] && kill -KILL "$server_pid" 2>/dev/null; [[ -n $redis_pid ]] && kill -KILL "$redis_pid" 2>/dev/null; true' EXIT
+trap '[[ -n $server_pid ]] && kill -KILL "$server_pid" 2>/dev/null; [[ -n $redis_pid ]] && kill -KILL "$redis_pid" 2>/dev/null; [[ -n ${cluster_dir:-} ]] && bash "$BENCH_DIR/../scripts/redis-cluster.sh" stop "$cluster_dir"; true' EXIT
 
 # vellum-redis: one redis-server for the whole run, on the server's core (BENCH_REDIS_CPU,
 # default 0) at the same priority, so the server side still has one core in all; emptied
@@ -194,6 +194,20 @@ if [[ " ${runnable[*]} " == *" vellum-redis "* ]]; then
         { echo "run.sh: redis-server did not start, see logs/redis.log" >&2; exit 1; }
     export BENCH_REDIS_URL=redis://127.0.0.1:$redis_port
     echo "redis: $(redis-server --version | cut -d' ' -f3) on CPU ${BENCH_REDIS_CPU:-0}" >>"$out/versions.txt"
+fi
+# vellum-redis-cluster: three masters (scripts/redis-cluster.sh) on the server's core too.
+cluster_dir=""
+if [[ " ${runnable[*]} " == *" vellum-redis-cluster "* ]]; then
+    cluster_ports=(19991 19992 19993)
+    for p in "${cluster_ports[@]}"; do
+        "$MCPBENCH" wait-port --free --addr "127.0.0.1:$p" || { echo "run.sh: port $p busy" >&2; exit 1; }
+    done
+    cluster_dir=$out/redis-cluster
+    BENCH_REDIS_CLUSTER_URL=$("${prio[@]}" taskset -c "${BENCH_REDIS_CPU:-0}" \
+        bash "$BENCH_DIR/../scripts/redis-cluster.sh" start "$cluster_dir" "${cluster_ports[@]}") ||
+        { echo "run.sh: the Redis Cluster did not start, see $cluster_dir" >&2; exit 1; }
+    export BENCH_REDIS_CLUSTER_URL
+    echo "redis cluster: three masters on CPU ${BENCH_REDIS_CPU:-0}" >>"$out/versions.txt"
 fi
 
 stop_server() {
@@ -222,6 +236,11 @@ run_one() { # server scenario rep [extra mcpbench flags...]; BENCH_TOOLS in the 
     echo "== rep $rep  $s  $sc" >&2
     if [[ $s == vellum-redis ]]; then
         redis-cli -p "$redis_port" flushall >/dev/null || { failed "$s" "$sc" "$rep" "redis flushall failed"; return; }
+    fi
+    if [[ $s == vellum-redis-cluster ]]; then
+        for p in "${cluster_ports[@]}"; do
+            redis-cli -p "$p" flushall >/dev/null || { failed "$s" "$sc" "$rep" "redis flushall failed"; return; }
+        done
     fi
     if [[ $sc == cold ]]; then
         local cmd

@@ -6,7 +6,8 @@
 # server (so the PID the runner holds is the server's), listening on 127.0.0.1:PORT.
 #
 # VELLUM_BIN (default: <repo>/target/<profile>/vellum) and BENCH_PROFILE (release | debug)
-# select the binaries. vellum-redis needs BENCH_REDIS_URL: run.sh starts a redis-server for it.
+# select the binaries. vellum-redis needs BENCH_REDIS_URL: run.sh starts a redis-server for it;
+# vellum-redis-cluster needs BENCH_REDIS_CLUSTER_URL: run.sh starts a three-master cluster.
 # BENCH_TOOLS=N starts the server with N extra tools to list (the `tools` scenario).
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -24,7 +25,7 @@ set_profile() {
 }
 set_profile "${BENCH_PROFILE:-release}"
 
-ALL_SERVERS="null null-sse rmcp rmcp-stateless-json rmcp@2026 ts py go go-json go-stateless go@2026 vellum vellum-json vellum-stateless vellum-store vellum-redis vellum@2026"
+ALL_SERVERS="null null-sse rmcp rmcp-stateless-json rmcp@2026 ts py go go-json go-stateless go@2026 vellum vellum-json vellum-stateless vellum-store vellum-redis vellum-redis-cluster vellum@2026"
 
 # server_exec NAME PORT: exec the server.
 server_exec() {
@@ -47,6 +48,9 @@ server_exec() {
         vellum-store) exec "${vellum[@]}" --event-store memory ;;
         vellum-redis)
             exec "${vellum[@]}" --event-store "${BENCH_REDIS_URL:?}" --session-store "$BENCH_REDIS_URL" ;;
+        vellum-redis-cluster)
+            exec "${vellum[@]}" --event-store "${BENCH_REDIS_CLUSTER_URL:?}" \
+                --session-store "$BENCH_REDIS_CLUSTER_URL" ;;
         *) echo "servers.sh: unknown server '$1'" >&2; exit 2 ;;
     esac
 }
@@ -74,7 +78,7 @@ server_scenarios() {
         rmcp-stateless-json | go-stateless | vellum-stateless) echo "latency throughput setup cold" ;;
         vellum@2026) echo "latency throughput stream conc fanout setup cold chunks" ;;
         *@2026) echo "latency throughput stream fanout setup cold" ;;
-        vellum-json | vellum-store | vellum-redis)
+        vellum-json | vellum-store | vellum-redis | vellum-redis-cluster)
             echo "latency throughput sessions stream hold streams setup cold" ;;
         # The Go SDK's JSON mode answers a call with one JSON body and drops the call's
         # progress notifications: no streaming there.
@@ -108,6 +112,10 @@ server_missing() {
                 vellum-store) [[ $help == *--event-store* ]] || echo "vellum serve has no --event-store" ;;
                 vellum-redis)
                     [[ $help == *--session-store* ]] || { echo "vellum serve has no --session-store"; return; }
+                    command -v redis-server >/dev/null || echo "no redis-server"
+                    ;;
+                vellum-redis-cluster)
+                    [[ $help == *redis-cluster://* ]] || { echo "vellum serve takes no redis-cluster:// URL"; return; }
                     command -v redis-server >/dev/null || echo "no redis-server"
                     ;;
             esac

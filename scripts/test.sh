@@ -76,6 +76,17 @@ step "official clients: rmcp's client (tests/interop/rmcp-client, its own cargo 
 cargo build --quiet --locked --manifest-path tests/interop/rmcp-client/Cargo.toml \
   --target-dir tests/interop/rmcp-client/target
 
+step "a Redis Cluster of three masters for the cluster tests (scripts/redis-cluster.sh)"
+# The cluster tests (cluster_redis, cluster_slots) run on one node and on this cluster;
+# under CI=true they fail when VELLUM_TEST_REDIS_CLUSTER is unset.
+cluster_dir=$(mktemp -d)
+trap 'bash scripts/redis-cluster.sh stop "$cluster_dir"' EXIT
+ports=()
+for _ in 1 2 3; do ports+=("$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"); done
+VELLUM_TEST_REDIS_CLUSTER=$(bash scripts/redis-cluster.sh start "$cluster_dir" "${ports[@]}")
+export VELLUM_TEST_REDIS_CLUSTER
+echo "$VELLUM_TEST_REDIS_CLUSTER"
+
 step "unit and integration tests (debug builds of the binary and examples included)"
 cargo test --workspace --all-features
 

@@ -74,12 +74,20 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "LEVEL|off", default_value = "off")]
     log: String,
     /// Keep SSE events for `Last-Event-ID` resumption: `memory`, `memory:BYTES`, or a
-    /// Redis URL (`redis://HOST:PORT`) shared by several instances.
-    #[arg(long, value_name = "memory[:BYTES]|redis://HOST:PORT")]
+    /// Redis URL shared by several instances: one node (`redis://HOST:PORT`) or a Redis
+    /// Cluster (`redis-cluster://HOST:PORT[,HOST:PORT...]`, any nodes of it as seeds).
+    #[arg(
+        long,
+        value_name = "memory[:BYTES]|redis://HOST:PORT|redis-cluster://HOST:PORT[,HOST:PORT...]"
+    )]
     event_store: Option<String>,
     /// Share sessions with other instances (and survive restarts) through Redis:
-    /// `redis://HOST:PORT` (the same URL as `--event-store` shares one connection).
-    #[arg(long, value_name = "redis://HOST:PORT")]
+    /// `redis://HOST:PORT` or `redis-cluster://HOST:PORT[,HOST:PORT...]` (the same URL as
+    /// `--event-store` shares one connection).
+    #[arg(
+        long,
+        value_name = "redis://HOST:PORT|redis-cluster://HOST:PORT[,HOST:PORT...]"
+    )]
     session_store: Option<String>,
     /// Keep tasks where every instance finds them: `memory` (this process; the default) or
     /// `redis://HOST:PORT`, so any instance answers tasks/get, tasks/update, tasks/cancel,
@@ -197,6 +205,12 @@ pub(crate) struct ServeArgs {
     /// refusals, event-store appends) at `http://ADDR/metrics`, on a listener of its own.
     #[arg(long, value_name = "ADDR")]
     metrics_addr: Option<String>,
+    /// Sign and verify 2026-07-28 `requestState` with the keys of this file: one secret per
+    /// line, the first signs, every line verifies (rotate by adding a new first line on every
+    /// instance, later dropping the old one). Give every instance behind one load balancer
+    /// the same file; without it each instance has a random key of its own.
+    #[arg(long, value_name = "PATH")]
+    request_state_key_file: Option<std::path::PathBuf>,
     #[command(flatten)]
     auth: Box<crate::auth_flags::AuthArgs>,
 }
@@ -212,7 +226,11 @@ fn build_server(args: &ServeArgs) -> anyhow::Result<vellum::server::Server> {
     } else {
         (args.server.build)()
     };
-    server.with_context(|| format!("cannot build the {name} server"))
+    let server = server.with_context(|| format!("cannot build the {name} server"))?;
+    if let Some(path) = &args.request_state_key_file {
+        server.set_request_state_key(vellum::server::RequestStateKey::from_key_file(path)?);
+    }
+    Ok(server)
 }
 
 /// `N/s`, `N/m`, `N/h` (or a bare `N`, per second) as tokens per second.
@@ -262,7 +280,7 @@ async fn event_store(
     redis: &mut RedisPool,
     ttl: Option<Duration>,
 ) -> anyhow::Result<Arc<dyn vellum::store::EventStore>> {
-    if spec.starts_with("redis://") || spec.starts_with("rediss://") {
+    if vellum::store::redis::is_redis_url(spec) {
         return Ok(Arc::new(redis.get(spec, ttl).await?.event_store()));
     }
     let (kind, arg) = spec.split_once(':').unwrap_or((spec, ""));
@@ -278,7 +296,7 @@ async fn event_store(
             Ok(Arc::new(MemoryEventStore::new(bytes)))
         }
         other => bail!(
-            "--event-store: unknown store {other:?} (expected memory[:BYTES] or redis://HOST:PORT)"
+            "--event-store: unknown store {other:?} (expected memory[:BYTES], redis://HOST:PORT or redis-cluster://HOST:PORT[,HOST:PORT...])"
         ),
     }
 }
@@ -312,8 +330,11 @@ async fn options(
         None => None,
     };
     if let Some(url) = &args.session_store {
-        if !(url.starts_with("redis://") || url.starts_with("rediss://")) {
-            bail!("--session-store: expected a Redis URL (redis://HOST:PORT), got {url:?}");
+        if !vellum::store::redis::is_redis_url(url) {
+            bail!(
+                "--session-store: expected a Redis URL (redis://HOST:PORT or \
+                 redis-cluster://HOST:PORT[,HOST:PORT...]), got {url:?}"
+            );
         }
         let r = redis.get(url, args.session_timeout).await?;
         o.session_store = Some(Arc::new(r.session_store()));
@@ -321,7 +342,7 @@ async fn options(
     }
     match args.task_store.as_deref() {
         None | Some("memory") => {}
-        Some(url) if url.starts_with("redis://") || url.starts_with("rediss://") => {
+        Some(url) if vellum::store::redis::is_redis_url(url) => {
             let r = redis.get(url, args.session_timeout).await?;
             server.set_task_store(Arc::new(r.task_store(args.task_heartbeat_window)));
         }

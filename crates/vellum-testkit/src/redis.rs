@@ -88,3 +88,187 @@ impl Drop for RedisServer {
         let _ = self.child.wait();
     }
 }
+
+/// The environment variable naming a running Redis Cluster for the cluster tests
+/// (`redis-cluster://HOST:PORT[,HOST:PORT...]`); `scripts/test.sh` starts one and sets it.
+pub const CLUSTER_ENV: &str = "VELLUM_TEST_REDIS_CLUSTER";
+
+/// A Redis Cluster for a test: the one named by [`CLUSTER_ENV`], or (outside CI) three
+/// masters started here on free loopback ports, killed on drop. Under `CI=true` a missing
+/// [`CLUSTER_ENV`] fails the test: the cluster runs must not be skipped silently.
+pub struct RedisCluster {
+    url: String,
+    nodes: Vec<u16>,
+    children: Vec<Child>,
+    dir: Option<PathBuf>,
+}
+
+impl RedisCluster {
+    /// The cluster of [`CLUSTER_ENV`], or a fresh one (see the type).
+    pub fn get() -> RedisCluster {
+        if let Ok(url) = std::env::var(CLUSTER_ENV)
+            && !url.is_empty()
+        {
+            let nodes = url
+                .trim_start_matches("redis-cluster://")
+                .split(',')
+                .filter_map(|h| h.rsplit_once(':').and_then(|(_, p)| p.parse().ok()))
+                .collect();
+            return RedisCluster {
+                url,
+                nodes,
+                children: Vec::new(),
+                dir: None,
+            };
+        }
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "{CLUSTER_ENV} is not set: under CI the Redis Cluster runs are required (scripts/test.sh starts one)"
+        );
+        Self::start()
+    }
+
+    /// Starts three masters (`--cluster-enabled yes`), joins them with
+    /// `redis-cli --cluster create`, and waits (with a deadline) for `cluster_state:ok`.
+    pub fn start() -> RedisCluster {
+        let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+        let dir = std::env::temp_dir().join(format!(
+            "vellum-redis-cluster-{}-{}",
+            std::process::id(),
+            ports[0]
+        ));
+        std::fs::create_dir_all(&dir).expect("a temporary folder");
+        let mut children = Vec::new();
+        for p in &ports {
+            let node_dir = dir.join(p.to_string());
+            std::fs::create_dir_all(&node_dir).expect("a node folder");
+            let child = Command::new("redis-server")
+                .args([
+                    "--port",
+                    &p.to_string(),
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
+                ])
+                .args(["--cluster-enabled", "yes", "--appendonly", "no"])
+                .args(["--cluster-node-timeout", "2000"])
+                .arg("--dir")
+                .arg(&node_dir)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap_or_else(|e| {
+                    panic!(
+                        "cannot start redis-server ({e}): install it (apt-get install redis-server)"
+                    )
+                });
+            children.push(child);
+        }
+        let mut cluster = RedisCluster {
+            url: format!(
+                "redis-cluster://{}",
+                ports
+                    .iter()
+                    .map(|p| format!("127.0.0.1:{p}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            nodes: ports.clone(),
+            children: Vec::new(),
+            dir: Some(dir),
+        };
+        cluster.children = children;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        for p in &ports {
+            while std::net::TcpStream::connect(("127.0.0.1", *p)).is_err() {
+                assert!(
+                    Instant::now() < deadline,
+                    "redis-server did not start on {p}"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        let out = Command::new("redis-cli")
+            .arg("--cluster")
+            .arg("create")
+            .args(ports.iter().map(|p| format!("127.0.0.1:{p}")))
+            .arg("--cluster-yes")
+            .output()
+            .expect("redis-cli");
+        assert!(
+            out.status.success(),
+            "redis-cli --cluster create failed: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        cluster.wait_ok(Duration::from_secs(20));
+        cluster
+    }
+
+    /// Waits until every node reports `cluster_state:ok`, failing the test after `within`.
+    pub fn wait_ok(&self, within: Duration) {
+        let deadline = Instant::now() + within;
+        loop {
+            let ok = self.nodes.iter().all(|p| {
+                Command::new("redis-cli")
+                    .args(["-p", &p.to_string(), "cluster", "info"])
+                    .output()
+                    .map(|o| String::from_utf8_lossy(&o.stdout).contains("cluster_state:ok"))
+                    .unwrap_or(false)
+            });
+            if ok {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the Redis Cluster did not reach cluster_state:ok"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// `redis-cluster://127.0.0.1:P1,127.0.0.1:P2,...`.
+    pub fn url(&self) -> String {
+        self.url.clone()
+    }
+
+    /// The nodes' ports (of the seeds, for a cluster from [`CLUSTER_ENV`]).
+    pub fn ports(&self) -> &[u16] {
+        &self.nodes
+    }
+
+    /// The keys matching `pattern` on every node (through `redis-cli`; each node is asked,
+    /// a replica's copies counted once).
+    pub fn keys(&self, pattern: &str) -> Vec<String> {
+        let mut all: Vec<String> = self
+            .nodes
+            .iter()
+            .flat_map(|p| {
+                let out = Command::new("redis-cli")
+                    .args(["-p", &p.to_string(), "--raw", "keys", pattern])
+                    .output()
+                    .expect("redis-cli");
+                String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .filter(|l| !l.is_empty())
+                    .map(str::to_owned)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        all.sort();
+        all.dedup();
+        all
+    }
+}
+
+impl Drop for RedisCluster {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        if let Some(d) = &self.dir {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+}

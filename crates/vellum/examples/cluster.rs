@@ -125,23 +125,34 @@ async fn main() -> anyhow::Result<()> {
     let mut addr = "127.0.0.1:8001".to_owned();
     let mut url = "redis://127.0.0.1:6379".to_owned();
     let mut timeout = None;
+    let mut prefix = None;
+    let mut key_file = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match (a.as_str(), args.next()) {
             ("--addr", Some(v)) => addr = v,
             ("--redis", Some(v)) => url = v,
             ("--session-timeout-ms", Some(v)) => timeout = Some(Duration::from_millis(v.parse()?)),
+            ("--redis-prefix", Some(v)) => prefix = Some(v),
+            ("--request-state-key-file", Some(v)) => key_file = Some(v),
             _ => anyhow::bail!(
-                "usage: cluster [--addr HOST:PORT] [--redis redis://HOST:PORT] [--session-timeout-ms MS]"
+                "usage: cluster [--addr HOST:PORT] [--redis redis://HOST:PORT|redis-cluster://HOST:PORT,...] [--session-timeout-ms MS] [--redis-prefix P] [--request-state-key-file PATH]"
             ),
         }
     }
     let mut redis_options = RedisOptions::default();
+    if let Some(p) = prefix {
+        redis_options.prefix = p;
+    }
     if let Some(t) = timeout {
         redis_options.event_ttl = t;
     }
     let redis = Redis::connect(&url, redis_options).await?;
     let server = cluster_server()?;
+    if let Some(path) = key_file {
+        // The same key file on every instance: a retry's requestState verifies anywhere.
+        server.set_request_state_key(vellum::server::RequestStateKey::from_key_file(path)?);
+    }
     let mut options = StreamableHttpOptions::default();
     options.event_store = Some(std::sync::Arc::new(redis.event_store()));
     options.session_store = Some(std::sync::Arc::new(redis.session_store()));

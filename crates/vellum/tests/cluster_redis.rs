@@ -1,6 +1,11 @@
 //! Sessions shared across server instances through a real `redis-server`: instances of the
 //! `cluster` example, one session, requests spread over them with no stickiness.
 //!
+//! Each test runs twice: against one `redis-server`, and against a Redis Cluster of three
+//! masters (`VELLUM_TEST_REDIS_CLUSTER`, which `scripts/test.sh` starts; outside CI a test
+//! starts its own when it is unset). On the cluster every instance gets a key prefix of its
+//! test, so the tests can share one cluster.
+//!
 //! Needs `redis-server` on PATH (`scripts/test.sh` installs Debian's package); the tests
 //! fail with that message when it is missing.
 
@@ -11,16 +16,90 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use vellum_testkit::http::{McpHttp, Streamed, text_of};
+use vellum_testkit::http::{McpHttp, Modern, SseReader, Streamed, text_of};
 use vellum_testkit::process::{ServerProcess, example_bin};
-use vellum_testkit::redis::RedisServer;
+use vellum_testkit::redis::{RedisCluster, RedisServer};
 
-/// One instance of the `cluster` example, on a free port, sharing `redis`.
-fn instance(redis: &str, extra: &[&str]) -> ServerProcess {
+/// Where a test keeps its data: one node, or a cluster (with this test's key prefix).
+enum Store {
+    Node(RedisServer),
+    Cluster(RedisCluster, String),
+}
+
+impl Store {
+    fn node() -> Store {
+        Store::Node(RedisServer::start())
+    }
+
+    fn cluster(test: &str) -> Store {
+        let mut raw = [0u8; 4];
+        getrandom::fill(&mut raw).unwrap();
+        let tag: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+        Store::Cluster(RedisCluster::get(), format!("vt-{test}-{tag}"))
+    }
+
+    fn prefix(&self) -> &str {
+        match self {
+            Store::Node(_) => "vellum",
+            Store::Cluster(_, p) => p,
+        }
+    }
+
+    /// The keys of `session`.
+    fn session_keys(&self, session: &str) -> Vec<String> {
+        self.keys(&format!("{}:{{{session}}}*", self.prefix()))
+    }
+
+    /// Every key of this test: `DBSIZE` on one node (the test has it to itself), the keys
+    /// under the test's prefix on the shared cluster.
+    fn key_count(&self) -> usize {
+        match self {
+            Store::Node(r) => {
+                let out = Command::new("redis-cli")
+                    .args(["-u", &r.url(), "dbsize"])
+                    .output()
+                    .expect("redis-cli");
+                String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+            }
+            Store::Cluster(c, p) => c.keys(&format!("{p}:*")).len(),
+        }
+    }
+
+    fn keys(&self, pattern: &str) -> Vec<String> {
+        match self {
+            Store::Node(r) => r.keys(pattern),
+            Store::Cluster(c, _) => c.keys(pattern),
+        }
+    }
+}
+
+/// One instance of the `cluster` example, on a free port, sharing `store`.
+fn instance(store: &Store, extra: &[&str]) -> ServerProcess {
     let mut cmd = Command::new(example_bin("cluster"));
-    cmd.args(["--addr", "127.0.0.1:0", "--redis", redis])
-        .args(extra);
+    cmd.args(["--addr", "127.0.0.1:0"]);
+    match store {
+        Store::Node(r) => cmd.args(["--redis", &r.url()]),
+        Store::Cluster(c, p) => cmd.args(["--redis", &c.url(), "--redis-prefix", p]),
+    };
+    cmd.args(extra);
     ServerProcess::spawn(cmd)
+}
+
+/// Runs the test body `$name(store)` on one node (`node`) and on a cluster (`cluster`).
+macro_rules! on_both {
+    ($name:ident) => {
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn node() {
+                super::$name(super::Store::node()).await
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn cluster() {
+                super::$name(super::Store::cluster(stringify!($name))).await
+            }
+        }
+    };
 }
 
 /// A client that declares elicitation; each request names the instance it goes to.
@@ -61,10 +140,21 @@ async fn notify(c: &McpHttp, url: &str, method: &str, params: Value) -> u16 {
     c.at(url).notify(method, Some(params)).await.status.as_u16()
 }
 
-async fn no_keys_left(redis: &RedisServer, pattern: &str, within: Duration) {
+/// The next message within `wait`, if any (comments skipped).
+async fn next_within(s: &mut SseReader, wait: Duration) -> Option<Value> {
+    loop {
+        match s.next_block_within(wait).await {
+            Ok(Some(b)) if b.is_message() => return Some(b.json()),
+            Ok(Some(_)) => continue,
+            Ok(None) | Err(()) => return None,
+        }
+    }
+}
+
+async fn no_keys_left(store: &Store, session: &str, within: Duration) {
     let end = Instant::now() + within;
     loop {
-        let keys = redis.keys(pattern);
+        let keys = store.session_keys(session);
         if keys.is_empty() {
             return;
         }
@@ -75,10 +165,9 @@ async fn no_keys_left(redis: &RedisServer, pattern: &str, within: Duration) {
 
 // ---- the tests -----------------------------------------------------------------------------
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_session_across_three_instances() {
-    let redis = RedisServer::start();
-    let inst: Vec<ServerProcess> = (0..3).map(|_| instance(&redis.url(), &[])).collect();
+on_both!(one_session_across_three_instances);
+async fn one_session_across_three_instances(store: Store) {
+    let inst: Vec<ServerProcess> = (0..3).map(|_| instance(&store, &[])).collect();
     let u = |i: usize| inst[i % 3].mcp_url();
     let mut c = client();
 
@@ -211,15 +300,13 @@ async fn one_session_across_three_instances() {
         }
     }
     // Nothing of the session is left in Redis.
-    let pattern = format!("vellum:{{{sid}}}*");
-    no_keys_left(&redis, &pattern, Duration::from_secs(5)).await;
+    no_keys_left(&store, &sid, Duration::from_secs(5)).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_stream_resumes_on_another_instance() {
-    let redis = RedisServer::start();
-    let a = instance(&redis.url(), &[]);
-    let b = instance(&redis.url(), &[]);
+on_both!(a_stream_resumes_on_another_instance);
+async fn a_stream_resumes_on_another_instance(store: Store) {
+    let a = instance(&store, &[]);
+    let b = instance(&store, &[]);
     let mut c = client();
     initialize(&mut c, &a.mcp_url()).await;
     // Log messages need a level: set it on B (the change reaches A through the bus).
@@ -290,11 +377,10 @@ async fn a_stream_resumes_on_another_instance() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_dead_instance_does_not_leave_clients_waiting() {
-    let redis = RedisServer::start();
-    let mut a = instance(&redis.url(), &[]);
-    let b = instance(&redis.url(), &[]);
+on_both!(a_dead_instance_does_not_leave_clients_waiting);
+async fn a_dead_instance_does_not_leave_clients_waiting(store: Store) {
+    let mut a = instance(&store, &[]);
+    let b = instance(&store, &[]);
     let mut c = client();
     initialize(&mut c, &b.mcp_url()).await;
     let mut sse = request(
@@ -352,11 +438,14 @@ async fn a_dead_instance_does_not_leave_clients_waiting() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn service_recovers_after_a_redis_restart() {
-    let redis = RedisServer::start();
-    let a = instance(&redis.url(), &[]);
-    let b = instance(&redis.url(), &[]);
+    let store = Store::node();
+    let a = instance(&store, &[]);
+    let b = instance(&store, &[]);
     let mut c = client();
     initialize(&mut c, &a.mcp_url()).await;
+    let Store::Node(redis) = store else {
+        unreachable!()
+    };
     let (dir, port) = redis.stop();
 
     // While Redis is down: a new session, or one this instance never saw, gets a clear 503.
@@ -405,11 +494,10 @@ async fn service_recovers_after_a_redis_restart() {
     assert_eq!(text_of(&hello), "Hello World, Zoe");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn expired_sessions_leave_nothing_in_redis() {
-    let redis = RedisServer::start();
-    let a = instance(&redis.url(), &["--session-timeout-ms", "1500"]);
-    let b = instance(&redis.url(), &["--session-timeout-ms", "1500"]);
+on_both!(expired_sessions_leave_nothing_in_redis);
+async fn expired_sessions_leave_nothing_in_redis(store: Store) {
+    let a = instance(&store, &["--session-timeout-ms", "1500"]);
+    let b = instance(&store, &["--session-timeout-ms", "1500"]);
     let mut c = client();
     initialize(&mut c, &a.mcp_url()).await;
     call(
@@ -421,12 +509,213 @@ async fn expired_sessions_leave_nothing_in_redis() {
     )
     .await;
     let sid = c.session.clone().unwrap();
-    let pattern = format!("vellum:{{{sid}}}*");
-    assert!(!redis.keys(&pattern).is_empty());
-    no_keys_left(&redis, &pattern, Duration::from_secs(10)).await;
+    assert!(!store.session_keys(&sid).is_empty());
+    no_keys_left(&store, &sid, Duration::from_secs(10)).await;
     // And it is gone for clients too.
     let status = request(&c, &a.mcp_url(), 2, "tools/list", json!({}))
         .await
         .status();
     assert_eq!(status, 404);
+}
+
+on_both!(a_list_change_reaches_listen_streams_on_other_instances);
+/// 2026-07-28: a `subscriptions/listen` stream held on B hears a list change made on A
+/// (the bus carries it), tagged with its own subscription id; and a legacy GET stream on C
+/// hears it exactly once, though its session is known on A as well.
+async fn a_list_change_reaches_listen_streams_on_other_instances(store: Store) {
+    let inst: Vec<ServerProcess> = (0..3).map(|_| instance(&store, &[])).collect();
+    let modern = Modern::new(&inst[1].mcp_url());
+    let mut tools = modern.listen(41, json!({"toolsListChanged": true})).await;
+    // A legacy session, initialized on A, its GET stream on C.
+    let mut legacy = client();
+    initialize(&mut legacy, &inst[0].mcp_url()).await;
+    notify(
+        &legacy,
+        &inst[0].mcp_url(),
+        "notifications/initialized",
+        json!({}),
+    )
+    .await;
+    let mut get = legacy
+        .at(&inst[2].mcp_url())
+        .get_stream(None)
+        .await
+        .expect_stream("the GET stream");
+    // Each stream is registered before the change: its first frame is sent when it opens.
+    let ack = tools
+        .next_message()
+        .await
+        .expect("the acknowledgement")
+        .json();
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    get.next_block().await.expect("the GET stream opens");
+
+    let added = call(
+        &legacy,
+        &inst[0].mcp_url(),
+        2,
+        "tools/call",
+        json!({"name":"add_tool","arguments":{"name":"dyn_listen"}}),
+    )
+    .await;
+    assert_eq!(text_of(&added), "added dyn_listen");
+
+    let heard = loop {
+        let m = tools
+            .next_message_within(Duration::from_secs(10))
+            .await
+            .expect("list_changed on the listen stream of another instance")
+            .json();
+        if m["method"] == "notifications/tools/list_changed" {
+            break m;
+        }
+    };
+    assert_eq!(
+        heard["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        json!(41),
+        "{heard}"
+    );
+    let g = get
+        .next_message_within(Duration::from_secs(10))
+        .await
+        .expect("list_changed on the legacy GET stream of a third instance")
+        .json();
+    assert_eq!(g["method"], "notifications/tools/list_changed", "{g}");
+    // Exactly once on each.
+    if let Some(m) = next_within(&mut get, Duration::from_millis(500)).await {
+        panic!("the GET stream heard more: {m}");
+    }
+    if let Some(m) = next_within(&mut tools, Duration::from_millis(100)).await {
+        panic!("the listen stream heard more: {m}");
+    }
+}
+
+/// 2026-07-28 `requestState` across instances: minted on A, verified on B when both read
+/// the same key file; refused (-32602, HTTP 400) by an instance with another key; and a
+/// rotation (new first line, old line kept) accepts states of the old key while signing with
+/// the new one, which an instance still on the old file refuses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_state_keys_are_shared_and_rotate() {
+    let store = Store::node();
+    let dir = std::env::temp_dir().join(format!("vellum-keys-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_string_lossy().into_owned()
+    };
+    let old = file("old", "old-secret-0123456789abcdef\n");
+    let other = file("other", "another-secret-fedcba9876543210\n");
+    let rotated = file(
+        "rotated",
+        "# rotation\nnew-secret-00112233445566\nold-secret-0123456789abcdef\n",
+    );
+    let a = instance(&store, &["--request-state-key-file", &old]);
+    let b = instance(&store, &["--request-state-key-file", &old]);
+    let stranger = instance(&store, &["--request-state-key-file", &other]);
+    let r = instance(&store, &["--request-state-key-file", &rotated]);
+
+    let call = json!({"name": "ask_name", "arguments": {}});
+    let retry = |state: &str| {
+        let mut p = call.clone();
+        p["inputResponses"] = json!({"1": {"action": "accept", "content": {"name": "Bob"}}});
+        p["requestState"] = json!(state);
+        p
+    };
+    // Round 1 on a given instance: its state.
+    let mint = async |url: &str| {
+        let first = Modern::new(url)
+            .request(1, "tools/call", call.clone())
+            .await;
+        assert_eq!(
+            first.result()["resultType"],
+            "input_required",
+            "{}",
+            first.result()
+        );
+        first.result()["requestState"]
+            .as_str()
+            .expect("a requestState")
+            .to_owned()
+    };
+
+    let from_a = mint(&a.mcp_url()).await;
+    let done = Modern::new(&b.mcp_url())
+        .request(2, "tools/call", retry(&from_a))
+        .await;
+    assert_eq!(done.result()["resultType"], "complete", "{}", done.result());
+    assert_eq!(done.result()["content"][0]["text"], "Hello, Bob");
+
+    let refused = Modern::new(&stranger.mcp_url())
+        .request(3, "tools/call", retry(&from_a))
+        .await;
+    assert_eq!(refused.error_code(), -32602);
+    assert_eq!(refused.status, 400);
+
+    // Rotation: the rotated instance accepts the old key's state...
+    let done = Modern::new(&r.mcp_url())
+        .request(4, "tools/call", retry(&from_a))
+        .await;
+    assert_eq!(done.result()["resultType"], "complete", "{}", done.result());
+    // ...and signs with the new key, which an instance on the old file alone refuses.
+    let from_r = mint(&r.mcp_url()).await;
+    let refused = Modern::new(&a.mcp_url())
+        .request(5, "tools/call", retry(&from_r))
+        .await;
+    assert_eq!(refused.error_code(), -32602);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+on_both!(load_leaves_no_key_behind);
+/// Redis memory: sessions, streamed calls, a resumed stream and a GET stream over two
+/// instances; once the load stops and the timeouts pass (session 1.5 s, heartbeat 3 s after
+/// the instances stop), the key count is back to zero (`DBSIZE` on one node).
+async fn load_leaves_no_key_behind(store: Store) {
+    let a = instance(&store, &["--session-timeout-ms", "1500"]);
+    let b = instance(&store, &["--session-timeout-ms", "1500"]);
+    for n in 0..4 {
+        let mut c = client();
+        initialize(&mut c, &a.mcp_url()).await;
+        let lvl = call(
+            &c,
+            &b.mcp_url(),
+            1,
+            "logging/setLevel",
+            json!({"level": "info"}),
+        )
+        .await;
+        assert!(lvl.get("result").is_some(), "{lvl}");
+        let _get = c.at(&b.mcp_url()).get_stream(None).await;
+        let mut sse = request(
+            &c,
+            &a.mcp_url(),
+            2,
+            "tools/call",
+            json!({"name": "ticker", "arguments": {"count": 5, "interval_ms": 10}}),
+        )
+        .await
+        .expect_stream("the answer");
+        while sse
+            .next_message_within(Duration::from_secs(10))
+            .await
+            .is_some()
+        {}
+        if n % 2 == 0 {
+            assert_eq!(c.at(&b.mcp_url()).delete().await, 204);
+        }
+    }
+    assert!(store.key_count() > 0, "the load stored nothing");
+    drop((a, b));
+    let end = Instant::now() + Duration::from_secs(15);
+    loop {
+        let n = store.key_count();
+        if n == 0 {
+            break;
+        }
+        assert!(Instant::now() < end, "{n} keys left after the timeouts");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

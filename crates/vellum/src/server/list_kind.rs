@@ -21,6 +21,22 @@ impl ListKind {
             ListKind::Prompts => methods::PROMPTS_LIST_CHANGED,
         }
     }
+    /// The list's name on the bus between instances.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            ListKind::Tools => "tools",
+            ListKind::Resources => "resources",
+            ListKind::Prompts => "prompts",
+        }
+    }
+
+    /// The kind a bus name names.
+    pub(crate) fn from_name(name: &str) -> Option<ListKind> {
+        [ListKind::Tools, ListKind::Resources, ListKind::Prompts]
+            .into_iter()
+            .find(|k| k.name() == name)
+    }
+
     pub(crate) fn index(self) -> usize {
         match self {
             ListKind::Tools => 0,

@@ -51,7 +51,7 @@ pub use connection::Connection;
 pub use context::RequestContext;
 pub use handler_error::HandlerError;
 pub use middleware::{IncomingRequest, MessageEvent, Next};
-pub use mrtr::RequestStateKey;
+pub use mrtr::{RequestStateKey, RequestStateKeyError};
 pub use options::{DEFAULT_CLIENT_REQUEST_TIMEOUT, ServerOptions};
 pub use prompt::GetPromptRequest;
 pub use reply::Outcome;

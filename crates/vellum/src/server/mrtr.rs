@@ -41,12 +41,41 @@ use crate::protocol::{
 /// By default every [`Server`](super::Server) makes a random one; give the same key to every
 /// instance that may receive a retry (`ServerOptions::with_request_state_key`).
 #[derive(Clone)]
-pub struct RequestStateKey([u8; 32]);
+pub struct RequestStateKey {
+    /// The key new states are signed with.
+    sign: [u8; 32],
+    /// Keys whose states are still accepted (rotation: the previous keys).
+    verify_also: Vec<[u8; 32]>,
+}
 
 impl std::fmt::Debug for RequestStateKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("RequestStateKey(..)")
+        write!(
+            f,
+            "RequestStateKey(.., {} verify-only)",
+            self.verify_also.len()
+        )
     }
+}
+
+/// Why a request-state key file could not be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestStateKeyError {
+    /// The file could not be read.
+    #[error("cannot read the request-state key file {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// The file has no key.
+    #[error("the request-state key file {path} has no key (one secret per line)")]
+    Empty {
+        /// The file.
+        path: String,
+    },
 }
 
 impl RequestStateKey {
@@ -59,20 +88,76 @@ impl RequestStateKey {
             let seed = format!("{:?}{:p}", SystemTime::now(), &k);
             k = Sha256::digest(seed.as_bytes()).into();
         }
-        RequestStateKey(k)
+        RequestStateKey {
+            sign: k,
+            verify_also: Vec::new(),
+        }
     }
 
     /// A key derived from a shared secret (any length; use at least 32 random bytes).
     pub fn from_secret(secret: impl AsRef<[u8]>) -> Self {
-        RequestStateKey(Sha256::digest(secret.as_ref()).into())
+        RequestStateKey {
+            sign: Sha256::digest(secret.as_ref()).into(),
+            verify_also: Vec::new(),
+        }
+    }
+
+    /// This key, also accepting states signed with `older` (and the keys `older` accepts):
+    /// during a rotation every instance signs with the new key and still verifies what the
+    /// old one signed, so no retry in flight is refused.
+    pub fn also_verifying(mut self, older: &RequestStateKey) -> Self {
+        for k in std::iter::once(&older.sign).chain(&older.verify_also) {
+            if *k != self.sign && !self.verify_also.contains(k) {
+                self.verify_also.push(*k);
+            }
+        }
+        self
+    }
+
+    /// The keys of a file with one secret per line (blank lines and lines starting with `#`
+    /// skipped, surrounding spaces trimmed): the first signs, all verify. Rotating is then
+    /// adding a new first line on every instance (old states still verify), and later
+    /// dropping the old line.
+    pub fn from_key_file(path: impl AsRef<std::path::Path>) -> Result<Self, RequestStateKeyError> {
+        let path = path.as_ref();
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| RequestStateKeyError::Read {
+            path: shown.clone(),
+            source,
+        })?;
+        Self::from_lines(&text).ok_or(RequestStateKeyError::Empty { path: shown })
+    }
+
+    /// The keys of a key file's text (see [`RequestStateKey::from_key_file`]).
+    fn from_lines(text: &str) -> Option<Self> {
+        let mut secrets = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'));
+        let mut key = Self::from_secret(secrets.next()?);
+        for s in secrets {
+            key = key.also_verifying(&Self::from_secret(s));
+        }
+        Some(key)
+    }
+
+    /// The signing key's MAC, then each verify-only key's.
+    fn macs(&self) -> impl Iterator<Item = Hmac<Sha256>> + '_ {
+        std::iter::once(&self.sign)
+            .chain(&self.verify_also)
+            .map(mac_of)
     }
 
     fn mac(&self) -> Hmac<Sha256> {
-        // HMAC takes keys of any length; 32 bytes never fails.
-        match <Hmac<Sha256> as KeyInit>::new_from_slice(&self.0) {
-            Ok(m) => m,
-            Err(_) => unreachable_mac(),
-        }
+        mac_of(&self.sign)
+    }
+}
+
+fn mac_of(key: &[u8; 32]) -> Hmac<Sha256> {
+    // HMAC takes keys of any length; 32 bytes never fails.
+    match <Hmac<Sha256> as KeyInit>::new_from_slice(key) {
+        Ok(m) => m,
+        Err(_) => unreachable_mac(),
     }
 }
 
@@ -283,10 +368,13 @@ fn verify(
     let (body, tag) = token.split_once('.').ok_or("malformed")?;
     let body = URL_SAFE_NO_PAD.decode(body).map_err(|_| "malformed")?;
     let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| "malformed")?;
-    let mut mac = key.mac();
-    mac.update(&body);
-    // Constant-time comparison.
-    mac.verify_slice(&tag).map_err(|_| "bad signature")?;
+    // Constant-time comparison, under each accepted key (the signing one first).
+    if !key.macs().any(|mut mac| {
+        mac.update(&body);
+        mac.verify_slice(&tag).is_ok()
+    }) {
+        return Err("bad signature");
+    }
     let payload: StatePayload = serde_json::from_slice(&body).map_err(|_| "malformed")?;
     if payload.v != 1 {
         return Err("unknown format");
@@ -444,6 +532,32 @@ mod tests {
         let k1 = RequestStateKey::from_secret("s3cret");
         let k2 = RequestStateKey::from_secret("s3cret");
         assert!(verify(&k2, &token(&k1, &b, now() + 60), &b, now()).is_ok());
+    }
+
+    #[test]
+    fn key_files_rotate_without_refusing_states_in_flight() {
+        let b = binding(serde_json::json!({"x": 1}));
+        let old = RequestStateKey::from_lines("old-secret\n").unwrap();
+        let minted_old = token(&old, &b, now() + 60);
+        // Step 1: every instance gets the new key first, the old one still verifying.
+        let rotating =
+            RequestStateKey::from_lines("# rotated\n new-secret \n\nold-secret\n").unwrap();
+        assert!(verify(&rotating, &minted_old, &b, now()).is_ok());
+        let minted_new = token(&rotating, &b, now() + 60);
+        // New states are signed with the first key: an instance still on the old file
+        // refuses them, one with the new key alone accepts them.
+        assert_eq!(
+            verify(&old, &minted_new, &b, now()).unwrap_err(),
+            "bad signature"
+        );
+        let new_only = RequestStateKey::from_lines("new-secret").unwrap();
+        assert!(verify(&new_only, &minted_new, &b, now()).is_ok());
+        // Step 2: the old key dropped: its states are refused.
+        assert_eq!(
+            verify(&new_only, &minted_old, &b, now()).unwrap_err(),
+            "bad signature"
+        );
+        assert!(RequestStateKey::from_lines("# nothing\n\n").is_none());
     }
 
     fn elicit() -> InputRequest {

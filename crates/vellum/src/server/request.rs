@@ -107,7 +107,7 @@ impl RequestShared {
             params: params.cloned(),
             principal,
         };
-        lock(&self.attempt).begin(&self.server.inner.state_key, binding, responses, state)
+        lock(&self.attempt).begin(&self.server.state_key(), binding, responses, state)
     }
 
     /// The authenticated caller (from the HTTP request's extensions), if any.
@@ -162,9 +162,10 @@ impl RequestShared {
         &self,
         mut r: Box<InputRequiredResult>,
     ) -> Box<InputRequiredResult> {
-        let server = &self.server.inner;
+        let key = self.server.state_key();
+        let ttl = self.server.inner.options.request_state_ttl;
         let asked = std::mem::take(&mut *r);
-        *r = lock(&self.attempt).finish(&server.state_key, server.options.request_state_ttl, asked);
+        *r = lock(&self.attempt).finish(&key, ttl, asked);
         r
     }
 

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -33,6 +33,7 @@ use crate::protocol::{
     Implementation, JsonObject, ListCapability, NotificationParams, ResourceUpdatedParams,
     ResourcesCapability, ServerCapabilities, methods,
 };
+use crate::store::{BusMessage, MessageBus};
 use crate::sync::{lock, read, write};
 
 /// How long list-changed notifications wait for more changes before going out.
@@ -47,14 +48,17 @@ pub(crate) struct ServerInner {
     /// The server's identity as encoded JSON, for the `_meta` of modern results (written
     /// as is into each, never rebuilt).
     pub(crate) info_json: Box<RawValue>,
-    /// The key `requestState` is signed with.
-    pub(crate) state_key: RequestStateKey,
+    /// The key `requestState` is signed with (replaceable: see `set_request_state_key`).
+    state_key: RwLock<Arc<RequestStateKey>>,
     /// Request middleware and message observers.
     middleware: RwLock<Middleware>,
     /// Tool calls running as tasks.
     pub(crate) tasks: Arc<Tasks>,
     /// Open `subscriptions/listen` streams (2026-07-28).
     pub(crate) listeners: Arc<Listeners>,
+    /// The bus to the other instances of a deployment, once a transport attached it: list
+    /// changes and resource updates then reach their streams too.
+    bus: OnceLock<Arc<dyn MessageBus>>,
     sessions: Mutex<HashMap<u64, Weak<Session>>>,
     next_session_key: AtomicU64,
     change_scheduled: [AtomicBool; 3],
@@ -82,16 +86,19 @@ impl Server {
         Server {
             inner: Arc::new(ServerInner {
                 info,
-                state_key: options
-                    .request_state_key
-                    .clone()
-                    .unwrap_or_else(RequestStateKey::random),
+                state_key: RwLock::new(Arc::new(
+                    options
+                        .request_state_key
+                        .clone()
+                        .unwrap_or_else(RequestStateKey::random),
+                )),
                 options,
                 registry: RwLock::new(Registry::default()),
                 cache: ListCache::default(),
                 info_json,
                 middleware: RwLock::default(),
                 listeners: Arc::default(),
+                bus: OnceLock::new(),
                 tasks: Arc::default(),
                 sessions: Mutex::new(HashMap::new()),
                 next_session_key: AtomicU64::new(1),
@@ -108,6 +115,19 @@ impl Server {
     /// The server's options.
     pub fn options(&self) -> &ServerOptions {
         &self.inner.options
+    }
+
+    /// Replaces the key `requestState` is signed and verified with (for a server built
+    /// elsewhere, such as `vellum serve --request-state-key-file` does with the demos):
+    /// states signed before are then verified with the new key only, so rotate with
+    /// [`RequestStateKey::also_verifying`] or a key file that keeps the old line.
+    pub fn set_request_state_key(&self, key: RequestStateKey) {
+        *write(&self.inner.state_key) = Arc::new(key);
+    }
+
+    /// The key `requestState` is signed with now.
+    pub(crate) fn state_key(&self) -> Arc<RequestStateKey> {
+        read(&self.inner.state_key).clone()
     }
 
     /// Adds request middleware: `f` runs around every request this server dispatches, on
@@ -227,13 +247,106 @@ impl Server {
         let Ok(message) = encode_notification(methods::RESOURCES_UPDATED, Some(&params)) else {
             return;
         };
+        if let Some(bus) = self.inner.bus.get() {
+            spawn_publish(
+                bus,
+                BusMessage::ResourceUpdated {
+                    from: bus.instance_id().to_owned(),
+                    server: self.inner.info.name.clone(),
+                    uri: uri.to_owned(),
+                },
+            );
+        }
+        self.deliver_resource_updated(uri, message);
+    }
+
+    /// Tells the streams held here that `uri` changed: listen streams subscribed to it, and
+    /// subscribed legacy sessions (with a bus, only those whose GET stream is open here:
+    /// every instance does the same, so each stream hears it once).
+    fn deliver_resource_updated(&self, uri: &str, message: Bytes) {
         self.inner.listeners.resource_updated(uri);
+        let here_only = self.inner.bus.get().is_some();
         let targets: Vec<Arc<Session>> = self
             .live_sessions()
             .into_iter()
-            .filter(|s| s.is_subscribed(uri))
+            .filter(|s| s.is_subscribed(uri) && (!here_only || s.listening_here()))
             .collect();
         self.fan_out(targets, message);
+    }
+
+    /// Connects this server to the other instances of a deployment (once; later calls do
+    /// nothing): its list changes and resource updates are published on `bus`, and theirs
+    /// are delivered to the streams held here. The HTTP transport calls it when its options
+    /// carry a bus.
+    pub(crate) fn attach_bus(&self, bus: &Arc<dyn MessageBus>) {
+        if self.inner.bus.get().is_some() || self.inner.bus.set(bus.clone()).is_err() {
+            return;
+        }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let mut rx = bus.subscribe();
+        let me = bus.instance_id().to_owned();
+        let weak = Arc::downgrade(&self.inner);
+        rt.spawn(async move {
+            loop {
+                let message = match rx.recv().await {
+                    Ok(m) => m,
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                };
+                let Some(inner) = weak.upgrade() else { return };
+                Server { inner }.on_bus(&me, message);
+            }
+        });
+    }
+
+    /// A server-wide announcement from another instance.
+    fn on_bus(&self, me: &str, message: BusMessage) {
+        match message {
+            BusMessage::ListChanged { from, server, list }
+                if from != me && server == self.inner.info.name =>
+            {
+                let Some(kind) = ListKind::from_name(&list) else {
+                    return;
+                };
+                if !self.announces_changes_of(kind) {
+                    return;
+                }
+                if let Ok(message) =
+                    encode_notification(kind.method(), Some(&NotificationParams::default()))
+                {
+                    self.deliver_list_changed(kind, self.sessions_listening_here(), message);
+                }
+            }
+            BusMessage::ResourceUpdated { from, server, uri }
+                if from != me && server == self.inner.info.name =>
+            {
+                let params = ResourceUpdatedParams {
+                    uri: uri.clone(),
+                    meta: None,
+                };
+                if let Ok(message) = encode_notification(methods::RESOURCES_UPDATED, Some(&params))
+                {
+                    self.deliver_resource_updated(&uri, message);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn sessions_listening_here(&self) -> Vec<Arc<Session>> {
+        self.live_sessions()
+            .into_iter()
+            .filter(|s| s.listening_here())
+            .collect()
+    }
+
+    /// Tells the streams held here that a list changed: legacy `targets` and the listen
+    /// streams that asked for it.
+    fn deliver_list_changed(&self, kind: ListKind, targets: Vec<Arc<Session>>, message: Bytes) {
+        self.fan_out(targets, message);
+        self.inner.listeners.list_changed(kind);
     }
 
     pub(crate) fn tool(&self, name: &str) -> Option<Arc<ToolEntry>> {
@@ -304,7 +417,7 @@ impl Server {
             return;
         }
         let targets = self.live_sessions();
-        if targets.is_empty() && self.inner.listeners.is_empty() {
+        if targets.is_empty() && self.inner.listeners.is_empty() && self.inner.bus.get().is_none() {
             // Nobody to tell (registration before serving): clients list afresh anyway.
             return;
         }
@@ -326,9 +439,29 @@ impl Server {
             else {
                 return;
             };
-            let targets = targets.into_iter().filter(|s| !s.is_closed()).collect();
-            server.fan_out(targets, message);
-            server.inner.listeners.list_changed(kind);
+            let targets = match server.inner.bus.get() {
+                // Every instance delivers to the streams it holds (see `attach_bus`).
+                Some(bus) => {
+                    spawn_publish(
+                        bus,
+                        BusMessage::ListChanged {
+                            from: bus.instance_id().to_owned(),
+                            server: server.inner.info.name.clone(),
+                            list: kind.name().to_owned(),
+                        },
+                    );
+                    server.sessions_listening_here()
+                }
+                None => targets.into_iter().filter(|s| !s.is_closed()).collect(),
+            };
+            server.deliver_list_changed(kind, targets, message);
         });
+    }
+}
+
+/// Publishes without waiting (a lost announcement only means a client lists later).
+fn spawn_publish(bus: &Arc<dyn MessageBus>, message: BusMessage) {
+    if let Ok(rt) = tokio::runtime::Handle::try_current() {
+        rt.spawn(bus.publish(message));
     }
 }

@@ -61,6 +61,13 @@ pub(crate) trait SessionHooks: Send + Sync {
     fn request_id_prefix(&self) -> Option<&str> {
         None
     }
+
+    /// Whether the session's stream for unsolicited messages is open on this instance
+    /// (server-wide announcements crossing instances go only where it is, so each reaches
+    /// the stream once).
+    fn listening_here(&self) -> bool {
+        true
+    }
 }
 
 /// A request of the client being served, as its session sees it: an id it answers, and a
@@ -241,6 +248,11 @@ impl Session {
     /// Installs the transport's hooks (once).
     pub(crate) fn set_hooks(&self, hooks: Arc<dyn SessionHooks>) {
         let _ = self.hooks.set(hooks);
+    }
+
+    /// Whether its stream for unsolicited messages is open on this instance.
+    pub(crate) fn listening_here(&self) -> bool {
+        self.hooks.get().is_some_and(|h| h.listening_here())
     }
 
     /// The transport's hooks, if installed.

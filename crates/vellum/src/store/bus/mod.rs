@@ -56,6 +56,27 @@ pub enum BusMessage {
         /// The session.
         session: String,
     },
+    /// A list of the server named `server` changed on instance `from`: every other instance
+    /// tells its own listening streams (2026-07-28 listen streams that asked for the list,
+    /// legacy GET streams). About no session.
+    ListChanged {
+        /// The sending instance.
+        from: String,
+        /// The server's name (its `serverInfo.name`), so tenants do not mix.
+        server: String,
+        /// `tools`, `resources` or `prompts`.
+        list: String,
+    },
+    /// A resource of the server named `server` changed on instance `from`: every other
+    /// instance tells its streams subscribed to `uri`. About no session.
+    ResourceUpdated {
+        /// The sending instance.
+        from: String,
+        /// The server's name (its `serverInfo.name`).
+        server: String,
+        /// The resource.
+        uri: String,
+    },
     /// A task changed (the task store's signals): about a task, not a session.
     Task(TaskSignal),
 }
@@ -82,7 +103,7 @@ pub enum TaskEvent {
 }
 
 impl BusMessage {
-    /// The session the message is about (empty for a task's message).
+    /// The session the message is about (empty for a task's message and the server-wide ones).
     pub fn session(&self) -> &str {
         match self {
             BusMessage::Task(_) => "",
@@ -91,6 +112,7 @@ impl BusMessage {
             | BusMessage::Standalone { session, .. }
             | BusMessage::SessionChanged { session }
             | BusMessage::SessionClosed { session } => session,
+            BusMessage::ListChanged { .. } | BusMessage::ResourceUpdated { .. } => "",
         }
     }
 

@@ -1,8 +1,8 @@
 //! [`RedisBus`]: bus messages over one Redis pub/sub channel (`<prefix>:bus`), each in an
-//! envelope naming its sender. The connection's listener decodes what arrives.
+//! envelope naming its sender (sharded pub/sub on a Redis Cluster). The connection's listener
+//! decodes what arrives.
 
 use futures_util::future::BoxFuture;
-use redis::AsyncCommands;
 use tokio::sync::broadcast;
 
 use super::{BusMessage, MessageBus};
@@ -27,6 +27,7 @@ impl MessageBus for RedisBus {
 
     fn publish(&self, message: BusMessage) -> BoxFuture<'static, Result<(), StoreError>> {
         let conn = self.0.conn();
+        let cluster = self.0.is_cluster();
         let channel = format!("{}:bus", self.0.options().prefix);
         let env = serde_json::to_string(&Envelope {
             from: self.0.instance_id().to_owned(),
@@ -34,9 +35,17 @@ impl MessageBus for RedisBus {
         });
         Box::pin(async move {
             let env = env.map_err(|e| StoreError::Backend(e.to_string()))?;
+            // Sharded pub/sub on a cluster (see the `redis` module's `target.rs`).
+            let verb = if cluster { "SPUBLISH" } else { "PUBLISH" };
             let _: i64 = retrying(conn, |mut c| {
                 let (channel, env) = (channel.clone(), env.clone());
-                async move { c.publish(channel, env).await }
+                async move {
+                    redis::cmd(verb)
+                        .arg(channel)
+                        .arg(env)
+                        .query_async(&mut c)
+                        .await
+                }
             })
             .await?;
             Ok(())

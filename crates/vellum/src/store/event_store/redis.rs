@@ -2,6 +2,8 @@
 //! followable from every instance (a follower ends when the stream is complete, or fails when
 //! its writer's heartbeat stops). Key layout: the `redis` module's docs.
 
+use std::time::Duration;
+
 use bytes::Bytes;
 use futures_util::StreamExt as _;
 use futures_util::future::BoxFuture;
@@ -11,7 +13,7 @@ use redis::Value;
 use super::{EventId, EventStore, StoredEvent, StreamId};
 use crate::protocol::RequestId;
 use crate::store::error::StoreError;
-use crate::store::redis::{Call, Redis, backend, scripts};
+use crate::store::redis::{Call, Redis, backend, retrying, scripts};
 
 impl Redis {
     /// The event store on this connection.
@@ -159,7 +161,7 @@ struct FollowState {
     stream_key: String,
     instances: String,
     last: EventId,
-    conn: Option<redis::aio::MultiplexedConnection>,
+    conn: Option<crate::store::redis::Conn>,
     pending: std::collections::VecDeque<StoredEvent>,
     finished: bool,
 }
@@ -207,11 +209,10 @@ fn async_stream_follow(
 
 async fn follow_step(st: &mut FollowState) -> Result<(), StoreError> {
     if st.conn.is_none() {
-        let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
         st.conn = Some(
             st.redis
-                .client()
-                .get_multiplexed_async_connection_with_config(&config)
+                .target()
+                .dedicated(Duration::from_secs(1))
                 .await
                 .map_err(backend)?,
         );
@@ -237,12 +238,27 @@ async fn follow_step(st: &mut FollowState) -> Result<(), StoreError> {
     if got_any {
         return Ok(());
     }
-    let (done, alive, requests): (i64, i64, String) = Call::new(&scripts::STATUS)
+    // Two round trips, not one script: the writer's heartbeat key is in another slot.
+    let (done, owner, requests): (i64, String, String) = Call::new(&scripts::STATUS)
         .arg(&st.base)
         .arg(st.last.stream.0)
-        .arg(&st.instances)
         .run(st.redis.conn())
         .await?;
+    let alive = if owner.is_empty() {
+        1
+    } else {
+        let key = format!("{}{owner}", st.instances);
+        retrying(st.redis.conn(), |mut c| {
+            let key = key.clone();
+            async move {
+                redis::cmd("EXISTS")
+                    .arg(key)
+                    .query_async::<i64>(&mut c)
+                    .await
+            }
+        })
+        .await?
+    };
     if done == 1 {
         // The last events may have landed between the read above and the status: drain.
         let rest: Value = redis::cmd("XRANGE")

@@ -11,13 +11,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use base64::Engine as _;
-use futures_util::StreamExt as _;
 use redis::AsyncCommands;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 
+use super::target::{Conn, Target};
 use crate::store::bus::BusMessage;
 use crate::store::error::StoreError;
 
@@ -80,8 +79,8 @@ struct Inner {
     /// Whether this connection's session store is in use: then events are only written for
     /// sessions whose record exists (no keys are recreated for a session just deleted).
     sessions_here: AtomicBool,
-    client: redis::Client,
-    conn: ConnectionManager,
+    target: Target,
+    conn: Conn,
     options: RedisOptions,
     instance: String,
     bus: broadcast::Sender<BusMessage>,
@@ -119,17 +118,19 @@ pub(in crate::store) fn backend(e: redis::RedisError) -> StoreError {
 
 /// Runs a command, once more on a broken connection: the connection manager reconnects in
 /// the meantime, so the first request after a Redis restart does not fail.
-pub(in crate::store) async fn retrying<T, F, Fut>(
-    conn: ConnectionManager,
-    op: F,
-) -> Result<T, StoreError>
+pub(in crate::store) async fn retrying<T, F, Fut>(conn: Conn, op: F) -> Result<T, StoreError>
 where
-    F: Fn(ConnectionManager) -> Fut,
+    F: Fn(Conn) -> Fut,
     Fut: std::future::Future<Output = redis::RedisResult<T>>,
 {
     match op(conn.clone()).await {
         Ok(v) => Ok(v),
-        Err(e) if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() => {
+        Err(e)
+            if e.is_io_error()
+                || e.is_connection_dropped()
+                || e.is_connection_refusal()
+                || e.is_cluster_error() =>
+        {
             tokio::time::sleep(Duration::from_millis(100)).await;
             op(conn).await.map_err(backend)
         }
@@ -138,9 +139,15 @@ where
 }
 
 /// A script call with owned arguments, repeatable (for [`retrying`]).
+///
+/// On a cluster a script runs on the node owning its keys' slot, so it must declare a key:
+/// the one given with [`Call::key`], or else its first argument (every script of the stores
+/// takes the `<prefix>:{<session>}` base first, which hashes to the session's slot). Keys
+/// the script derives from that base carry the same hash tag, so a script touches one slot.
 #[derive(Clone)]
 pub(in crate::store) struct Call {
     script: &'static redis::Script,
+    key: Option<Vec<u8>>,
     args: Vec<Vec<u8>>,
 }
 
@@ -148,8 +155,16 @@ impl Call {
     pub(in crate::store) fn new(script: &'static redis::Script) -> Self {
         Call {
             script,
+            key: None,
             args: Vec::new(),
         }
+    }
+
+    /// Declares `k` as the script's `KEYS[1]` (instead of its first argument).
+    #[allow(dead_code)] // for stores whose first argument is not in the slot they touch
+    pub(in crate::store) fn key(mut self, k: impl redis::ToRedisArgs) -> Self {
+        self.key = k.to_redis_args().into_iter().next();
+        self
     }
 
     pub(in crate::store) fn arg(mut self, a: impl redis::ToRedisArgs) -> Self {
@@ -159,10 +174,14 @@ impl Call {
 
     pub(in crate::store) async fn run<T: redis::FromRedisValue>(
         self,
-        conn: ConnectionManager,
+        conn: Conn,
     ) -> Result<T, StoreError> {
+        let key = self.key.as_ref().or(self.args.first());
         retrying(conn, |mut c| {
             let mut inv = self.script.prepare_invoke();
+            if let Some(k) = key {
+                inv.key(k.as_slice());
+            }
             for a in &self.args {
                 inv.arg(a.as_slice());
             }
@@ -184,21 +203,16 @@ impl Redis {
     /// reason, when Redis is unreachable; later outages are survived (commands fail with
     /// [`StoreError::Backend`] meanwhile, and everything resumes when Redis is back).
     pub async fn connect(url: &str, options: RedisOptions) -> Result<Redis, RedisSetupError> {
-        let client = redis::Client::open(url).map_err(|e| RedisSetupError::InvalidUrl {
+        let target = Target::parse(url).map_err(|reason| RedisSetupError::InvalidUrl {
             url: url.to_owned(),
-            reason: e.to_string(),
+            reason,
         })?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(Duration::from_secs(2)))
-            .set_response_timeout(Some(options.command_timeout))
-            .set_number_of_retries(2)
-            .set_max_delay(Duration::from_millis(500));
-        let conn = ConnectionManager::new_with_config(client.clone(), config)
-            .await
-            .map_err(|e| RedisSetupError::Unreachable {
+        let conn = target.shared(options.command_timeout).await.map_err(|e| {
+            RedisSetupError::Unreachable {
                 url: url.to_owned(),
                 reason: e.to_string(),
-            })?;
+            }
+        })?;
         let mut raw = [0u8; 9];
         getrandom::fill(&mut raw).map_err(|e| RedisSetupError::Unreachable {
             url: url.to_owned(),
@@ -212,7 +226,7 @@ impl Redis {
             options.heartbeat,
         ));
         let listener = tokio::spawn(bus_loop(
-            client.clone(),
+            target.clone(),
             format!("{}:bus", options.prefix),
             bus.clone(),
         ));
@@ -229,7 +243,7 @@ impl Redis {
         Ok(Redis {
             inner: Arc::new(Inner {
                 sessions_here: AtomicBool::new(false),
-                client,
+                target,
                 conn,
                 options,
                 instance,
@@ -258,13 +272,22 @@ impl Redis {
     /// instance heartbeats remain).
     pub async fn keys(&self) -> Result<Vec<String>, StoreError> {
         let mut c = self.inner.conn.clone();
+        let pattern = format!("{}:*", self.inner.options.prefix);
+        if self.is_cluster() {
+            // Routed to every master, answers combined (SCAN cursors are per node).
+            return redis::cmd("KEYS")
+                .arg(pattern)
+                .query_async(&mut c)
+                .await
+                .map_err(backend);
+        }
         let mut cursor: u64 = 0;
         let mut out = Vec::new();
         loop {
             let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
                 .arg(cursor)
                 .arg("MATCH")
-                .arg(format!("{}:*", self.inner.options.prefix))
+                .arg(&pattern)
                 .arg("COUNT")
                 .arg(1000)
                 .query_async(&mut c)
@@ -283,13 +306,18 @@ impl Redis {
         &self.inner.options
     }
 
-    /// The client, for connections of their own (blocking reads, pub/sub).
-    pub(in crate::store) fn client(&self) -> &redis::Client {
-        &self.inner.client
+    /// What it is connected to, for connections of their own (blocking reads, pub/sub).
+    pub(in crate::store) fn target(&self) -> &Target {
+        &self.inner.target
+    }
+
+    /// Whether it is connected to a Redis Cluster.
+    pub fn is_cluster(&self) -> bool {
+        self.inner.target.is_cluster()
     }
 
     /// The shared command connection.
-    pub(in crate::store) fn conn(&self) -> ConnectionManager {
+    pub(in crate::store) fn conn(&self) -> Conn {
         self.inner.conn.clone()
     }
 
@@ -320,7 +348,7 @@ impl Redis {
     }
 }
 
-async fn heartbeat_loop(mut conn: ConnectionManager, key: String, every: Duration) {
+async fn heartbeat_loop(mut conn: Conn, key: String, every: Duration) {
     let ttl = (every * 3).as_millis() as u64;
     let mut tick = tokio::time::interval(every);
     loop {
@@ -336,22 +364,17 @@ async fn heartbeat_loop(mut conn: ConnectionManager, key: String, every: Duratio
     }
 }
 
-async fn bus_loop(client: redis::Client, channel: String, tx: broadcast::Sender<BusMessage>) {
+async fn bus_loop(target: Target, channel: String, tx: broadcast::Sender<BusMessage>) {
     let mut backoff = Duration::from_millis(50);
     loop {
-        if let Ok(mut pubsub) = client.get_async_pubsub().await
-            && pubsub.subscribe(&channel).await.is_ok()
-        {
-            backoff = Duration::from_millis(50);
-            let mut messages = pubsub.on_message();
-            while let Some(msg) = messages.next().await {
-                let Ok(payload) = msg.get_payload::<String>() else {
-                    continue;
-                };
-                if let Ok(env) = serde_json::from_str::<Envelope>(&payload) {
-                    let _ = tx.send(env.message);
-                }
+        let sent = tx.clone();
+        let deliver = move |payload: Vec<u8>| {
+            if let Ok(env) = serde_json::from_slice::<Envelope>(&payload) {
+                let _ = sent.send(env.message);
             }
+        };
+        if target.listen(&channel, deliver).await.is_ok() {
+            backoff = Duration::from_millis(50);
         }
         // Connection lost (or refused): reconnect with a capped backoff.
         tokio::time::sleep(backoff).await;

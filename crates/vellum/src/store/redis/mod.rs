@@ -24,9 +24,12 @@
 
 mod connection;
 pub(in crate::store) mod scripts;
+mod target;
 
 pub(in crate::store) use connection::{Call, Envelope, backend, retrying};
 pub use connection::{Redis, RedisOptions, RedisSetupError};
+pub(in crate::store) use target::Conn;
+pub use target::{CLUSTER_SCHEME, is_redis_url};
 
 pub use super::bus::redis::RedisBus;
 pub use super::event_store::redis::RedisEventStore;

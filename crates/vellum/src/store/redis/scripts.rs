@@ -1,7 +1,10 @@
 //! The Lua scripts behind the Redis stores: each operation is one round trip and atomic.
 //!
 //! Every key of a session shares the prefix `<prefix>:{<session>}` (a hash tag), so a
-//! session's keys live in one slot. Keys are derived inside the scripts from that prefix.
+//! session's keys live in one slot. Keys are derived inside the scripts from that prefix,
+//! which each script takes first and declares as its key (see `Call`): on a Redis Cluster
+//! the script runs on the node owning that slot and touches no other (a key of another slot
+//! fails with CROSSSLOT there, which the cluster tests would show).
 
 use std::sync::LazyLock;
 
@@ -80,16 +83,16 @@ return out
     )
 });
 
-/// The state of a followed stream: ARGV = base, stream, instance key prefix.
-/// Returns `{done, writer alive, requests JSON}`.
+/// The state of a followed stream: ARGV = base, stream. Returns `{done, writer instance,
+/// requests JSON}` (writer `''` when the stream is unknown, which counts as alive: its
+/// heartbeat is in another slot, so the caller checks it with a command of its own).
 pub(in crate::store) static STATUS: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
 local meta = ARGV[1] .. ':m:' .. ARGV[2]
 local v = redis.call('HMGET', meta, 'done', 'owner', 'requests')
-if not v[2] then return {1, 1, '[]'} end
-local alive = redis.call('EXISTS', ARGV[3] .. v[2])
-return {v[1] and 1 or 0, alive, v[3] or '[]'}
+if not v[2] then return {1, '', '[]'} end
+return {v[1] and 1 or 0, v[2], v[3] or '[]'}
 "#,
     )
 });

@@ -20,7 +20,6 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use redis::Script;
-use redis::aio::ConnectionManager;
 use tokio::sync::broadcast;
 
 use super::memory::{apply, record_answers};
@@ -28,7 +27,7 @@ use super::{Answered, TaskOutcome, TaskRecord, TaskSignal, TaskStore, TaskTransi
 use crate::protocol::{ErrorObject, InputResponses, TaskStatus};
 use crate::store::bus::{BusMessage, MessageBus, TaskEvent};
 use crate::store::error::StoreError;
-use crate::store::redis::{Redis, retrying};
+use crate::store::redis::{Conn, Redis, retrying};
 use crate::sync::lock;
 
 /// KEYS[1] task; ARGV record, status, instance, ttl ms.
@@ -100,7 +99,7 @@ return 1
 
 /// Runs a script on its keys, once more on a broken connection.
 async fn run<T: redis::FromRedisValue>(
-    conn: ConnectionManager,
+    conn: Conn,
     script: &'static Script,
     keys: &[&str],
     args: &[&str],

@@ -101,6 +101,16 @@ impl StreamableHttpHandler {
             });
             (l, store)
         });
+        // Each server the factory hands out announces its list changes and resource updates
+        // to the other instances, and hears theirs (attached once per server).
+        let bus = options.bus.clone();
+        let factory = move |parts: &http::request::Parts| {
+            let server = factory(parts)?;
+            if let Some(bus) = &bus {
+                server.attach_bus(bus);
+            }
+            Some(server)
+        };
         StreamableHttpHandler {
             inner: Arc::new(Inner {
                 factory: Box::new(factory),

@@ -169,4 +169,8 @@ impl SessionHooks for HttpHooks {
     fn request_id_prefix(&self) -> Option<&str> {
         self.cluster.bus.as_ref().map(|b| b.instance_id())
     }
+
+    fn listening_here(&self) -> bool {
+        self.live.sink(StreamId::STANDALONE).is_some()
+    }
 }

@@ -368,7 +368,9 @@ impl SessionTable {
                     }
                 });
             }
-            BusMessage::SessionClosed { .. } | BusMessage::Task(_) => {}
+            // Closing is `on_bus`'s; tasks are the task store's; server-wide announcements
+            // (list changes, resource updates) are the server's own.
+            _ => {}
         }
     }
 
