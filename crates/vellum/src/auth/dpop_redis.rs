@@ -13,7 +13,6 @@ use std::time::Duration;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 use super::dpop::{DpopReplayCache, ReplayCacheError, ReplayFuture};
-use crate::store::redis::RedisSetupError;
 
 /// A [`DpopReplayCache`] in Redis: several resource-server instances given the same Redis
 /// (and prefix) accept each proof once between them.
@@ -45,13 +44,12 @@ impl std::fmt::Debug for RedisReplayCache {
 
 impl RedisReplayCache {
     /// Connects to `url` (`redis://` or `rediss://`); keys are `<prefix>:dpop:{<digest>}`.
-    /// Fails at once when Redis does not answer; later outages make proofs wait for one
-    /// command timeout (2 s) and then get 503, never an unchecked pass.
-    pub async fn connect(url: &str, prefix: &str) -> Result<Self, RedisSetupError> {
-        let client = redis::Client::open(url).map_err(|e| RedisSetupError::InvalidUrl {
-            url: url.to_owned(),
-            reason: e.to_string(),
-        })?;
+    /// Fails at once ([`ReplayCacheError::Backend`], with the reason) when the URL is not a
+    /// Redis URL or Redis does not answer; later outages make proofs wait for one command
+    /// timeout (2 s) and then get 503, never an unchecked pass.
+    pub async fn connect(url: &str, prefix: &str) -> Result<Self, ReplayCacheError> {
+        let client = redis::Client::open(url)
+            .map_err(|e| ReplayCacheError::Backend(format!("invalid Redis URL {url:?}: {e}")))?;
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(Duration::from_secs(2)))
             .set_response_timeout(Some(Duration::from_secs(2)))
@@ -59,10 +57,7 @@ impl RedisReplayCache {
             .set_max_delay(Duration::from_millis(500));
         let conn = ConnectionManager::new_with_config(client, config)
             .await
-            .map_err(|e| RedisSetupError::Unreachable {
-                url: url.to_owned(),
-                reason: e.to_string(),
-            })?;
+            .map_err(|e| ReplayCacheError::Backend(format!("cannot reach Redis at {url}: {e}")))?;
         Ok(RedisReplayCache {
             conn,
             prefix: prefix.to_owned(),
