@@ -7,7 +7,8 @@ use std::sync::Arc;
 use anyhow::{Context as _, bail};
 use clap::Args;
 use vellum::auth::{
-    AuthLayer, ClientAuth, DpopMode, IntrospectionVerifier, JwksCache, JwtVerifier, TokenVerifier,
+    AuthLayer, ClientAuth, DpopMode, IntrospectionVerifier, JwksCache, JwtVerifier,
+    RedisReplayCache, TokenVerifier,
 };
 use vellum::transport::http::StreamableHttpOptions;
 
@@ -66,6 +67,15 @@ pub(crate) struct AuthArgs {
     /// stays valid one more period).
     #[arg(long, value_name = "SECONDS")]
     auth_dpop_nonce: Option<u64>,
+    /// Where accepted DPoP proofs are remembered (each is accepted once): `memory` (this
+    /// process) or `redis://HOST:PORT`, shared by every instance given the same Redis, so
+    /// that a proof replayed to another instance is refused too.
+    #[arg(
+        long,
+        value_name = "memory|redis://HOST:PORT",
+        default_value = "memory"
+    )]
+    auth_dpop_replay: String,
     /// The canonical URL of this MCP server in the metadata (default
     /// `http://<listen address>/mcp`).
     #[arg(long, value_name = "URL")]
@@ -81,7 +91,7 @@ impl AuthArgs {
     }
 
     /// The layer, for a server listening on `addr`.
-    pub(crate) fn layer(
+    pub(crate) async fn layer(
         &self,
         addr: SocketAddr,
         options: &StreamableHttpOptions,
@@ -135,6 +145,18 @@ impl AuthArgs {
         b = b.dpop(self.auth_dpop);
         if let Some(secs) = self.auth_dpop_nonce {
             b = b.dpop_nonce(std::time::Duration::from_secs(secs));
+        }
+        match self.auth_dpop_replay.as_str() {
+            "memory" => {}
+            url if url.starts_with("redis://") || url.starts_with("rediss://") => {
+                let cache = RedisReplayCache::connect(url, "vellum")
+                    .await
+                    .context("--auth-dpop-replay")?;
+                b = b.dpop_replay_cache(Arc::new(cache));
+            }
+            other => {
+                bail!("--auth-dpop-replay: expected memory or redis://HOST:PORT, got {other:?}")
+            }
         }
         b.build().context("authorization")
     }

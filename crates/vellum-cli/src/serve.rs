@@ -549,7 +549,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let shutdown = drained(health.clone(), handler.clone(), args.drain_grace);
     let probes = (!args.no_health).then(|| health.layer_at(&args.health_path));
     if args.auth.enabled() {
-        let auth = args.auth.layer(addr, &auth_checks)?;
+        let auth = args.auth.layer(addr, &auth_checks).await?;
         eprintln!(
             "streamable HTTP MCP: {scheme}://{addr} (OAuth: {})",
             auth.metadata_url()

@@ -18,6 +18,8 @@ pub(crate) struct Options {
     pub(crate) description: Option<LitStr>,
     pub(crate) title: Option<LitStr>,
     pub(crate) mime_type: Option<LitStr>,
+    /// `scope = "..."`, in order; repeatable (every one is required).
+    pub(crate) scopes: Vec<LitStr>,
 }
 
 impl Options {
@@ -112,6 +114,10 @@ impl Options {
                 format!("`{key}` takes a string literal: {key} = \"...\""),
             ));
         };
+        if key == "scope" {
+            self.scopes.push(value.clone());
+            return Ok(());
+        }
         let slot = match key.as_str() {
             "name" => &mut self.name,
             "description" => &mut self.description,

@@ -117,7 +117,9 @@ fn free(kind: Kind, attr: TokenStream, item: TokenStream) -> TokenStream {
 ///
 /// On a function (async or not): builds `<name>_tool()`, its route. Options:
 /// `#[tool(name = "...", description = "...", title = "...")]`; without them the name is the
-/// function's and the description its doc comment.
+/// function's and the description its doc comment. `scope = "calendar:write"` (repeat it for
+/// more: a call needs all of them) is `Tool::requires_scope`: over HTTP, a caller without the
+/// scope gets 403 `insufficient_scope` (OAuth step-up) before the function runs.
 ///
 /// Arguments, in any order: `&RequestContext`, `&CallToolRequest`, `Caller` /
 /// `Option<Caller>` or `Principal` / `Option<Principal>` (the caller), `Extension<T>`, `State<T>` (the route builder takes the

@@ -10,7 +10,15 @@ use crate::common::{
     ctx_ident, opt_lit, opt_str, req_ident,
 };
 
-pub(crate) const OPTIONS: &[&str] = &["name", "description", "title"];
+pub(crate) const OPTIONS: &[&str] = &["name", "description", "title", "scope"];
+
+/// True for one OAuth scope token (RFC 6749 §3.3: printable ASCII but space, `"` and `\\`).
+fn valid_scope(scope: &str) -> bool {
+    !scope.is_empty()
+        && scope
+            .bytes()
+            .all(|b| matches!(b, 0x21 | 0x23..=0x5b | 0x5d..=0x7e))
+}
 
 /// True for a valid tool name (1 to 128 of `A-Za-z0-9_.-`), as the server checks it.
 fn valid_name(name: &str) -> bool {
@@ -43,6 +51,17 @@ pub(crate) fn route(
     let description = options.description.as_ref().map(|d| d.value()).or(doc);
     let description = opt_str(description);
     let title = opt_lit(&options.title);
+    let mut scopes = Vec::new();
+    for scope in &options.scopes {
+        if !valid_scope(&scope.value()) {
+            return Err(syn::Error::new(
+                scope.span(),
+                "a scope is one OAuth scope token (printable ASCII, no space, `\"` or `\\`): \
+                 write `scope = \"...\"` once per scope; a call needs all of them",
+            ));
+        }
+        scopes.push(scope.value());
+    }
 
     let args = Ident::new("__vellum_args", Span::mixed_site());
     let args_ty = Ident::new("__VellumArgs", Span::mixed_site());
@@ -129,6 +148,7 @@ pub(crate) fn route(
             #(#checks)*
             #args_struct
             let tool = ::vellum::handler::__private::tool(#name, #description, #title, #input_schema, #output_schema);
+            #(let tool = tool.requires_scope(#scopes);)*
             ::vellum::handler::ToolRoute::new(tool, move |#ctx: ::vellum::server::RequestContext, #req: ::vellum::server::CallToolRequest| {
                 #clones
                 async move {

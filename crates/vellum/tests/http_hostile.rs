@@ -96,7 +96,7 @@ fn corpus() -> Vec<Case> {
         c("bad chunk size", b"POST /mcp HTTP/1.1\r\nhost: {host}\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n".to_vec(), 400),
         // Host and the target's authority.
         c("foreign Host", post_bare("host: evil.com\r\ncontent-type: application/json\r\n", INIT), 403),
-        c("no Host", post_bare("content-type: application/json\r\n", INIT), 403),
+        c("no Host", post_bare("content-type: application/json\r\n", INIT), 400),
         c("two Hosts, the first ours", post_bare("host: {host}\r\nhost: evil.com\r\ncontent-type: application/json\r\n", INIT), 400),
         c("bracketed host with junk", post_bare("host: [::1]evil.com\r\ncontent-type: application/json\r\n", INIT), 403),
         c("bracketed IPv4", post_bare("host: [127.0.0.1]:80\r\ncontent-type: application/json\r\n", INIT), 403),

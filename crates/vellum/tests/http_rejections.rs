@@ -168,6 +168,7 @@ fn check(section: &str, condition: &str, a: &Answer, produced: Option<i64>) -> V
 const TESTED: &[(&str, &str)] = &[
     (EVERY, HEAD_SIZE),
     (EVERY, SINGLETON),
+    (EVERY, NO_HOST),
     (EVERY, HOST),
     (EVERY, ABSOLUTE_FORM),
     (EVERY, ORIGIN),
@@ -303,6 +304,7 @@ async fn send(
 
 // ---- every era ----------------------------------------------------------------------------------
 
+const NO_HOST: &str = "HTTP/1.1 or HTTP/2 request that names no authority (no `Host` header, no absolute-form target or `:authority`), on any connection, localhost protection on or off (RFC 9112 §3.2); an HTTP/1.0 request without `Host` is judged by the localhost check";
 const HOST: &str = "loopback connection and `Host` is not `localhost` / `127.x.y.z` / `[::1]` (localhost protection on)";
 const HEAD_SIZE: &str =
     "request head (target and header lines) larger than 64 KiB, whatever the packets it came in";
@@ -616,6 +618,30 @@ async fn row_singleton() {
         check(EVERY, SINGLETON, &answer, None);
     }
     assert_eq!(srv.handler.session_count(), 0);
+}
+
+#[tokio::test]
+async fn row_no_host() {
+    let init = initialize().to_string();
+    let req = |version: &str| {
+        format!(
+            "POST /mcp HTTP/{version}\r\nContent-Type: application/json\r\nAccept: {ACCEPT_BOTH}\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{init}",
+            init.len()
+        )
+    };
+    for protection_off in [false, true] {
+        let mut options = StreamableHttpOptions::default();
+        options.disable_localhost_protection = protection_off;
+        let (_f, srv) = server(options).await;
+        let a = raw_http(&srv, req("1.1").as_bytes(), false).await;
+        check(EVERY, NO_HOST, &a, None);
+        // HTTP/1.0 has no Host: the localhost check judges it (403 with the protection on).
+        let a = raw_http(&srv, req("1.0").as_bytes(), false).await;
+        let expected = if protection_off { 200 } else { 403 };
+        assert_eq!(a.status.as_u16(), expected, "HTTP/1.0: {}", a.text());
+        assert_eq!(srv.handler.session_count(), usize::from(protection_off));
+    }
 }
 
 #[tokio::test]

@@ -22,6 +22,7 @@ fn mistakes_fail_with_messages_that_say_how_to_fix_them() {
         "invalid_tool_name",
         "not_an_extractor",
         "prompt_json",
+        "invalid_scope",
     ] {
         t.compile_fail(format!("tests/ui/{case}.rs"));
     }

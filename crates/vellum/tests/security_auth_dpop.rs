@@ -372,6 +372,68 @@ async fn a_proof_replayed_to_another_instance_sharing_the_cache_is_refused() {
     assert_dpop_refusal(&r, "invalid_dpop_proof");
 }
 
+/// The same across instances that share nothing but a real Redis: each instance has its own
+/// connection, as two processes would.
+#[cfg(feature = "redis")]
+#[tokio::test]
+async fn a_proof_replayed_to_another_instance_sharing_redis_is_refused() {
+    use vellum::auth::RedisReplayCache;
+    let redis = vellum_testkit::redis::RedisServer::start();
+    let connect = async || {
+        let cache = RedisReplayCache::connect(&redis.url(), "vellum")
+            .await
+            .unwrap();
+        Arc::new(cache) as Arc<dyn DpopReplayCache>
+    };
+    let (c1, c2) = (connect().await, connect().await);
+    let a = start(Box::new(move |b| b.dpop_replay_cache(c1))).await;
+    let b = start(Box::new(move |b| b.dpop_replay_cache(c2))).await;
+    let k = key(8);
+    let t = token("", Some(k.thumbprint()));
+    let proof_for = |url: &str, jti: &str| {
+        proof_with(
+            &k,
+            &json!({"jti": jti, "htm": "POST", "htu": url, "iat": now(),
+                    "ath": sha256_b64url(t.as_bytes())}),
+        )
+    };
+    let auth = format!("DPoP {t}");
+    let r = post(&a, &auth, &[&proof_for(&a.url, "redis-jti")], &echo_body()).await;
+    assert_eq!(r.status(), 200);
+    // Another instance, the same proof id: refused.
+    let r = post(&b, &auth, &[&proof_for(&b.url, "redis-jti")], &echo_body()).await;
+    assert_dpop_refusal(&r, "invalid_dpop_proof");
+    // And on the first instance too (Redis, not memory, decides).
+    let r = post(&a, &auth, &[&proof_for(&a.url, "redis-jti")], &echo_body()).await;
+    assert_dpop_refusal(&r, "invalid_dpop_proof");
+    // A fresh proof id is accepted by the other instance.
+    let r = post(
+        &b,
+        &auth,
+        &[&proof_for(&b.url, "redis-jti-2")],
+        &echo_body(),
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+
+    // One key per accepted proof, hash-tagged, living no longer than the proof is acceptable
+    // (the default window, 300 s, plus a second).
+    let keys = redis.keys("vellum:dpop:*");
+    assert_eq!(keys.len(), 2, "{keys:?}");
+    for key in &keys {
+        assert!(
+            key.starts_with("vellum:dpop:{") && key.ends_with('}'),
+            "{key}"
+        );
+        let out = std::process::Command::new("redis-cli")
+            .args(["-u", &redis.url(), "pttl", key])
+            .output()
+            .unwrap();
+        let pttl: i64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+        assert!((1..=301_000).contains(&pttl), "{key}: PTTL {pttl}");
+    }
+}
+
 #[tokio::test]
 async fn modern_requests_take_dpop_and_step_up_names_the_dpop_scheme() {
     let mcp = start(allowed()).await;

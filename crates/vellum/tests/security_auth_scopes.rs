@@ -75,6 +75,18 @@ fn calendar(runs: Arc<AtomicUsize>) -> Server {
     server
 }
 
+/// Runs of [`purge`] (only `a_macro_tool_declares_its_scopes_and_they_are_enforced` calls it).
+#[cfg(feature = "macros")]
+static PURGES: AtomicUsize = AtomicUsize::new(0);
+
+/// Purges the calendar: the macro form of `requires_scope`, two scopes (both needed).
+#[cfg(feature = "macros")]
+#[tool(scope = "calendar:admin", scope = "calendar:write")]
+async fn purge() -> String {
+    PURGES.fetch_add(1, Ordering::SeqCst);
+    "purged".into()
+}
+
 struct Fixture {
     mcp: TestHttpServer,
     runs: Arc<AtomicUsize>,
@@ -83,6 +95,8 @@ struct Fixture {
 async fn start() -> Fixture {
     let runs = Arc::new(AtomicUsize::new(0));
     let server = calendar(runs.clone());
+    #[cfg(feature = "macros")]
+    purge_tool().register(&server).unwrap();
     let layer_server = server.clone();
     let handler = StreamableHttpHandler::for_server(
         server,
@@ -255,6 +269,31 @@ async fn a_modern_request_is_refused_before_the_tool_runs_and_then_steps_up() {
     assert_eq!(f.runs.load(Ordering::SeqCst), 1);
 }
 
+#[cfg(feature = "macros")]
+#[tokio::test]
+async fn a_macro_tool_declares_its_scopes_and_they_are_enforced() {
+    assert_eq!(
+        purge_tool().tool().required_scopes,
+        ["calendar:admin", "calendar:write"]
+    );
+    let f = start().await;
+    let base = token("carol", "mcp");
+    let m = legacy(&f, &base).await;
+    let r = send(&m, &base, &call(1, "purge", json!({}))).await;
+    assert_step_up(&f, r, "mcp calendar:admin calendar:write").await;
+    // One of the two is not enough.
+    let half = token("carol", "mcp calendar:admin");
+    let r = send(&m, &half, &call(2, "purge", json!({}))).await;
+    assert_eq!(r.status(), 403);
+    assert_eq!(PURGES.load(Ordering::SeqCst), 0, "the refused tool ran");
+    let up = token("carol", "mcp calendar:admin calendar:write");
+    let r = send(&m, &up, &call(3, "purge", json!({}))).await;
+    assert_eq!(r.status(), 200);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["result"]["content"][0]["text"], "purged");
+    assert_eq!(PURGES.load(Ordering::SeqCst), 1);
+}
+
 #[tokio::test]
 async fn the_metadata_lists_every_scope() {
     let f = start().await;
@@ -275,15 +314,17 @@ async fn the_metadata_lists_every_scope() {
         .map(|s| s.as_str().unwrap())
         .collect();
     scopes.sort_unstable();
-    assert_eq!(
-        scopes,
-        [
-            "calendar:export",
-            "calendar:prompts",
-            "calendar:write",
-            "mcp"
-        ]
-    );
+    let mut expected = vec![
+        "calendar:export",
+        "calendar:prompts",
+        "calendar:write",
+        "mcp",
+    ];
+    // The macro tool's scopes (`calendar:write` is `delete`'s too: listed once).
+    if cfg!(feature = "macros") {
+        expected.insert(0, "calendar:admin");
+    }
+    assert_eq!(scopes, expected);
 }
 
 #[tokio::test]

@@ -84,7 +84,9 @@ pub struct MemoryReplayCache {
 #[derive(Debug, Default)]
 struct Seen {
     expiry: HashMap<String, Instant>,
-    /// Insertion order; every entry has the same ttl, so this is expiry order as well.
+    /// Insertion order. Ttls differ (each proof's remaining lifetime, at most two windows),
+    /// so an expired entry behind a longer-lived one is dropped late: it is counted against
+    /// the capacity a little longer, and its proof is refused by the `iat` check anyway.
     order: VecDeque<(Instant, String)>,
 }
 
@@ -233,6 +235,15 @@ impl DpopSettings {
         self.algs.iter().map(|a| format!("{a:?}")).collect()
     }
 
+    /// How long a proof issued at `iat` (Unix seconds) stays acceptable from now: until its
+    /// `iat` falls out of the window (at most two windows, for an `iat` ahead of the clock),
+    /// plus a second for the rounding of `iat`. After that its replay is refused by the `iat`
+    /// check, so the cache need not remember it.
+    fn remaining(&self, iat: u64) -> Duration {
+        let until = iat.saturating_add(self.window.as_secs());
+        Duration::from_secs(until.saturating_sub(unix_now()).saturating_add(1))
+    }
+
     /// Checks the one `DPoP` header of a request to `url` with `method` carrying `token`,
     /// bound to `jkt`; records its `jti`.
     pub(crate) async fn check(
@@ -281,8 +292,11 @@ impl DpopSettings {
             other => ProofRefusal::Invalid(describe(other)),
         })?;
         let key = sha256_b64url(format!("{}.{}", verified.jkt, verified.jti).as_bytes());
-        // Accepted while `iat` is within the window of now: at most two windows from now.
-        match self.replay.first_use(&key, self.window * 2).await {
+        match self
+            .replay
+            .first_use(&key, self.remaining(verified.iat))
+            .await
+        {
             Ok(true) => Ok(()),
             Ok(false) => Err(ProofRefusal::Invalid("The DPoP proof was already used")),
             Err(e) => {

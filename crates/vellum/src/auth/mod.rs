@@ -37,6 +37,8 @@ mod challenge;
 mod credentials;
 #[cfg(feature = "auth")]
 mod dpop;
+#[cfg(all(feature = "auth", feature = "redis"))]
+mod dpop_redis;
 #[cfg(feature = "auth")]
 mod endpoint;
 #[cfg(feature = "auth")]
@@ -56,6 +58,8 @@ pub use builder::AuthLayerBuilder;
 pub use challenge::Challenge;
 #[cfg(feature = "auth")]
 pub use dpop::{DpopMode, DpopReplayCache, MemoryReplayCache, ReplayCacheError, ReplayFuture};
+#[cfg(all(feature = "auth", feature = "redis"))]
+pub use dpop_redis::RedisReplayCache;
 #[cfg(feature = "auth")]
 pub use endpoint::AuthConfigError;
 #[cfg(feature = "auth")]

@@ -239,6 +239,7 @@ impl StreamableHttpHandler {
         let cors_origin = inner.security.cors_origin(&parts.headers);
         let result = async {
             inner.security.check(
+                parts.version,
                 &parts.method,
                 &parts.uri,
                 &parts.headers,

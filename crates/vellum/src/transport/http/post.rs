@@ -21,6 +21,35 @@ use super::rejection::Rejection;
 use super::response::status_only;
 use super::session_routing::{Route, is_initialize, request_count};
 
+/// Bodies at least this large are decoded on the blocking pool instead of a runtime worker.
+///
+/// Decoding is linear in the body, but a maximum-size body (4 MiB by default) of many small
+/// items still takes milliseconds of CPU (tens in a debug build): on a runtime worker that is
+/// time every other connection queued on that worker waits, and a few such bodies at once hold
+/// all the workers. Below this size the decode is shorter than the hand-off to another thread.
+const OFF_REACTOR_BYTES: usize = 64 * 1024;
+
+/// Decodes a body, and for a request that may be a modern one without its version header
+/// (`probe_meta`) whether its `_meta` names a version: both walk the whole body, so for a
+/// large body both run on the blocking pool, where they cannot starve the runtime's workers.
+async fn decode_body(bytes: bytes::Bytes, probe_meta: bool) -> Result<(Payload, bool), Rejection> {
+    let work = move |bytes: &bytes::Bytes| {
+        let payload = decode(bytes).map_err(Rejection::Decode)?;
+        let modern = probe_meta && modern_headers::carries_modern_meta(&payload);
+        Ok((payload, modern))
+    };
+    if bytes.len() < OFF_REACTOR_BYTES || tokio::runtime::Handle::try_current().is_err() {
+        return work(&bytes);
+    }
+    let shared = bytes.clone();
+    match tokio::task::spawn_blocking(move || work(&shared)).await {
+        Ok(decoded) => decoded,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        // The pool is shutting down (the runtime is going away): decode here instead.
+        Err(_) => work(&bytes),
+    }
+}
+
 impl Inner {
     /// Serves a POST: checks its headers, reads and decodes its body, routes it to its era
     /// and session, then serves its messages.
@@ -49,19 +78,16 @@ impl Inner {
             min_rate: self.options.min_body_rate,
         };
         let (bytes, held) = read_body(body, limits, &self.bodies).await?;
-        let payload = decode(&bytes).map_err(Rejection::Decode)?;
-        // The decoded messages share the bytes; what the budget bounds is bodies in transit.
-        drop(held);
         let header_version = text(&parts.headers, &names::PROTOCOL_VERSION);
-
         // Era routing (the spec's dual-era order): a modern version header, then a session,
         // then `initialize`, then a modern `_meta`, else legacy (stateless) or 400.
         // (A request of a legacy session, or with a legacy version header, is legacy: only
         // a header-less request without a session may be a modern one in disguise.)
         let ambiguous = header_version.is_none() && !parts.headers.contains_key(names::SESSION_ID);
-        if header_version.is_some_and(ProtocolVersion::looks_modern)
-            || (ambiguous && modern_headers::carries_modern_meta(&payload))
-        {
+        let (payload, modern_meta) = decode_body(bytes, ambiguous).await?;
+        // The decoded messages share the bytes; what the budget bounds is bodies in transit.
+        drop(held);
+        if header_version.is_some_and(ProtocolVersion::looks_modern) || modern_meta {
             let meta = modern_headers::validate(&parts.headers, &payload)?;
             return self
                 .serve_payload(parts, payload, accepts, Route::Modern(Box::new(meta)))

@@ -97,6 +97,26 @@ pub(crate) fn check_localhost(
     }
 }
 
+/// A request of HTTP/1.1 or later must name its authority, in the target or in `Host`: RFC
+/// 9112 §3.2 has a server answer 400 to an HTTP/1.1 request without `Host` (and RFC 9113
+/// §8.3.1 makes an HTTP/2 `http`/`https` request without `:authority` or `Host` malformed),
+/// on any connection, whatever the other checks. HTTP/1.0 predates `Host` and is left to the
+/// localhost check.
+pub(crate) fn check_host_present(
+    version: http::Version,
+    headers: &HeaderMap,
+    uri: &http::Uri,
+) -> Result<(), Rejection> {
+    let named = uri.authority().is_some() || headers.contains_key(header::HOST);
+    if named || matches!(version, http::Version::HTTP_09 | http::Version::HTTP_10) {
+        return Ok(());
+    }
+    Err(Rejection::BadRequest {
+        id: None,
+        message: "Bad Request: missing Host header".into(),
+    })
+}
+
 /// The authority of the request target when it has one (absolute form, HTTP/2's
 /// `:authority`), else the `Host` header: RFC 9112 §3.2.2 has a server ignore `Host` for
 /// an absolute-form target.

@@ -22,7 +22,7 @@ use super::body::ResponseBody;
 use super::cors;
 use super::options::StreamableHttpOptions;
 use super::rejection::Rejection;
-use super::security::{ConnectionInfo, CrossOriginProtection, check_localhost};
+use super::security::{ConnectionInfo, CrossOriginProtection, check_host_present, check_localhost};
 
 /// The checks and the CORS rule, as configured from a handler's options.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,10 +62,11 @@ impl SecurityLayer {
         }
     }
 
-    /// The refusal of a request (403), if the checks fail it. A request already admitted by
+    /// The refusal of a request (400, 403 or 431), if the checks fail it. A request already admitted by
     /// a layer with the same settings passes at once.
     pub(crate) fn check(
         &self,
+        version: http::Version,
         method: &Method,
         uri: &Uri,
         headers: &HeaderMap,
@@ -79,6 +80,7 @@ impl SecurityLayer {
         }
         super::headers::check_head_size(uri, headers)?;
         super::headers::check_singletons(headers)?;
+        check_host_present(version, headers, uri)?;
         if self.policy.localhost {
             check_localhost(headers, uri, connection)?;
         }
@@ -90,6 +92,7 @@ impl SecurityLayer {
     pub(crate) fn admit<B>(&self, req: &mut Request<B>) -> Result<(), Box<Response<ResponseBody>>> {
         let connection = req.extensions().get::<ConnectionInfo>().copied();
         self.check(
+            req.version(),
             req.method(),
             req.uri(),
             req.headers(),
@@ -301,6 +304,7 @@ mod tests {
         let judge = |options: &StreamableHttpOptions| {
             SecurityLayer::new(options)
                 .check(
+                    req.version(),
                     req.method(),
                     req.uri(),
                     req.headers(),
