@@ -42,5 +42,8 @@ if run publish; then
   step "cargo publish --dry-run of every publishable crate (vellum-testkit is publish = false)"
   # --workspace packages the crates together, so a crate that needs another one of the
   # workspace (vellum-demos needs vellum) builds against its packaged sources, not crates.io.
+  # Cargo extracts the packaged crates into its registry cache and reuses an earlier dry run's
+  # extraction while the version is unchanged: drop those so the sources built are today's.
+  rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/vellum*-[0-9]*
   cargo publish --dry-run --locked --workspace --exclude vellum-testkit --allow-dirty
 fi
