@@ -50,13 +50,12 @@ one_run() {
     local secs=$1 out=$dir/$tool.$1.out log=$dir/valgrind.$1.log res=$dir/result.$1.jsonl
     rm -f "$res"
     "$MCPBENCH" wait-port --free --addr "127.0.0.1:$port" >/dev/null
-    local vg=(valgrind --tool="$tool" --trace-children=yes --log-file="$log")
+    local vg=(valgrind --tool="$tool" --log-file="$log")
     case $tool in
         callgrind) vg+=(--callgrind-out-file="$out") ;;
         dhat) vg+=(--dhat-out-file="$out") ;;
     esac
-    # servers.sh execs the server (through any wrapper script VELLUM_BIN names): valgrind
-    # follows the execs (--trace-children) and ends up profiling the server itself.
+    # servers.sh execs the server, so valgrind ends up profiling the server itself.
     "${vg[@]}" bash "$BENCH_DIR/servers.sh" exec "$server" "$port" >"$dir/server.$1.log" 2>&1 &
     local pid=$!
     "$MCPBENCH" wait-port --addr "127.0.0.1:$port" --pid "$pid" --timeout 120 >/dev/null
