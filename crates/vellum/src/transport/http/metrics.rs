@@ -174,20 +174,21 @@ impl Operation {
             self.finished = true;
             metrics::gauge!(names::OPERATIONS_ACTIVE).decrement(1.0);
             let seconds = self.started.elapsed().as_secs_f64();
-            let mut labels = vec![
-                ("mcp.method.name", self.method.to_owned()),
-                ("mcp.protocol.version", self.version.to_owned()),
-            ];
+            // Static method and version names go in as borrowed labels: the only strings
+            // allocated per answer are the tool's name (moved in) and an error code.
+            let mut labels = Vec::with_capacity(4);
+            labels.push(metrics::Label::new("mcp.method.name", self.method));
+            labels.push(metrics::Label::new("mcp.protocol.version", self.version));
             // An unknown tool is -32602: its name is the client's to choose.
             if let Some(t) = self.tool.take()
                 && error_code != Some(crate::protocol::code::INVALID_PARAMS)
             {
-                labels.push(("gen_ai.tool.name", t));
+                labels.push(metrics::Label::new("gen_ai.tool.name", t));
             }
             if let Some(c) = error_code {
-                labels.push(("error.type", c.to_string()));
+                labels.push(metrics::Label::new("error.type", c.to_string()));
             }
-            metrics::histogram!(names::OPERATION_DURATION, &labels).record(seconds);
+            metrics::histogram!(names::OPERATION_DURATION, labels).record(seconds);
         }
     }
 }
