@@ -593,6 +593,112 @@ async fn a_list_change_reaches_listen_streams_on_other_instances(store: Store) {
     }
 }
 
+on_both!(a_resource_update_reaches_subscribers_on_other_instances);
+/// A resource update announced on A reaches, over the bus, a `subscriptions/listen` stream
+/// on B that subscribed to it (tagged with its subscription id) and the GET stream on C of a
+/// legacy session subscribed on A, once each; a legacy session that did not subscribe hears
+/// nothing. (No fallback delivers these: with the bus path broken the streams stay silent.)
+async fn a_resource_update_reaches_subscribers_on_other_instances(store: Store) {
+    let inst: Vec<ServerProcess> = (0..3).map(|_| instance(&store, &[])).collect();
+    let note = "note://shared";
+    let modern = Modern::new(&inst[1].mcp_url());
+    let mut listen = modern
+        .listen(43, json!({"resourceSubscriptions": [note]}))
+        .await;
+    let ack = listen
+        .next_message()
+        .await
+        .expect("the acknowledgement")
+        .json();
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    // Subscribed on A, its GET stream on C.
+    let mut subscribed = client();
+    initialize(&mut subscribed, &inst[0].mcp_url()).await;
+    notify(
+        &subscribed,
+        &inst[0].mcp_url(),
+        "notifications/initialized",
+        json!({}),
+    )
+    .await;
+    let sub = call(
+        &subscribed,
+        &inst[0].mcp_url(),
+        1,
+        "resources/subscribe",
+        json!({"uri": note}),
+    )
+    .await;
+    assert_eq!(sub["result"], json!({}), "{sub}");
+    let mut get = subscribed
+        .at(&inst[2].mcp_url())
+        .get_stream(None)
+        .await
+        .expect_stream("the GET stream");
+    get.next_block().await.expect("the GET stream opens");
+    // Not subscribed, its GET stream on B.
+    let mut other = client();
+    initialize(&mut other, &inst[1].mcp_url()).await;
+    notify(
+        &other,
+        &inst[1].mcp_url(),
+        "notifications/initialized",
+        json!({}),
+    )
+    .await;
+    let mut quiet = other
+        .at(&inst[1].mcp_url())
+        .get_stream(None)
+        .await
+        .expect_stream("the other GET stream");
+    quiet
+        .next_block()
+        .await
+        .expect("the other GET stream opens");
+
+    let touched = call(
+        &subscribed,
+        &inst[0].mcp_url(),
+        2,
+        "tools/call",
+        json!({"name":"touch_note","arguments":{}}),
+    )
+    .await;
+    assert_eq!(text_of(&touched), "touched note://shared");
+
+    let heard = next_within(&mut listen, Duration::from_secs(10))
+        .await
+        .expect("resources/updated on the listen stream of another instance");
+    assert_eq!(
+        heard["method"], "notifications/resources/updated",
+        "{heard}"
+    );
+    assert_eq!(heard["params"]["uri"], note, "{heard}");
+    assert_eq!(
+        heard["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        json!(43),
+        "{heard}"
+    );
+    let g = next_within(&mut get, Duration::from_secs(10))
+        .await
+        .expect("resources/updated on the GET stream of a third instance");
+    assert_eq!(g["method"], "notifications/resources/updated", "{g}");
+    assert_eq!(g["params"]["uri"], note, "{g}");
+    // Once each, and not to the session that did not subscribe.
+    if let Some(m) = next_within(&mut quiet, Duration::from_millis(500)).await {
+        panic!("a session that did not subscribe heard: {m}");
+    }
+    if let Some(m) = next_within(&mut get, Duration::from_millis(100)).await {
+        panic!("the GET stream heard more: {m}");
+    }
+    if let Some(m) = next_within(&mut listen, Duration::from_millis(100)).await {
+        panic!("the listen stream heard more: {m}");
+    }
+}
+
 /// 2026-07-28 `requestState` across instances: minted on A, verified on B when both read
 /// the same key file; refused (-32602, HTTP 400) by an instance with another key; and a
 /// rotation (new first line, old line kept) accepts states of the old key while signing with
