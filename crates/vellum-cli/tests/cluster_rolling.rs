@@ -131,7 +131,29 @@ struct Figures {
     retries: AtomicU64,
     retried_503: AtomicU64,
     /// The longest time from a call's first attempt to its answer, µs.
+    max_call_us: AtomicU64,
+    /// When the last answer to a quick-calls client came (µs after `start`), and the
+    /// longest time with no such answer.
+    last_answer_us: AtomicU64,
     max_gap_us: AtomicU64,
+    start: std::sync::OnceLock<Instant>,
+}
+
+impl Figures {
+    fn answered(&self, call: Duration, quick: bool) {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.max_call_us
+            .fetch_max(call.as_micros() as u64, Ordering::Relaxed);
+        if !quick {
+            return;
+        }
+        let now = self.start.get_or_init(Instant::now).elapsed().as_micros() as u64;
+        let before = self.last_answer_us.swap(now, Ordering::Relaxed);
+        if before > 0 {
+            self.max_gap_us
+                .fetch_max(now.saturating_sub(before), Ordering::Relaxed);
+        }
+    }
 }
 
 /// An attempt that did not get an answer, and may be retried.
@@ -377,8 +399,8 @@ async fn backoff(r: &Retry, figures: &Figures) {
     tokio::time::sleep(Duration::from_millis(wait)).await;
 }
 
-/// One client: calls until `stop`, every third one a streaming call, every eighth a new
-/// session (the sessions stay in use: each is checked at the end). Every call is retried
+/// One client: calls until `stop`, every eighth call a new session, and in the second half
+/// of the clients every third one a streaming call (the sessions stay in use: each is checked at the end). Every call is retried
 /// until it is answered, and each answer is checked.
 async fn client(
     n: usize,
@@ -394,6 +416,9 @@ async fn client(
         }
     };
     let mut sessions = vec![open().await];
+    // Half the clients only make quick calls: their answers show any pause in service (the
+    // others spend most of their time in streaming calls).
+    let streams = n >= CLIENTS / 2;
     let mut id = 0u64;
     while !stop.load(Ordering::Acquire) {
         id += 1;
@@ -401,7 +426,7 @@ async fn client(
         let mut attempts = 0;
         if id % 8 == 0 {
             sessions.push(open().await);
-        } else if id % 3 == 0 {
+        } else if streams && id % 3 == 0 {
             let s = sessions.last().unwrap();
             let (progress, answer) = loop {
                 attempts += 1;
@@ -436,9 +461,7 @@ async fn client(
                 "{answer}"
             );
         }
-        figures.calls.fetch_add(1, Ordering::Relaxed);
-        let gap = started.elapsed().as_micros() as u64;
-        figures.max_gap_us.fetch_max(gap, Ordering::Relaxed);
+        figures.answered(started.elapsed(), !streams);
     }
     sessions
 }
@@ -483,6 +506,7 @@ async fn rolling_update(store: Store) {
 
     let stop = Arc::new(AtomicBool::new(false));
     let figures = Arc::new(Figures::default());
+    figures.start.get_or_init(Instant::now);
     let mut clients: Vec<_> = (0..CLIENTS)
         .map(|n| tokio::spawn(client(n, url.clone(), stop.clone(), figures.clone())))
         .collect();
@@ -497,17 +521,29 @@ async fn rolling_update(store: Store) {
 
     for (i, addr) in addrs.iter().enumerate() {
         let before = figures.calls.load(Ordering::Relaxed);
+        let streamed = figures.streamed.load(Ordering::Relaxed);
         let old = fleet[i].take().expect("running");
-        let (status, _) = old.finish("-TERM");
+        // Waiting for the exit and the new start line blocks: off the clients' threads.
+        let (status, _) = tokio::task::block_in_place(|| old.finish("-TERM"));
         assert!(status.success(), "instance {i} exited with {status}");
-        fleet[i] = Some(instance(&addr.to_string(), &redis));
+        fleet[i] = Some(tokio::task::block_in_place(|| {
+            instance(&addr.to_string(), &redis)
+        }));
         // Serving goes on, and the new instance takes its share, before the next one stops.
         until_at_least(
             &mut clients,
             &figures.calls,
-            before + 20,
+            before + 40,
             Duration::from_secs(10),
             "calls after the restart",
+        )
+        .await;
+        until_at_least(
+            &mut clients,
+            &figures.streamed,
+            streamed + 6,
+            Duration::from_secs(10),
+            "streaming calls after the restart",
         )
         .await;
     }
@@ -532,7 +568,7 @@ async fn rolling_update(store: Store) {
     let f = &figures;
     eprintln!(
         "rolling update: {} sessions, {} calls ({} streaming, {} resumed streams), {} retries ({} of them 503), \
-         {} connections the proxy moved to another instance, longest call {} ms, {:.1} s in all",
+         {} connections the proxy moved to another instance, longest call {} ms, longest pause in quick answers {} ms, {:.1} s in all",
         sessions.len(),
         f.calls.load(Ordering::Relaxed),
         f.streamed.load(Ordering::Relaxed),
@@ -540,6 +576,7 @@ async fn rolling_update(store: Store) {
         f.retries.load(Ordering::Relaxed),
         f.retried_503.load(Ordering::Relaxed),
         proxy.skipped.load(Ordering::Relaxed),
+        f.max_call_us.load(Ordering::Relaxed) / 1000,
         f.max_gap_us.load(Ordering::Relaxed) / 1000,
         began.elapsed().as_secs_f64()
     );
