@@ -32,6 +32,9 @@ use vellum_testkit::redis::{RedisCluster, RedisServer};
 const CLIENTS: usize = 4;
 /// Progress events of each streaming call (`stream`, 40 ms apart: about 0.4 s a call).
 const STREAM_COUNT: u64 = 10;
+/// Progress events of the call running detached on each instance as it gets SIGTERM (25,
+/// 40 ms apart: it outlasts the drain and stream graces, not the request grace).
+const PINNED_COUNT: u64 = 25;
 /// After this many progress events the client drops the POST stream and resumes.
 const DROP_AFTER: u64 = 3;
 /// How long one attempt may wait for its next byte before the test fails.
@@ -175,8 +178,12 @@ struct Session {
 
 impl Session {
     fn post(&self, body: &Value) -> reqwest::RequestBuilder {
+        self.post_to(&self.url, body)
+    }
+
+    fn post_to(&self, url: &str, body: &Value) -> reqwest::RequestBuilder {
         self.http
-            .post(&self.url)
+            .post(url)
             .header("accept", "application/json, text/event-stream")
             .header("mcp-session-id", &self.id)
             .header("mcp-protocol-version", "2025-11-25")
@@ -300,12 +307,26 @@ impl Session {
     /// seen (each event once) and the answer. Only the POST itself may need a retry: once
     /// it has an event id, the call is followed by resuming, never sent again.
     async fn stream(&self, id: u64, figures: &Figures) -> Result<(Vec<u64>, Value), Retry> {
+        self.stream_with(id, STREAM_COUNT, &self.url, None, figures)
+            .await
+    }
+
+    /// [`Session::stream`] of `count` events, POSTed to `post_url`; `dropped` is notified
+    /// once the POST stream is dropped (the call then runs on detached).
+    async fn stream_with(
+        &self,
+        id: u64,
+        count: u64,
+        post_url: &str,
+        dropped: Option<&tokio::sync::Notify>,
+        figures: &Figures,
+    ) -> Result<(Vec<u64>, Value), Retry> {
         let token = format!("p{id}");
         let body = json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
-            "params":{"name":"stream","arguments":{"count":STREAM_COUNT,"interval_ms":40},
+            "params":{"name":"stream","arguments":{"count":count,"interval_ms":40},
                       "_meta":{"progressToken":token}}});
         let resp = self
-            .post(&body)
+            .post_to(post_url, &body)
             .send()
             .await
             .map_err(|e| Retry::Transport(e.to_string()))?;
@@ -338,6 +359,9 @@ impl Session {
                         // Drop the POST stream (its connection closes) and resume.
                         reader = self.resume(id, last_id.as_deref(), figures).await;
                         resumes += 1;
+                        if let Some(d) = dropped {
+                            d.notify_one();
+                        }
                     }
                 }
                 None => {
@@ -522,6 +546,31 @@ async fn rolling_update(store: Store) {
     for (i, addr) in addrs.iter().enumerate() {
         let before = figures.calls.load(Ordering::Relaxed);
         let streamed = figures.streamed.load(Ordering::Relaxed);
+        // A call on this very instance, its POST stream dropped (to be resumed through the
+        // proxy) just before SIGTERM: it runs on detached and must still finish, every event
+        // reaching the client on whichever instance it resumed.
+        let dropped = Arc::new(tokio::sync::Notify::new());
+        let pinned = {
+            let (proxy, dropped, figures) = (url.clone(), dropped.clone(), figures.clone());
+            let direct = format!("http://{addr}/mcp");
+            tokio::spawn(async move {
+                let http = Session::client(false);
+                let s = match Session::open(&http, &direct).await {
+                    Ok(s) => s,
+                    Err(r) => panic!("no session on instance {i}: {r:?}"),
+                };
+                let s = Session { url: proxy, ..s };
+                let id = 9_000 + i as u64;
+                match s
+                    .stream_with(id, PINNED_COUNT, &direct, Some(&dropped), &figures)
+                    .await
+                {
+                    Ok(done) => done,
+                    Err(r) => panic!("the detached call on instance {i}: {r:?}"),
+                }
+            })
+        };
+        dropped.notified().await;
         let old = fleet[i].take().expect("running");
         // Waiting for the exit and the new start line blocks: off the clients' threads.
         let (status, _) = tokio::task::block_in_place(|| old.finish("-TERM"));
@@ -529,6 +578,17 @@ async fn rolling_update(store: Store) {
         fleet[i] = Some(tokio::task::block_in_place(|| {
             instance(&addr.to_string(), &redis)
         }));
+        let (progress, answer) = pinned.await.expect("the detached call");
+        let want: Vec<u64> = (1..=PINNED_COUNT).collect();
+        assert_eq!(
+            progress, want,
+            "the detached call on instance {i}: progress events"
+        );
+        assert_eq!(
+            answer["result"]["content"][0]["text"],
+            format!("streamed {PINNED_COUNT}"),
+            "the detached call on instance {i}: {answer}"
+        );
         // Serving goes on, and the new instance takes its share, before the next one stops.
         until_at_least(
             &mut clients,
