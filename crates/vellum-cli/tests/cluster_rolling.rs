@@ -439,7 +439,7 @@ async fn client(
     stop: Arc<AtomicBool>,
     figures: Arc<Figures>,
 ) -> Vec<Session> {
-    let http = Session::client(n % 2 == 0);
+    let http = Session::client(n.is_multiple_of(2));
     let open = async || loop {
         match Session::open(&http, &proxy).await {
             Ok(s) => break s,
@@ -455,9 +455,9 @@ async fn client(
         id += 1;
         let started = Instant::now();
         let mut attempts = 0;
-        if id % 8 == 0 {
+        if id.is_multiple_of(8) {
             sessions.push(open().await);
-        } else if streams && id % 3 == 0 {
+        } else if streams && id.is_multiple_of(3) {
             let s = sessions.last().unwrap();
             let (progress, answer) = loop {
                 attempts += 1;
