@@ -26,7 +26,6 @@ use serde_json::{Value, json};
 use tokio::net::{TcpListener, TcpStream};
 use vellum_testkit::http::SseReader;
 use vellum_testkit::process::{ServerProcess, vellum_bin};
-use vellum_testkit::redis::{RedisCluster, RedisServer};
 
 /// Sessions making calls at once.
 const CLIENTS: usize = 4;
@@ -41,19 +40,7 @@ const DROP_AFTER: u64 = 3;
 const STALL: Duration = Duration::from_secs(10);
 
 /// Where the instances keep their data.
-enum Store {
-    Node(RedisServer),
-    Cluster(RedisCluster),
-}
-
-impl Store {
-    fn url(&self) -> String {
-        match self {
-            Store::Node(r) => r.url(),
-            Store::Cluster(c) => c.url(),
-        }
-    }
-}
+use vellum_testkit::redis::Backend as Store;
 
 /// One `vellum serve` instance on `addr` (port 0 for a free one) sharing `redis`. The graces
 /// are a rollout's, shortened: 300 ms refusing new sessions while still serving (so the
@@ -653,11 +640,11 @@ async fn rolling_update(store: Store) {
 mod rolling_update {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn node() {
-        super::rolling_update(super::Store::Node(super::RedisServer::start())).await
+        super::rolling_update(super::Store::node()).await
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn cluster() {
-        super::rolling_update(super::Store::Cluster(super::RedisCluster::get())).await
+        super::rolling_update(super::Store::cluster()).await
     }
 }

@@ -20,30 +20,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use vellum_testkit::http::{Legacy, Modern, full_capabilities, text_of};
 use vellum_testkit::process::{ServerProcess, vellum_serve};
-use vellum_testkit::redis::{RedisCluster, RedisServer};
 
 /// Where the instances keep tasks and sessions: one node, or a cluster shared with other
 /// tests (so its key checks look at this test's keys only).
-enum Store {
-    Node(RedisServer),
-    Cluster(RedisCluster),
-}
-
-impl Store {
-    fn url(&self) -> String {
-        match self {
-            Store::Node(r) => r.url(),
-            Store::Cluster(c) => c.url(),
-        }
-    }
-
-    fn keys(&self, pattern: &str) -> Vec<String> {
-        match self {
-            Store::Node(r) => r.keys(pattern),
-            Store::Cluster(c) => c.keys(pattern),
-        }
-    }
-}
+use vellum_testkit::redis::Backend as Store;
 
 /// Runs the test body `$name(store)` on one node (`node`) and on a cluster (`cluster`).
 macro_rules! on_both {
@@ -51,12 +31,12 @@ macro_rules! on_both {
         mod $name {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn node() {
-                super::$name(super::Store::Node(super::RedisServer::start())).await
+                super::$name(super::Store::node()).await
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn cluster() {
-                super::$name(super::Store::Cluster(super::RedisCluster::get())).await
+                super::$name(super::Store::cluster()).await
             }
         }
     };

@@ -71,6 +71,18 @@ impl Store {
             Store::Cluster(c, _) => c.keys(pattern),
         }
     }
+
+    /// The string value of `key` (empty when there is none).
+    fn get(&self, key: &str) -> String {
+        let mut cmd = Command::new("redis-cli");
+        match self {
+            Store::Node(r) => cmd.args(["-u", &r.url()]),
+            // -c follows MOVED to the node owning the key's slot.
+            Store::Cluster(c, _) => cmd.args(["-c", "-p", &c.ports()[0].to_string()]),
+        };
+        let out = cmd.args(["--raw", "get", key]).output().expect("redis-cli");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
 }
 
 /// One instance of the `cluster` example, on a free port, sharing `store`.
@@ -161,6 +173,21 @@ async fn no_keys_left(store: &Store, session: &str, within: Duration) {
         assert!(Instant::now() < end, "keys left in Redis: {keys:?}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// A legacy session initialized on `init`, with its GET stream open on `get` (its first
+/// frame read, so the stream is registered before anything the test then does).
+async fn legacy_listening(init: &str, get: &str) -> (McpHttp, SseReader) {
+    let mut c = client();
+    initialize(&mut c, init).await;
+    notify(&c, init, "notifications/initialized", json!({})).await;
+    let mut stream = c
+        .at(get)
+        .get_stream(None)
+        .await
+        .expect_stream("the GET stream");
+    stream.next_block().await.expect("the GET stream opens");
+    (c, stream)
 }
 
 // ---- the tests -----------------------------------------------------------------------------
@@ -527,21 +554,9 @@ async fn a_list_change_reaches_listen_streams_on_other_instances(store: Store) {
     let modern = Modern::new(&inst[1].mcp_url());
     let mut tools = modern.listen(41, json!({"toolsListChanged": true})).await;
     // A legacy session, initialized on A, its GET stream on C.
-    let mut legacy = client();
-    initialize(&mut legacy, &inst[0].mcp_url()).await;
-    notify(
-        &legacy,
-        &inst[0].mcp_url(),
-        "notifications/initialized",
-        json!({}),
-    )
-    .await;
-    let mut get = legacy
-        .at(&inst[2].mcp_url())
-        .get_stream(None)
-        .await
-        .expect_stream("the GET stream");
-    // Each stream is registered before the change: its first frame is sent when it opens.
+    let (legacy, mut get) = legacy_listening(&inst[0].mcp_url(), &inst[2].mcp_url()).await;
+    // Each stream is registered before the change: its first frame is sent when it opens
+    // (the GET stream's was read above).
     let ack = tools
         .next_message()
         .await
@@ -551,7 +566,6 @@ async fn a_list_change_reaches_listen_streams_on_other_instances(store: Store) {
         ack["method"], "notifications/subscriptions/acknowledged",
         "{ack}"
     );
-    get.next_block().await.expect("the GET stream opens");
 
     let added = call(
         &legacy,
@@ -614,7 +628,8 @@ async fn a_resource_update_reaches_subscribers_on_other_instances(store: Store) 
         ack["method"], "notifications/subscriptions/acknowledged",
         "{ack}"
     );
-    // Subscribed on A, its GET stream on C.
+    // Subscribed on A (before its GET stream opens on C, so C loads it subscribed), and
+    // another session, not subscribed, its GET stream on B.
     let mut subscribed = client();
     initialize(&mut subscribed, &inst[0].mcp_url()).await;
     notify(
@@ -633,31 +648,23 @@ async fn a_resource_update_reaches_subscribers_on_other_instances(store: Store) 
     )
     .await;
     assert_eq!(sub["result"], json!({}), "{sub}");
+    // The subscription is saved to Redis after the answer (and other instances refresh
+    // their copy over the bus, on a cluster on another channel than the update's): open the
+    // GET stream on C once the record has it, so C loads it subscribed.
+    let sid = subscribed.session.clone().unwrap();
+    let record = format!("{}:{{{sid}}}:session", store.prefix());
+    let end = Instant::now() + Duration::from_secs(5);
+    while !store.get(&record).contains(note) {
+        assert!(Instant::now() < end, "the subscription never reached Redis");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let mut get = subscribed
         .at(&inst[2].mcp_url())
         .get_stream(None)
         .await
         .expect_stream("the GET stream");
     get.next_block().await.expect("the GET stream opens");
-    // Not subscribed, its GET stream on B.
-    let mut other = client();
-    initialize(&mut other, &inst[1].mcp_url()).await;
-    notify(
-        &other,
-        &inst[1].mcp_url(),
-        "notifications/initialized",
-        json!({}),
-    )
-    .await;
-    let mut quiet = other
-        .at(&inst[1].mcp_url())
-        .get_stream(None)
-        .await
-        .expect_stream("the other GET stream");
-    quiet
-        .next_block()
-        .await
-        .expect("the other GET stream opens");
+    let (_other, mut quiet) = legacy_listening(&inst[1].mcp_url(), &inst[1].mcp_url()).await;
 
     let touched = call(
         &subscribed,
