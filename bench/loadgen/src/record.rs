@@ -22,6 +22,9 @@ pub(crate) struct Record {
     pub(crate) protocol: String,
     /// `session`, `stateless` or `modern`.
     pub(crate) era: String,
+    /// `h2` when spoken as h2c (`--http2`); absent for HTTP/1.1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) http: Option<String>,
     /// Sessions used.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) sessions: Option<usize>,
