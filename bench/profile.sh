@@ -48,6 +48,7 @@ read -r -a flags <<<"$(server_flags "$server")"
 # one_run SECS: runs the server under valgrind for one window; prints "total answers messages".
 one_run() {
     local secs=$1 out=$dir/$tool.$1.out log=$dir/valgrind.$1.log res=$dir/result.$1.jsonl
+    shift
     rm -f "$res"
     "$MCPBENCH" wait-port --free --addr "127.0.0.1:$port" >/dev/null
     local vg=(valgrind --tool="$tool" --log-file="$log")
@@ -56,7 +57,7 @@ one_run() {
         dhat) vg+=(--dhat-out-file="$out") ;;
     esac
     # servers.sh execs the server, so valgrind ends up profiling the server itself.
-    "${vg[@]}" bash "$BENCH_DIR/servers.sh" exec "$server" "$port" >"$dir/server.$1.log" 2>&1 &
+    "${vg[@]}" bash "$BENCH_DIR/servers.sh" exec "$server" "$port" >"$dir/server.$secs.log" 2>&1 &
     local pid=$!
     "$MCPBENCH" wait-port --addr "127.0.0.1:$port" --pid "$pid" --timeout 120 >/dev/null
     "$MCPBENCH" run --scenario "$scenario" --addr "127.0.0.1:$port" --label "$server" \

@@ -467,6 +467,31 @@ mod tests {
     }
 
     #[test]
+    fn bearer_rides_on_every_request_and_h2_uris_are_absolute() -> anyhow::Result<()> {
+        let p = Proto::new(addr(), "/mcp", "2025-11-25", false)?;
+        let s = p.sessionless();
+        assert!(p.call(1, &s).headers().get(AUTHORIZATION).is_none());
+        assert_eq!(p.call(1, &s).uri(), "/mcp");
+        let p = p.bearer("tok.en")?.absolute(addr())?;
+        for req in [
+            p.initialize(0),
+            p.initialized(&s),
+            p.call(1, &s),
+            p.get_stream(&s),
+            p.delete(&s),
+        ] {
+            assert_eq!(
+                req.headers()[AUTHORIZATION],
+                "Bearer tok.en",
+                "{}",
+                req.method()
+            );
+            assert_eq!(req.uri(), "http://127.0.0.1:9/mcp", "{}", req.method());
+        }
+        Ok(())
+    }
+
+    #[test]
     fn initialize_offers_the_version() -> anyhow::Result<()> {
         let p = Proto::new(addr(), "/mcp", "2025-11-25", false)?;
         let v = json(p.initialize_body(0));
