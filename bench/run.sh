@@ -190,6 +190,8 @@ if [[ " ${runnable[*]} " == *" vellum-redis "* ]]; then
     "${prio[@]}" taskset -c "${BENCH_REDIS_CPU:-0}" redis-server --bind 127.0.0.1 --port "$redis_port" \
         --save "" --appendonly no >"$out/logs/redis.log" 2>&1 &
     redis_pid=$!
+    # Out of the job table: the exit trap's kill then prints no "Killed" line.
+    disown "$redis_pid"
     "$MCPBENCH" wait-port --addr "127.0.0.1:$redis_port" --pid "$redis_pid" --timeout 30 ||
         { echo "run.sh: redis-server did not start, see logs/redis.log" >&2; exit 1; }
     export BENCH_REDIS_URL=redis://127.0.0.1:$redis_port
@@ -223,6 +225,7 @@ if [[ " ${runnable[*]} " == *" vellum-auth"* ]]; then
     taskset -c "${BENCH_REDIS_CPU:-0}" python3 -m http.server --bind 127.0.0.1 --directory "$out/auth" \
         "$jwks_port" >"$out/logs/jwks.log" 2>&1 &
     jwks_pid=$!
+    disown "$jwks_pid"
     "$MCPBENCH" wait-port --addr "127.0.0.1:$jwks_port" --pid "$jwks_pid" --timeout 30 ||
         { echo "run.sh: the JWKS server did not start, see logs/jwks.log" >&2; exit 1; }
     echo "auth: ES256 JWT (P-256 key minted by bench/auth/mint.py), JWKS on loopback" >>"$out/versions.txt"
