@@ -48,15 +48,16 @@ read -r -a flags <<<"$(server_flags "$server")"
 # one_run SECS: runs the server under valgrind for one window; prints "total answers messages".
 one_run() {
     local secs=$1 out=$dir/$tool.$1.out log=$dir/valgrind.$1.log res=$dir/result.$1.jsonl
-    shift
+    shift # the rest are mcpbench run flags
     rm -f "$res"
     "$MCPBENCH" wait-port --free --addr "127.0.0.1:$port" >/dev/null
-    local vg=(valgrind --tool="$tool" --log-file="$log")
+    # --trace-children: servers.sh execs the server, and valgrind must follow that exec.
+    local vg=(valgrind --tool="$tool" --trace-children=yes --log-file="$log")
     case $tool in
         callgrind) vg+=(--callgrind-out-file="$out") ;;
         dhat) vg+=(--dhat-out-file="$out") ;;
     esac
-    # servers.sh execs the server, so valgrind ends up profiling the server itself.
+    # servers.sh execs the server: valgrind follows the exec and profiles the server itself.
     "${vg[@]}" bash "$BENCH_DIR/servers.sh" exec "$server" "$port" >"$dir/server.$secs.log" 2>&1 &
     local pid=$!
     "$MCPBENCH" wait-port --addr "127.0.0.1:$port" --pid "$pid" --timeout 120 >/dev/null
