@@ -217,17 +217,7 @@ fi
 # which the load generator sends as Bearer on every request.
 jwks_pid=""
 if [[ " ${runnable[*]} " == *" vellum-auth"* ]]; then
-    jwks_port=19980
-    "$MCPBENCH" wait-port --free --addr "127.0.0.1:$jwks_port" || { echo "run.sh: port $jwks_port busy" >&2; exit 1; }
-    export BENCH_AUTH_ISSUER=http://127.0.0.1:$jwks_port
-    BENCH_AUTH_TOKEN=$(python3 "$BENCH_DIR/auth/mint.py" "$out/auth" "$BENCH_AUTH_ISSUER" "$BENCH_AUTH_AUDIENCE")
-    export BENCH_AUTH_TOKEN BENCH_AUTH_JWKS_URL=$BENCH_AUTH_ISSUER/jwks.json
-    taskset -c "${BENCH_REDIS_CPU:-0}" python3 -m http.server --bind 127.0.0.1 --directory "$out/auth" \
-        "$jwks_port" >"$out/logs/jwks.log" 2>&1 &
-    jwks_pid=$!
-    disown "$jwks_pid"
-    "$MCPBENCH" wait-port --addr "127.0.0.1:$jwks_port" --pid "$jwks_pid" --timeout 30 ||
-        { echo "run.sh: the JWKS server did not start, see logs/jwks.log" >&2; exit 1; }
+    auth_start "$out/auth" "$out/logs/jwks.log" "${BENCH_REDIS_CPU:-0}" || exit 1
     echo "auth: ES256 JWT (P-256 key minted by bench/auth/mint.py), JWKS on loopback" >>"$out/versions.txt"
 fi
 

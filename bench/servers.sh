@@ -32,6 +32,23 @@ ALL_SERVERS="null null-sse rmcp rmcp-stateless-json rmcp@2026 ts py go go-json g
 # The audience of the benchmark's access tokens (fixed: every run has a port of its own).
 BENCH_AUTH_AUDIENCE=https://bench.invalid/mcp
 
+# auth_start DIR LOG CPU: for the vellum-auth* rows, mints a fresh P-256 key and one access
+# token without cnf (auth/mint.py) into DIR, serves DIR's JWKS on 127.0.0.1:19980 (python3
+# -m http.server pinned to CPU; the server fetches it at start), exports BENCH_AUTH_* and
+# sets jwks_pid (out of the job table: the caller kills it on exit).
+auth_start() {
+    local dir=$1 log=$2 cpu=$3 jwks_port=19980
+    "$MCPBENCH" wait-port --free --addr "127.0.0.1:$jwks_port" || { echo "port $jwks_port busy" >&2; return 1; }
+    export BENCH_AUTH_ISSUER=http://127.0.0.1:$jwks_port
+    BENCH_AUTH_TOKEN=$(python3 "$BENCH_DIR/auth/mint.py" "$dir" "$BENCH_AUTH_ISSUER" "$BENCH_AUTH_AUDIENCE") || return 1
+    export BENCH_AUTH_TOKEN BENCH_AUTH_JWKS_URL=$BENCH_AUTH_ISSUER/jwks.json
+    taskset -c "$cpu" python3 -m http.server --bind 127.0.0.1 --directory "$dir" "$jwks_port" >"$log" 2>&1 &
+    jwks_pid=$!
+    disown "$jwks_pid"
+    "$MCPBENCH" wait-port --addr "127.0.0.1:$jwks_port" --pid "$jwks_pid" --timeout 30 ||
+        { echo "the JWKS server did not start, see $log" >&2; return 1; }
+}
+
 # server_exec NAME PORT: exec the server.
 server_exec() {
     local addr=127.0.0.1:$2 tools=${BENCH_TOOLS:-0}
