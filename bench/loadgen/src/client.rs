@@ -78,6 +78,14 @@ pub(crate) fn use_http2(per_conn: usize) {
     });
 }
 
+/// TCP connections dialled so far by this process (both protocols).
+static DIALLED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many TCP connections this process has dialled.
+pub(crate) fn dialled() -> u64 {
+    DIALLED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Opens a connection to `addr` (TCP_NODELAY on) with the smallest read buffer.
 pub(crate) async fn connect(addr: SocketAddr) -> anyhow::Result<Conn> {
     connect_with(addr, MIN_BUF).await
@@ -94,6 +102,7 @@ pub(crate) async fn connect_with(addr: SocketAddr, max_buf: usize) -> anyhow::Re
         .await
         .with_context(|| format!("connect {addr}"))?;
     tcp.set_nodelay(true).context("TCP_NODELAY")?;
+    DIALLED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let (sender, driver) = http1::Builder::new()
         .max_buf_size(max_buf.max(MIN_BUF))
         .handshake(TokioIo::new(tcp))
@@ -119,6 +128,7 @@ async fn h2_slot(pool: &H2Pool, addr: SocketAddr) -> anyhow::Result<Conn> {
         .await
         .with_context(|| format!("connect {addr}"))?;
     tcp.set_nodelay(true).context("TCP_NODELAY")?;
+    DIALLED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let (sender, conn) = http2::Builder::new(TokioExecutor::new())
         .handshake(TokioIo::new(tcp))
         .await
