@@ -31,6 +31,9 @@ ALL_SERVERS="null null-sse rmcp rmcp-stateless-json rmcp@2026 ts py go go-json g
 
 # The audience of the benchmark's access tokens (fixed: every run has a port of its own).
 BENCH_AUTH_AUDIENCE=https://bench.invalid/mcp
+# The Python that mints tokens: one with the `cryptography` package (the Python SDK's test venv
+# has it, as a dependency of the SDK).
+BENCH_PYTHON=${BENCH_PYTHON:-python3}
 
 # auth_start DIR LOG CPU: for the vellum-auth* rows, mints a fresh P-256 key and one access
 # token without cnf (auth/mint.py) into DIR, serves DIR's JWKS on 127.0.0.1:19980 (python3
@@ -40,7 +43,7 @@ auth_start() {
     local dir=$1 log=$2 cpu=$3 jwks_port=19980
     "$MCPBENCH" wait-port --free --addr "127.0.0.1:$jwks_port" || { echo "port $jwks_port busy" >&2; return 1; }
     export BENCH_AUTH_ISSUER=http://127.0.0.1:$jwks_port
-    BENCH_AUTH_TOKEN=$(python3 "$BENCH_DIR/auth/mint.py" "$dir" "$BENCH_AUTH_ISSUER" "$BENCH_AUTH_AUDIENCE") || return 1
+    BENCH_AUTH_TOKEN=$("$BENCH_PYTHON" "$BENCH_DIR/auth/mint.py" "$dir" "$BENCH_AUTH_ISSUER" "$BENCH_AUTH_AUDIENCE") || return 1
     export BENCH_AUTH_TOKEN BENCH_AUTH_JWKS_URL=$BENCH_AUTH_ISSUER/jwks.json
     taskset -c "$cpu" python3 -m http.server --bind 127.0.0.1 --directory "$dir" "$jwks_port" >"$log" 2>&1 &
     jwks_pid=$!
@@ -161,7 +164,7 @@ server_missing() {
                 vellum-metrics) [[ $help == *--metrics-addr* ]] || echo "vellum serve has no --metrics-addr" ;;
                 vellum-auth*)
                     [[ $help == *--auth-dpop* ]] || { echo "vellum serve has no --auth-dpop"; return; }
-                    python3 -c "import cryptography" 2>/dev/null || echo "no python3 cryptography (to mint the token)"
+                    "$BENCH_PYTHON" -c "import cryptography" 2>/dev/null || echo "no cryptography in $BENCH_PYTHON (to mint the token)"
                     ;;
             esac
             ;;
