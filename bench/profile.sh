@@ -43,6 +43,12 @@ dir=${keep:-$(mktemp -d)}
 mkdir -p "$dir"
 [[ -n $keep ]] || trap 'rm -rf "$dir"' EXIT
 port=$((20000 + RANDOM % 20000))
+jwks_pid=""
+if [[ $server == vellum-auth* ]]; then
+    # Key, token and JWKS server of the resource-server rows, as run.sh makes them.
+    auth_start "$dir/auth" "$dir/jwks.log" 0 || exit 1
+    trap '[[ -n $jwks_pid ]] && kill "$jwks_pid"; [[ -n $keep ]] || rm -rf "$dir"' EXIT
+fi
 read -r -a flags <<<"$(server_flags "$server")"
 
 # one_run SECS: runs the server under valgrind for one window; prints "total answers messages".
