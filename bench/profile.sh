@@ -43,20 +43,28 @@ dir=${keep:-$(mktemp -d)}
 mkdir -p "$dir"
 [[ -n $keep ]] || trap 'rm -rf "$dir"' EXIT
 port=$((20000 + RANDOM % 20000))
+jwks_pid=""
+if [[ $server == vellum-auth* ]]; then
+    # Key, token and JWKS server of the resource-server rows, as run.sh makes them.
+    auth_start "$dir/auth" "$dir/jwks.log" 0 || exit 1
+    trap '[[ -n $jwks_pid ]] && kill "$jwks_pid"; [[ -n $keep ]] || rm -rf "$dir"' EXIT
+fi
 read -r -a flags <<<"$(server_flags "$server")"
 
 # one_run SECS: runs the server under valgrind for one window; prints "total answers messages".
 one_run() {
     local secs=$1 out=$dir/$tool.$1.out log=$dir/valgrind.$1.log res=$dir/result.$1.jsonl
+    shift # the rest are mcpbench run flags
     rm -f "$res"
     "$MCPBENCH" wait-port --free --addr "127.0.0.1:$port" >/dev/null
-    local vg=(valgrind --tool="$tool" --log-file="$log")
+    # --trace-children: servers.sh execs the server, and valgrind must follow that exec.
+    local vg=(valgrind --tool="$tool" --trace-children=yes --log-file="$log")
     case $tool in
         callgrind) vg+=(--callgrind-out-file="$out") ;;
         dhat) vg+=(--dhat-out-file="$out") ;;
     esac
-    # servers.sh execs the server, so valgrind ends up profiling the server itself.
-    "${vg[@]}" bash "$BENCH_DIR/servers.sh" exec "$server" "$port" >"$dir/server.$1.log" 2>&1 &
+    # servers.sh execs the server: valgrind follows the exec and profiles the server itself.
+    "${vg[@]}" bash "$BENCH_DIR/servers.sh" exec "$server" "$port" >"$dir/server.$secs.log" 2>&1 &
     local pid=$!
     "$MCPBENCH" wait-port --addr "127.0.0.1:$port" --pid "$pid" --timeout 120 >/dev/null
     "$MCPBENCH" run --scenario "$scenario" --addr "127.0.0.1:$port" --label "$server" \

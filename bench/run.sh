@@ -179,7 +179,7 @@ lock_version() { # Cargo.lock crate
 # --- runs -------------------------------------------------------------------------------------
 port=20000
 server_pid="" redis_pid=""
-trap '[[ -n $server_pid ]] && kill -KILL "$server_pid" 2>/dev/null; [[ -n $redis_pid ]] && kill -KILL "$redis_pid" 2>/dev/null; [[ -n ${cluster_dir:-} ]] && bash "$BENCH_DIR/../scripts/redis-cluster.sh" stop "$cluster_dir"; true' EXIT
+trap '[[ -n $server_pid ]] && kill -KILL "$server_pid" 2>/dev/null; [[ -n ${jwks_pid:-} ]] && kill -KILL "$jwks_pid" 2>/dev/null; [[ -n $redis_pid ]] && kill -KILL "$redis_pid" 2>/dev/null; [[ -n ${cluster_dir:-} ]] && bash "$BENCH_DIR/../scripts/redis-cluster.sh" stop "$cluster_dir"; true' EXIT
 
 # vellum-redis: one redis-server for the whole run, on the server's core (BENCH_REDIS_CPU,
 # default 0) at the same priority, so the server side still has one core in all; emptied
@@ -190,6 +190,8 @@ if [[ " ${runnable[*]} " == *" vellum-redis "* ]]; then
     "${prio[@]}" taskset -c "${BENCH_REDIS_CPU:-0}" redis-server --bind 127.0.0.1 --port "$redis_port" \
         --save "" --appendonly no >"$out/logs/redis.log" 2>&1 &
     redis_pid=$!
+    # Out of the job table: the exit trap's kill then prints no "Killed" line.
+    disown "$redis_pid"
     "$MCPBENCH" wait-port --addr "127.0.0.1:$redis_port" --pid "$redis_pid" --timeout 30 ||
         { echo "run.sh: redis-server did not start, see logs/redis.log" >&2; exit 1; }
     export BENCH_REDIS_URL=redis://127.0.0.1:$redis_port
@@ -208,6 +210,15 @@ if [[ " ${runnable[*]} " == *" vellum-redis-cluster "* ]]; then
         { echo "run.sh: the Redis Cluster did not start, see $cluster_dir" >&2; exit 1; }
     export BENCH_REDIS_CLUSTER_URL
     echo "redis cluster: three masters on CPU ${BENCH_REDIS_CPU:-0}" >>"$out/versions.txt"
+fi
+
+# vellum-auth*: a fresh P-256 key, its JWKS served on loopback (python3 -m http.server on the
+# server's core: the server fetches it once at start) and one ES256 access token without cnf,
+# which the load generator sends as Bearer on every request.
+jwks_pid=""
+if [[ " ${runnable[*]} " == *" vellum-auth"* ]]; then
+    auth_start "$out/auth" "$out/logs/jwks.log" "${BENCH_REDIS_CPU:-0}" || exit 1
+    echo "auth: ES256 JWT (P-256 key minted by bench/auth/mint.py), JWKS on loopback" >>"$out/versions.txt"
 fi
 
 stop_server() {
@@ -279,6 +290,13 @@ run_one() { # server scenario rep [extra mcpbench flags...]; BENCH_TOOLS in the 
     "${prio[@]}" taskset -c 1 "$MCPBENCH" run --scenario "$sc" --server-pid "$server_pid" "${common[@]}" \
         "${flags[@]}" "${extra[@]}" 2>>"$log" ||
         failed "$s" "$sc" "$rep" "mcpbench failed, see logs/$s-$sc-$rep.log"
+    if [[ $s == vellum-metrics ]]; then
+        # The row means "recorder installed": its /metrics must have counted the calls.
+        local murl
+        murl=$(sed -n 's/^metrics: //p' "$log" | tail -n 1)
+        curl -sf "$murl" | grep -q '^mcp_server_operation_duration_seconds_count' ||
+            failed "$s" "$sc" "$rep" "no operation histogram at $murl"
+    fi
     stop_server
 }
 

@@ -8,6 +8,8 @@
 # VELLUM_BIN (default: <repo>/target/<profile>/vellum) and BENCH_PROFILE (release | debug)
 # select the binaries. vellum-redis needs BENCH_REDIS_URL: run.sh starts a redis-server for it;
 # vellum-redis-cluster needs BENCH_REDIS_CLUSTER_URL: run.sh starts a three-master cluster.
+# vellum-auth* need BENCH_AUTH_JWKS_URL, BENCH_AUTH_ISSUER and BENCH_AUTH_TOKEN: run.sh mints a
+# key and a token (auth/mint.py) and serves the JWKS on loopback.
 # BENCH_TOOLS=N starts the server with N extra tools to list (the `tools` scenario).
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -25,7 +27,30 @@ set_profile() {
 }
 set_profile "${BENCH_PROFILE:-release}"
 
-ALL_SERVERS="null null-sse rmcp rmcp-stateless-json rmcp@2026 ts py go go-json go-stateless go@2026 vellum vellum-json vellum-stateless vellum-store vellum-redis vellum-redis-cluster vellum@2026"
+ALL_SERVERS="null null-sse rmcp rmcp-stateless-json rmcp@2026 ts py go go-json go-stateless go@2026 vellum vellum-json vellum-stateless vellum-store vellum-redis vellum-redis-cluster vellum@2026 vellum-h2 vellum-metrics vellum-auth vellum-auth-dpop-allowed"
+
+# The audience of the benchmark's access tokens (fixed: every run has a port of its own).
+BENCH_AUTH_AUDIENCE=https://bench.invalid/mcp
+# The Python that mints tokens: one with the `cryptography` package (the Python SDK's test venv
+# has it, as a dependency of the SDK).
+BENCH_PYTHON=${BENCH_PYTHON:-python3}
+
+# auth_start DIR LOG CPU: for the vellum-auth* rows, mints a fresh P-256 key and one access
+# token without cnf (auth/mint.py) into DIR, serves DIR's JWKS on 127.0.0.1:19980 (python3
+# -m http.server pinned to CPU; the server fetches it at start), exports BENCH_AUTH_* and
+# sets jwks_pid (out of the job table: the caller kills it on exit).
+auth_start() {
+    local dir=$1 log=$2 cpu=$3 jwks_port=19980
+    "$MCPBENCH" wait-port --free --addr "127.0.0.1:$jwks_port" || { echo "port $jwks_port busy" >&2; return 1; }
+    export BENCH_AUTH_ISSUER=http://127.0.0.1:$jwks_port
+    BENCH_AUTH_TOKEN=$("$BENCH_PYTHON" "$BENCH_DIR/auth/mint.py" "$dir" "$BENCH_AUTH_ISSUER" "$BENCH_AUTH_AUDIENCE") || return 1
+    export BENCH_AUTH_TOKEN BENCH_AUTH_JWKS_URL=$BENCH_AUTH_ISSUER/jwks.json
+    taskset -c "$cpu" python3 -m http.server --bind 127.0.0.1 --directory "$dir" "$jwks_port" >"$log" 2>&1 &
+    jwks_pid=$!
+    disown "$jwks_pid"
+    "$MCPBENCH" wait-port --addr "127.0.0.1:$jwks_port" --pid "$jwks_pid" --timeout 30 ||
+        { echo "the JWKS server did not start, see $log" >&2; return 1; }
+}
 
 # server_exec NAME PORT: exec the server.
 server_exec() {
@@ -42,7 +67,18 @@ server_exec() {
         go-json) exec "$GO_BIN" --addr "$addr" --mode json --tools "$tools" ;;
         # The Go SDK serves 2026-07-28 only from its stateless handler.
         go-stateless | go@2026) exec "$GO_BIN" --addr "$addr" --mode stateless --tools "$tools" ;;
-        vellum | vellum@2026) exec "${vellum[@]}" ;;
+        # vellum-h2 is the same server spoken to in h2c (the load generator's --http2).
+        vellum | vellum@2026 | vellum-h2) exec "${vellum[@]}" ;;
+        # Port 0: the recorder is installed and /metrics served on a port of its own.
+        vellum-metrics) exec "${vellum[@]}" --metrics-addr 127.0.0.1:0 ;;
+        # An ES256 JWT resource server (keys from a JWKS on loopback); `off` refuses DPoP, so
+        # the pair vellum-auth / vellum-auth-dpop-allowed shows what `allowed` (the default)
+        # costs a plain Bearer token.
+        vellum-auth | vellum-auth-dpop-allowed)
+            local dpop=off
+            [[ $1 == vellum-auth-dpop-allowed ]] && dpop=allowed
+            exec "${vellum[@]}" --auth-jwks "${BENCH_AUTH_JWKS_URL:?}" --auth-issuer "${BENCH_AUTH_ISSUER:?}" \
+                --auth-audience "$BENCH_AUTH_AUDIENCE" --auth-dpop "$dpop" ;;
         vellum-json) exec "${vellum[@]}" --json-response ;;
         vellum-stateless) exec "${vellum[@]}" --stateless ;;
         vellum-store) exec "${vellum[@]}" --event-store memory ;;
@@ -60,6 +96,8 @@ server_flags() {
     case $1 in
         *stateless*) echo "--stateless" ;;
         *@2026) echo "--protocol-version 2026-07-28" ;;
+        *-h2) echo "--http2" ;;
+        vellum-auth*) echo "--bearer ${BENCH_AUTH_TOKEN:?}" ;;
         *) echo "" ;;
     esac
 }
@@ -80,6 +118,11 @@ server_scenarios() {
         *@2026) echo "latency throughput stream fanout setup cold" ;;
         vellum-json | vellum-store | vellum-redis | vellum-redis-cluster)
             echo "latency throughput sessions stream hold streams setup cold" ;;
+        # h2c: everything but the raw HTTP/1.1 framing (chunks), the many-tools starts and
+        # setup (its new connection per session is, under h2, a new stream on a shared one).
+        vellum-h2) echo "latency throughput sessions stream conc size hold streams fanout cold" ;;
+        # What a recorder or a token check costs per request, per event and per new session.
+        vellum-metrics | vellum-auth | vellum-auth-dpop-allowed) echo "latency throughput sessions stream setup" ;;
         # The Go SDK's JSON mode answers a call with one JSON body and drops the call's
         # progress notifications: no streaming there.
         go-json) echo "latency throughput sessions hold streams setup cold" ;;
@@ -117,6 +160,11 @@ server_missing() {
                 vellum-redis-cluster)
                     [[ $help == *redis-cluster://* ]] || { echo "vellum serve takes no redis-cluster:// URL"; return; }
                     command -v redis-server >/dev/null || echo "no redis-server"
+                    ;;
+                vellum-metrics) [[ $help == *--metrics-addr* ]] || echo "vellum serve has no --metrics-addr" ;;
+                vellum-auth*)
+                    [[ $help == *--auth-dpop* ]] || { echo "vellum serve has no --auth-dpop"; return; }
+                    "$BENCH_PYTHON" -c "import cryptography" 2>/dev/null || echo "no cryptography in $BENCH_PYTHON (to mint the token)"
                     ;;
             esac
             ;;

@@ -77,7 +77,7 @@ cargo build --quiet --locked --manifest-path tests/interop/rmcp-client/Cargo.tom
   --target-dir tests/interop/rmcp-client/target
 
 step "a Redis Cluster of three masters for the cluster tests (scripts/redis-cluster.sh)"
-# The cluster tests (cluster_redis, cluster_slots) run on one node and on this cluster;
+# The cluster tests (cluster_redis, cluster_slots, tasks_cluster, cluster_rolling) run on one node and on this cluster;
 # under CI=true they fail when VELLUM_TEST_REDIS_CLUSTER is unset.
 cluster_dir=$(mktemp -d)
 trap 'bash scripts/redis-cluster.sh stop "$cluster_dir"' EXIT

@@ -187,6 +187,17 @@ pub(crate) struct RunArgs {
     /// Give up on a cold start after this many seconds.
     #[arg(long, default_value_t = 60.0)]
     pub(crate) start_timeout: f64,
+    /// Speak h2c with prior knowledge instead of HTTP/1.1; the in-flight slots share
+    /// connections, `--h2-streams` to a connection (`chunks` reads HTTP/1.1 framing and ignores
+    /// this).
+    #[arg(long)]
+    pub(crate) http2: bool,
+    /// Under `--http2`: stream slots per h2 connection before the next one is dialled.
+    #[arg(long, default_value_t = 100)]
+    pub(crate) h2_streams: usize,
+    /// Send `Authorization: Bearer TOKEN` on every request (a resource server under test).
+    #[arg(long)]
+    pub(crate) bearer: Option<String>,
 }
 
 /// Arguments of `mcpbench report`.

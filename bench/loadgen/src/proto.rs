@@ -13,7 +13,7 @@
 use std::fmt::Write as _;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use http::header::{ACCEPT, CONTENT_TYPE, HOST};
+use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Uri};
 use http_body_util::Full;
 
@@ -77,6 +77,8 @@ pub(crate) struct Proto {
     version_header: HeaderValue,
     uri: Uri,
     host: HeaderValue,
+    /// `Authorization` of every request, if any.
+    authorization: Option<HeaderValue>,
     /// The `_meta` members every modern request carries (empty before 2026-07-28), with a
     /// leading comma.
     modern_meta: String,
@@ -122,6 +124,7 @@ impl Proto {
             version_header,
             uri,
             host,
+            authorization: None,
             modern_meta,
             hello: CallTemplate {
                 method: "tools/call",
@@ -133,6 +136,19 @@ impl Proto {
         };
         proto.hello = proto.tool("hello_world", r#"{"user_name":"bench"}"#, false)?;
         Ok(proto)
+    }
+
+    /// Requests go to the absolute URI `http://ADDR/PATH` (h2 needs `:scheme` and
+    /// `:authority`, which hyper takes from the URI; HTTP/1.1 keeps the origin form).
+    pub(crate) fn absolute(mut self, addr: std::net::SocketAddr) -> anyhow::Result<Self> {
+        self.uri = format!("http://{addr}{}", self.uri).parse()?;
+        Ok(self)
+    }
+
+    /// Every request carries `Authorization: Bearer token`.
+    pub(crate) fn bearer(mut self, token: &str) -> anyhow::Result<Self> {
+        self.authorization = Some(HeaderValue::from_str(&format!("Bearer {token}"))?);
+        Ok(self)
     }
 
     /// A `tools/call` of tool `name` with the JSON object `arguments`; with `progress`, the
@@ -234,6 +250,9 @@ impl Proto {
         *req.uri_mut() = self.uri.clone();
         let h = req.headers_mut();
         h.insert(HOST, self.host.clone());
+        if let Some(a) = &self.authorization {
+            h.insert(AUTHORIZATION, a.clone());
+        }
         h.insert(CONTENT_TYPE, JSON);
         h.insert(ACCEPT, ACCEPT_BOTH);
         if let Some(s) = session {
@@ -311,6 +330,9 @@ impl Proto {
         *req.uri_mut() = self.uri.clone();
         let h = req.headers_mut();
         h.insert(HOST, self.host.clone());
+        if let Some(a) = &self.authorization {
+            h.insert(AUTHORIZATION, a.clone());
+        }
         if let Some(a) = accept {
             h.insert(ACCEPT, a);
         }
@@ -442,6 +464,31 @@ mod tests {
                 .unwrap_or_default(),
             Err(_) => Bytes::new(),
         }
+    }
+
+    #[test]
+    fn bearer_rides_on_every_request_and_h2_uris_are_absolute() -> anyhow::Result<()> {
+        let p = Proto::new(addr(), "/mcp", "2025-11-25", false)?;
+        let s = p.sessionless();
+        assert!(p.call(1, &s).headers().get(AUTHORIZATION).is_none());
+        assert_eq!(p.call(1, &s).uri(), "/mcp");
+        let p = p.bearer("tok.en")?.absolute(addr())?;
+        for req in [
+            p.initialize(0),
+            p.initialized(&s),
+            p.call(1, &s),
+            p.get_stream(&s),
+            p.delete(&s),
+        ] {
+            assert_eq!(
+                req.headers()[AUTHORIZATION],
+                "Bearer tok.en",
+                "{}",
+                req.method()
+            );
+            assert_eq!(req.uri(), "http://127.0.0.1:9/mcp", "{}", req.method());
+        }
+        Ok(())
     }
 
     #[test]

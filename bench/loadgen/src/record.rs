@@ -22,6 +22,9 @@ pub(crate) struct Record {
     pub(crate) protocol: String,
     /// `session`, `stateless` or `modern`.
     pub(crate) era: String,
+    /// `h2` when spoken as h2c (`--http2`); absent for HTTP/1.1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) http: Option<String>,
     /// Sessions used.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) sessions: Option<usize>,
@@ -86,6 +89,10 @@ pub(crate) struct Record {
     /// GET streams still open when RSS was read (`streams`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) open_streams: Option<usize>,
+    /// TCP connections the load generator had dialled by the end of a `hold`/`streams` step
+    /// (HTTP/1.1: one per stream or slot; h2: one per `--h2-streams` slots).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) connections: Option<u64>,
     /// Seconds taken to open the held sessions.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) open_s: Option<f64>,

@@ -90,9 +90,13 @@ pub(crate) struct ServeArgs {
     )]
     session_store: Option<String>,
     /// Keep tasks where every instance finds them: `memory` (this process; the default) or
-    /// `redis://HOST:PORT`, so any instance answers tasks/get, tasks/update, tasks/cancel,
-    /// tasks/result and tasks/list (the same URL as the other stores shares one connection).
-    #[arg(long, value_name = "memory|redis://HOST:PORT")]
+    /// `redis://HOST:PORT` or `redis-cluster://HOST:PORT[,HOST:PORT...]`, so any instance
+    /// answers tasks/get, tasks/update, tasks/cancel, tasks/result and tasks/list (the same
+    /// URL as the other stores shares one connection).
+    #[arg(
+        long,
+        value_name = "memory|redis://HOST:PORT|redis-cluster://HOST:PORT[,HOST:PORT...]"
+    )]
     task_store: Option<String>,
     /// With a Redis task store: a running task whose instance sent no heartbeat for this
     /// long is failed (the instance died).
@@ -391,7 +395,10 @@ async fn options(
             server.set_task_store(Arc::new(r.task_store(args.task_heartbeat_window)));
         }
         Some(other) => {
-            bail!("--task-store: expected memory or a Redis URL (redis://HOST:PORT), got {other:?}")
+            bail!(
+                "--task-store: expected memory or a Redis URL (redis://HOST:PORT or \
+                 redis-cluster://HOST:PORT[,HOST:PORT...]), got {other:?}"
+            )
         }
     }
     o.session_timeout = args.session_timeout;

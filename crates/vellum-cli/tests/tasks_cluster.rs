@@ -3,6 +3,14 @@
 //! cancelled on the others; a task whose instance is SIGKILLed turns `failed` within the
 //! heartbeat window; expired tasks leave no key behind.
 //!
+//! Each test runs twice: on one `redis-server` (`…::node`) and on a Redis Cluster of three
+//! masters (`…::cluster`: `VELLUM_TEST_REDIS_CLUSTER`, which `scripts/test.sh` starts; outside
+//! CI one is started when it is unset), where every task script must stay in its task's slot.
+//!
+//! What crosses instances over the bus is timed against the store's fallback re-read (once a
+//! second): an answer or an end that took the fallback would arrive too late, so the tests
+//! fail when the bus path is broken.
+//!
 //! Needs `redis-server` on PATH (`scripts/test.sh` installs Debian's package).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -12,7 +20,31 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use vellum_testkit::http::{Legacy, Modern, full_capabilities, text_of};
 use vellum_testkit::process::{ServerProcess, vellum_serve};
-use vellum_testkit::redis::RedisServer;
+
+/// Where the instances keep tasks and sessions: one node, or a cluster shared with other
+/// tests (so its key checks look at this test's keys only).
+use vellum_testkit::redis::Backend as Store;
+
+/// Runs the test body `$name(store)` on one node (`node`) and on a cluster (`cluster`).
+macro_rules! on_both {
+    ($name:ident) => {
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn node() {
+                super::$name(super::Store::node()).await
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn cluster() {
+                super::$name(super::Store::cluster()).await
+            }
+        }
+    };
+}
+
+/// How long a bus signal may take across instances: well inside the fallback re-read
+/// (`RECHECK`, 1 s), which a broken bus path would have to wait for.
+const BUS: Duration = Duration::from_millis(500);
 
 const TASKS: &str = "io.modelcontextprotocol/tasks";
 
@@ -75,9 +107,8 @@ async fn start(m: &Modern, tool: &str, arguments: Value) -> String {
     created["taskId"].as_str().unwrap().to_owned()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_task_is_read_answered_and_cancelled_on_other_instances() {
-    let redis = RedisServer::start();
+on_both!(a_task_is_read_answered_and_cancelled_on_other_instances);
+async fn a_task_is_read_answered_and_cancelled_on_other_instances(redis: Store) {
     let inst: Vec<ServerProcess> = (0..3).map(|_| instance(&redis.url(), "2s")).collect();
     let m: Vec<Modern> = inst.iter().map(|i| modern(&i.mcp_url())).collect();
 
@@ -98,6 +129,9 @@ async fn a_task_is_read_answered_and_cancelled_on_other_instances() {
         .collect();
     assert_eq!(keys.len(), 1, "{asking}");
     let answer = json!({"action": "accept", "content": {"confirm": true}});
+    // The handler on 0 began waiting when it asked; seen on 1 within one poll of that, the
+    // answer lands long before the handler's fallback re-read (1 s after it began).
+    let answered = Instant::now();
     let ack = m[2]
         .request(
             2,
@@ -107,6 +141,11 @@ async fn a_task_is_read_answered_and_cancelled_on_other_instances() {
         .await;
     assert_eq!(ack.result()["resultType"], "complete", "{}", ack.response);
     let done = poll(&m[1], &id, Duration::from_secs(10), status_is("completed")).await;
+    let took = answered.elapsed();
+    assert!(
+        took < BUS,
+        "the answer reached the running instance only after {took:?}: not over the bus"
+    );
     let wrapped = json!({"result": done["result"]});
     assert_eq!(text_of(&wrapped), "a.txt deleted (not really)");
 
@@ -131,9 +170,8 @@ async fn a_task_is_read_answered_and_cancelled_on_other_instances() {
     assert_eq!(unknown.error_code(), -32602);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_tasks_of_a_killed_instance_fail_within_the_heartbeat_window() {
-    let redis = RedisServer::start();
+on_both!(the_tasks_of_a_killed_instance_fail_within_the_heartbeat_window);
+async fn the_tasks_of_a_killed_instance_fail_within_the_heartbeat_window(redis: Store) {
     let mut a = instance(&redis.url(), "1s");
     let b = instance(&redis.url(), "1s");
     let (ma, mb) = (modern(&a.mcp_url()), modern(&b.mcp_url()));
@@ -156,9 +194,8 @@ async fn the_tasks_of_a_killed_instance_fail_within_the_heartbeat_window() {
     assert_eq!(failed["statusMessage"].as_str(), Some(message), "{failed}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn legacy_tasks_across_instances_then_no_key_left() {
-    let redis = RedisServer::start();
+on_both!(legacy_tasks_across_instances_then_no_key_left);
+async fn legacy_tasks_across_instances_then_no_key_left(redis: Store) {
     let inst: Vec<ServerProcess> = (0..3).map(|_| instance(&redis.url(), "1s")).collect();
     let s0 = Legacy::connect(&inst[0].mcp_url()).await;
     let on = |i: usize| Legacy {
@@ -180,11 +217,18 @@ async fn legacy_tasks_across_instances_then_no_key_left() {
         .unwrap()
         .to_owned();
 
-    // tasks/result on 1 waits for the end on 0.
+    // tasks/result on 1 waits for the end on 0: the end's bus signal wakes it (0.3 s in),
+    // not its fallback re-read (1 s after it began waiting).
+    let waited = Instant::now();
     let result = on(1)
         .request(2, "tasks/result", json!({"taskId": id}))
         .await;
     assert_eq!(text_of(&result.response), "short done after 0.3 s");
+    let took = waited.elapsed();
+    assert!(
+        took < Duration::from_millis(300) + BUS,
+        "tasks/result answered only after {took:?}: the end did not come over the bus"
+    );
     // tasks/list on 2 knows it; tasks/get on 1 says completed.
     let list = on(2).request(3, "tasks/list", json!({})).await;
     let ids: Vec<&str> = list.result()["tasks"]
@@ -216,7 +260,9 @@ async fn legacy_tasks_across_instances_then_no_key_left() {
     }
 
     // After the ttl, the task's keys are gone; with the session deleted, only the live
-    // instances' heartbeats remain.
+    // instances' heartbeats remain (on the shared cluster: none of this task's and session's
+    // keys remain).
+    let sid = s0.mcp.session.clone().unwrap();
     assert!(s0.mcp.delete().await.is_success());
     let end = Instant::now() + Duration::from_secs(15);
     loop {
@@ -224,6 +270,7 @@ async fn legacy_tasks_across_instances_then_no_key_left() {
             .keys("*")
             .into_iter()
             .filter(|k| !k.starts_with("vellum:i:"))
+            .filter(|k| matches!(redis, Store::Node(_)) || k.contains(&id) || k.contains(&sid))
             .collect();
         if left.is_empty() {
             break;

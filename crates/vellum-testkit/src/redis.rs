@@ -272,3 +272,41 @@ impl Drop for RedisCluster {
         }
     }
 }
+
+/// Where a test's server instances keep their data: one [`RedisServer`] of the test's own, or
+/// a [`RedisCluster`] (from [`CLUSTER_ENV`], shared with other tests: look only at the test's
+/// own keys there).
+pub enum Backend {
+    /// One `redis-server`, the test's own.
+    Node(RedisServer),
+    /// A Redis Cluster ([`RedisCluster::get`]).
+    Cluster(RedisCluster),
+}
+
+impl Backend {
+    /// A fresh `redis-server`.
+    pub fn node() -> Backend {
+        Backend::Node(RedisServer::start())
+    }
+
+    /// The cluster of [`CLUSTER_ENV`], or one started here (see [`RedisCluster::get`]).
+    pub fn cluster() -> Backend {
+        Backend::Cluster(RedisCluster::get())
+    }
+
+    /// The URL the stores take (`redis://…` or `redis-cluster://…`).
+    pub fn url(&self) -> String {
+        match self {
+            Backend::Node(r) => r.url(),
+            Backend::Cluster(c) => c.url(),
+        }
+    }
+
+    /// The keys matching `pattern` (on every node of a cluster).
+    pub fn keys(&self, pattern: &str) -> Vec<String> {
+        match self {
+            Backend::Node(r) => r.keys(pattern),
+            Backend::Cluster(c) => c.keys(pattern),
+        }
+    }
+}

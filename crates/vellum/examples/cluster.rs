@@ -7,7 +7,9 @@
 //! Besides the seed's `hello_world`, it serves tools that show what crosses instances:
 //! `ask_name` (asks the user through elicitation), `slow` (runs long, reports progress,
 //! stops when cancelled), `add_tool` (registers a tool at run time: every client listening
-//! on a GET stream hears `tools/list_changed`), `ticker` (a stream of log messages).
+//! on a GET stream hears `tools/list_changed`), `ticker` (a stream of log messages),
+//! `touch_note` (announces that the resource `note://shared` changed: every stream
+//! subscribed to it hears `notifications/resources/updated`, on whichever instance it is).
 
 use std::time::Duration;
 
@@ -117,8 +119,24 @@ fn cluster_server() -> anyhow::Result<Server> {
             Ok::<_, HandlerError>(CallToolResult::text(format!("{} ticks", input.count)))
         },
     )?;
+    server.add_resource(
+        Resource::new(NOTE, "shared note").with_mime_type("text/plain"),
+        |_ctx: RequestContext, req: ReadResourceRequest| async move {
+            Ok::<_, HandlerError>(ReadResourceResult::text(req.uri, "text/plain", "a note"))
+        },
+    )?;
+    server.add_raw_tool(
+        Tool::new("touch_note", "Announces that note://shared changed"),
+        |ctx: RequestContext, _req: CallToolRequest| async move {
+            ctx.server().notify_resource_updated(NOTE);
+            Ok::<_, HandlerError>(CallToolResult::text(format!("touched {NOTE}")))
+        },
+    )?;
     Ok(server)
 }
+
+/// The resource `touch_note` announces as updated.
+const NOTE: &str = "note://shared";
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {

@@ -71,6 +71,18 @@ impl Store {
             Store::Cluster(c, _) => c.keys(pattern),
         }
     }
+
+    /// The string value of `key` (empty when there is none).
+    fn get(&self, key: &str) -> String {
+        let mut cmd = Command::new("redis-cli");
+        match self {
+            Store::Node(r) => cmd.args(["-u", &r.url()]),
+            // -c follows MOVED to the node owning the key's slot.
+            Store::Cluster(c, _) => cmd.args(["-c", "-p", &c.ports()[0].to_string()]),
+        };
+        let out = cmd.args(["--raw", "get", key]).output().expect("redis-cli");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
 }
 
 /// One instance of the `cluster` example, on a free port, sharing `store`.
@@ -161,6 +173,21 @@ async fn no_keys_left(store: &Store, session: &str, within: Duration) {
         assert!(Instant::now() < end, "keys left in Redis: {keys:?}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// A legacy session initialized on `init`, with its GET stream open on `get` (its first
+/// frame read, so the stream is registered before anything the test then does).
+async fn legacy_listening(init: &str, get: &str) -> (McpHttp, SseReader) {
+    let mut c = client();
+    initialize(&mut c, init).await;
+    notify(&c, init, "notifications/initialized", json!({})).await;
+    let mut stream = c
+        .at(get)
+        .get_stream(None)
+        .await
+        .expect_stream("the GET stream");
+    stream.next_block().await.expect("the GET stream opens");
+    (c, stream)
 }
 
 // ---- the tests -----------------------------------------------------------------------------
@@ -527,21 +554,9 @@ async fn a_list_change_reaches_listen_streams_on_other_instances(store: Store) {
     let modern = Modern::new(&inst[1].mcp_url());
     let mut tools = modern.listen(41, json!({"toolsListChanged": true})).await;
     // A legacy session, initialized on A, its GET stream on C.
-    let mut legacy = client();
-    initialize(&mut legacy, &inst[0].mcp_url()).await;
-    notify(
-        &legacy,
-        &inst[0].mcp_url(),
-        "notifications/initialized",
-        json!({}),
-    )
-    .await;
-    let mut get = legacy
-        .at(&inst[2].mcp_url())
-        .get_stream(None)
-        .await
-        .expect_stream("the GET stream");
-    // Each stream is registered before the change: its first frame is sent when it opens.
+    let (legacy, mut get) = legacy_listening(&inst[0].mcp_url(), &inst[2].mcp_url()).await;
+    // Each stream is registered before the change: its first frame is sent when it opens
+    // (the GET stream's was read above).
     let ack = tools
         .next_message()
         .await
@@ -551,7 +566,6 @@ async fn a_list_change_reaches_listen_streams_on_other_instances(store: Store) {
         ack["method"], "notifications/subscriptions/acknowledged",
         "{ack}"
     );
-    get.next_block().await.expect("the GET stream opens");
 
     let added = call(
         &legacy,
@@ -589,6 +603,105 @@ async fn a_list_change_reaches_listen_streams_on_other_instances(store: Store) {
         panic!("the GET stream heard more: {m}");
     }
     if let Some(m) = next_within(&mut tools, Duration::from_millis(100)).await {
+        panic!("the listen stream heard more: {m}");
+    }
+}
+
+on_both!(a_resource_update_reaches_subscribers_on_other_instances);
+/// A resource update announced on A reaches, over the bus, a `subscriptions/listen` stream
+/// on B that subscribed to it (tagged with its subscription id) and the GET stream on C of a
+/// legacy session subscribed on A, once each; a legacy session that did not subscribe hears
+/// nothing. (No fallback delivers these: with the bus path broken the streams stay silent.)
+async fn a_resource_update_reaches_subscribers_on_other_instances(store: Store) {
+    let inst: Vec<ServerProcess> = (0..3).map(|_| instance(&store, &[])).collect();
+    let note = "note://shared";
+    let modern = Modern::new(&inst[1].mcp_url());
+    let mut listen = modern
+        .listen(43, json!({"resourceSubscriptions": [note]}))
+        .await;
+    let ack = listen
+        .next_message()
+        .await
+        .expect("the acknowledgement")
+        .json();
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    // Subscribed on A (before its GET stream opens on C, so C loads it subscribed), and
+    // another session, not subscribed, its GET stream on B.
+    let mut subscribed = client();
+    initialize(&mut subscribed, &inst[0].mcp_url()).await;
+    notify(
+        &subscribed,
+        &inst[0].mcp_url(),
+        "notifications/initialized",
+        json!({}),
+    )
+    .await;
+    let sub = call(
+        &subscribed,
+        &inst[0].mcp_url(),
+        1,
+        "resources/subscribe",
+        json!({"uri": note}),
+    )
+    .await;
+    assert_eq!(sub["result"], json!({}), "{sub}");
+    // The subscription is saved to Redis after the answer (and other instances refresh
+    // their copy over the bus, on a cluster on another channel than the update's): open the
+    // GET stream on C once the record has it, so C loads it subscribed.
+    let sid = subscribed.session.clone().unwrap();
+    let record = format!("{}:{{{sid}}}:session", store.prefix());
+    let end = Instant::now() + Duration::from_secs(5);
+    while !store.get(&record).contains(note) {
+        assert!(Instant::now() < end, "the subscription never reached Redis");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let mut get = subscribed
+        .at(&inst[2].mcp_url())
+        .get_stream(None)
+        .await
+        .expect_stream("the GET stream");
+    get.next_block().await.expect("the GET stream opens");
+    let (_other, mut quiet) = legacy_listening(&inst[1].mcp_url(), &inst[1].mcp_url()).await;
+
+    let touched = call(
+        &subscribed,
+        &inst[0].mcp_url(),
+        2,
+        "tools/call",
+        json!({"name":"touch_note","arguments":{}}),
+    )
+    .await;
+    assert_eq!(text_of(&touched), "touched note://shared");
+
+    let heard = next_within(&mut listen, Duration::from_secs(10))
+        .await
+        .expect("resources/updated on the listen stream of another instance");
+    assert_eq!(
+        heard["method"], "notifications/resources/updated",
+        "{heard}"
+    );
+    assert_eq!(heard["params"]["uri"], note, "{heard}");
+    assert_eq!(
+        heard["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        json!(43),
+        "{heard}"
+    );
+    let g = next_within(&mut get, Duration::from_secs(10))
+        .await
+        .expect("resources/updated on the GET stream of a third instance");
+    assert_eq!(g["method"], "notifications/resources/updated", "{g}");
+    assert_eq!(g["params"]["uri"], note, "{g}");
+    // Once each, and not to the session that did not subscribe.
+    if let Some(m) = next_within(&mut quiet, Duration::from_millis(500)).await {
+        panic!("a session that did not subscribe heard: {m}");
+    }
+    if let Some(m) = next_within(&mut get, Duration::from_millis(100)).await {
+        panic!("the GET stream heard more: {m}");
+    }
+    if let Some(m) = next_within(&mut listen, Duration::from_millis(100)).await {
         panic!("the listen stream heard more: {m}");
     }
 }

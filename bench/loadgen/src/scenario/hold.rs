@@ -158,6 +158,7 @@ pub(super) async fn run(
         rec.rss_kib = Some(after.rss_kib);
         rec.hwm_kib = Some(after.hwm_kib);
         rec.open_s = Some(open_s);
+        rec.connections = Some(crate::client::dialled());
         rec.fresh_p50_us = fresh.p50_us;
         let kib = (after.rss_kib as f64 - before.rss_kib as f64) / opened.max(1) as f64;
         if opened > 0 {

@@ -65,19 +65,27 @@ pub(crate) fn micros(d: Duration) -> u64 {
 
 /// Runs the scenario named in `args` and writes its result lines (one per sweep point).
 pub(crate) async fn run(args: RunArgs) -> anyhow::Result<()> {
-    let proto = Proto::new(
+    let mut proto = Proto::new(
         args.addr,
         &args.path,
         &args.protocol_version,
         args.stateless,
     )
     .context("building the request templates")?;
+    if args.http2 {
+        crate::client::use_http2(args.h2_streams);
+        proto = proto.absolute(args.addr)?;
+    }
+    if let Some(token) = &args.bearer {
+        proto = proto.bearer(token).context("--bearer")?;
+    }
     let base = Record {
         server: args.label.clone(),
         scenario: args.scenario.name().to_owned(),
         rep: args.rep,
         protocol: proto.version.clone(),
         era: proto.era.name().to_owned(),
+        http: args.http2.then(|| "h2".to_owned()),
         ..Record::default()
     };
     let records = match args.scenario {

@@ -175,6 +175,12 @@ impl StreamableHttpHandler {
         self.inner.shutdown.cancel();
     }
 
+    /// How many requests run on here with no connection waiting for them (their clients
+    /// dropped the stream, to resume it here or on another instance).
+    pub(crate) fn detached_requests(&self) -> usize {
+        self.inner.sessions.detached()
+    }
+
     /// Ends every session here (with a session store they live on in the store; without
     /// one they end): whatever still runs is cancelled.
     pub fn close_sessions(&self) {

@@ -397,6 +397,12 @@ async fn accept_connections<A, F, Fut, B, E>(
             let _ = tokio::time::timeout_at(deadline, connections).await;
         }
     }
+    // With no connection left, requests may still run detached (their clients dropped the
+    // stream to resume it with Last-Event-ID, perhaps on another instance, which follows the
+    // events they store): they get the same grace as those still connected.
+    while handler.detached_requests() > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     handler.shutdown();
     handler.close_sessions();
 }

@@ -374,6 +374,15 @@ impl SessionTable {
         }
     }
 
+    /// Requests still running here after their connection went (a client that dropped its
+    /// stream to resume it elsewhere): shutdown gives them the request grace too.
+    pub(crate) fn detached(&self) -> usize {
+        self.read()
+            .values()
+            .map(|s| s.detached.load(Ordering::Acquire))
+            .sum()
+    }
+
     /// Shutdown: with a session store sessions outlive this instance, so only local copies
     /// go; without one, every session ends.
     pub(crate) fn close_all(&self) {
