@@ -19,10 +19,11 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::super::cache_hints::Cached;
 use super::super::context::RequestContext;
 use super::super::handler_error::{HandlerError, Served, WireFailure};
 use super::super::prompt::{GetPromptRequest, PromptEntry};
-use super::super::reply::{Outcome, cacheable, complete, failure};
+use super::super::reply::{Outcome, cacheable_with, complete, failure};
 use super::super::request::RequestShared;
 use super::super::resource::{DynResourceHandler, ReadResourceRequest};
 use super::super::scopes::{self, ScopeRules};
@@ -276,7 +277,8 @@ impl InputMethod for ResourceRead {
         if result.contents.is_empty() {
             return Outcome::Error(resource_not_found(shared, &uri));
         }
-        cacheable(shared, result)
+        let hint = shared.server.cache_hint(Cached::ResourcesRead);
+        cacheable_with(shared, result, hint)
     }
 }
 

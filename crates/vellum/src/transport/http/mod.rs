@@ -22,6 +22,7 @@
 
 mod body;
 mod body_reader;
+mod caching;
 mod cluster;
 mod cors;
 mod endpoint;
