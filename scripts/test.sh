@@ -8,7 +8,10 @@ ROOT=$PWD
 # The official JSON Schemas of each protocol version (read-only, beside the clone).
 export VELLUM_SPEC_SCHEMA_DIR="${VELLUM_SPEC_SCHEMA_DIR:-$ROOT/../shared/spec-schema}"
 
-step() { printf '\n=== %s\n' "$*"; }
+# Each step's heading says how long the run has taken so far, so a log shows what each step
+# costs (CI must stay within its time budget).
+started=$SECONDS
+step() { printf '\n=== [%dm%02ds] %s\n' $(((SECONDS - started) / 60)) $(((SECONDS - started) % 60)) "$*"; }
 
 step "system packages the tests need"
 need=()
@@ -113,4 +116,4 @@ cargo fuzz --version >/dev/null 2>&1 || cargo install cargo-fuzz --locked --vers
 CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}/fuzz" bash fuzz/smoke.sh 10
 
 echo
-echo "all tests passed"
+echo "all tests passed in $(((SECONDS - started) / 60))m$(((SECONDS - started) % 60))s"

@@ -215,6 +215,18 @@ pub(crate) struct ServeArgs {
     /// the same file; without it each instance has a random key of its own.
     #[arg(long, value_name = "PATH")]
     request_state_key_file: Option<std::path::PathBuf>,
+    /// How long 2026-07-28 clients may keep the four lists (`ttlMs`, and `Cache-Control:
+    /// max-age` on a JSON answer, with an `ETag` for `If-None-Match`). Default: 0s.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    list_ttl: Option<Duration>,
+    /// How long 2026-07-28 clients may keep a `resources/read` result. Default: 0s.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    read_ttl: Option<Duration>,
+    /// Who may reuse the lists and reads: `public` (shared caches too) or `private` (one
+    /// authorization context; use it when answers differ per caller).
+    /// Default: the server's own (`public` for the demos).
+    #[arg(long, value_name = "SCOPE", value_parser = ["public", "private"])]
+    cache_scope: Option<String>,
     #[command(flatten)]
     auth: Box<crate::auth_flags::AuthArgs>,
 }
@@ -234,7 +246,39 @@ fn build_server(args: &ServeArgs) -> anyhow::Result<vellum::server::Server> {
     if let Some(path) = &args.request_state_key_file {
         server.set_request_state_key(vellum::server::RequestStateKey::from_key_file(path)?);
     }
+    set_cache_hints(args, &server);
     Ok(server)
+}
+
+/// `--list-ttl`, `--read-ttl` and `--cache-scope` as the server's cache hints (what a flag
+/// does not name stays as the server has it).
+fn set_cache_hints(args: &ServeArgs, server: &vellum::server::Server) {
+    use vellum::protocol::{CacheHint, CacheScope};
+    use vellum::server::Cached;
+    let scope = args.cache_scope.as_deref().map(|s| match s {
+        "private" => CacheScope::Private,
+        _ => CacheScope::Public,
+    });
+    for result in Cached::ALL {
+        let ttl = if result == Cached::ResourcesRead {
+            args.read_ttl
+        } else {
+            args.list_ttl
+        };
+        if ttl.is_none() && scope.is_none() {
+            continue;
+        }
+        let current = server.cache_hint(result);
+        server.set_cache_hint(
+            result,
+            CacheHint {
+                ttl_ms: ttl.map_or(current.ttl_ms, |t| {
+                    u64::try_from(t.as_millis()).unwrap_or(u64::MAX)
+                }),
+                scope: scope.unwrap_or(current.scope),
+            },
+        );
+    }
 }
 
 /// `N/s`, `N/m`, `N/h` (or a bare `N`, per second) as tokens per second.

@@ -169,6 +169,13 @@ fn typescript_client_talks_to_vellum_serve_with_json_responses() {
     assert_client_succeeds(&server.url);
 }
 
+#[test]
+fn typescript_client_talks_to_vellum_serve_with_http_caching() {
+    require_node_client();
+    let server = vellum_serve(&["--json-response", "--list-ttl", "30s", "--read-ttl", "5s"]);
+    assert_client_succeeds(&server.url);
+}
+
 /// Serves, in this process, a server whose `hello_world` answers the wrong greeting.
 fn wrong_greeting_server() -> (String, tokio::sync::oneshot::Sender<()>) {
     use vellum::prelude::*;

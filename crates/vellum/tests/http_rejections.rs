@@ -221,6 +221,7 @@ const TESTED: &[(&str, &str)] = &[
     (MODERN_ERA, MODERN_REQUEST_ERROR),
     (MODERN_ERA, MODERN_GET_DELETE),
     (MODERN_ERA, MODERN_NOTIFICATION),
+    (MODERN_ERA, MODERN_NOT_MODIFIED),
 ];
 
 #[test]
@@ -1360,6 +1361,7 @@ const MODERN_REQUEST_ERROR: &str =
     "a request error -32602 (unknown tool, resource not found, bad params), -32021, -32022, -32600";
 const MODERN_GET_DELETE: &str = "GET or DELETE with `MCP-Protocol-Version` 2026-07-28";
 const MODERN_NOTIFICATION: &str = "accepted notification";
+const MODERN_NOT_MODIFIED: &str = "`If-None-Match` names the `ETag` of the JSON answer of `tools/list`, `prompts/list`, `resources/list`, `resources/templates/list` or `resources/read`, or is `*` (weak comparison; the handler ran; the answer's `Cache-Control` and `ETag` are sent, see [deploy.md](deploy.md#http-caching-2026-07-28))";
 
 #[tokio::test]
 async fn row_modern_batch() {
@@ -1657,6 +1659,35 @@ async fn row_modern_notification() {
         check(MODERN_ERA, MODERN_NOTIFICATION, &a, None);
     }
     assert_eq!(srv.handler.session_count(), 0);
+}
+
+#[tokio::test]
+async fn row_modern_not_modified() {
+    let mut o = StreamableHttpOptions::default();
+    o.json_response = true;
+    let (_f, srv) = server(o).await;
+    let c = srv.client();
+    for (method, params) in [
+        ("tools/list", json!({})),
+        ("prompts/list", json!({})),
+        ("resources/list", json!({})),
+        ("resources/templates/list", json!({})),
+        ("resources/read", json!({"uri": "test://greeting"})),
+    ] {
+        let body = modern_body(json!(c.next_id()), method, params.clone());
+        let first = c.send(c.modern_builder(&body)).await;
+        assert_eq!(first.status, StatusCode::OK, "{method}: {}", first.text());
+        let tag = first.header("etag").expect("an ETag").to_owned();
+        for line in [tag.as_str(), "*"] {
+            let body = modern_body(json!(c.next_id()), method, params.clone());
+            let a = c
+                .send(c.modern_builder(&body).header("if-none-match", line))
+                .await;
+            check(MODERN_ERA, MODERN_NOT_MODIFIED, &a, None);
+            assert_eq!(a.header("etag"), Some(tag.as_str()), "{method}");
+            assert!(a.header("cache-control").is_some(), "{method}");
+        }
+    }
 }
 
 #[tokio::test]

@@ -12,6 +12,7 @@
 //! [`crate::store`]), and authentication: the core only learns who is calling, as a
 //! [`Caller`] an authentication layer put into the request.
 
+mod cache_hints;
 mod caller;
 mod connection;
 mod context;
@@ -46,6 +47,7 @@ mod task_store;
 mod tool;
 pub mod uri_template;
 
+pub use cache_hints::{CacheHints, Cached};
 pub use caller::Caller;
 pub use connection::Connection;
 pub use context::RequestContext;

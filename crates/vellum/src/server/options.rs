@@ -5,8 +5,9 @@
 
 use std::time::Duration;
 
+use super::cache_hints::{CacheHints, Cached};
 use super::mrtr::RequestStateKey;
-use crate::protocol::ServerCapabilities;
+use crate::protocol::{CacheHint, ServerCapabilities};
 
 /// How long a question to the client may wait for its answer, unless the handler says
 /// otherwise.
@@ -35,6 +36,9 @@ pub struct ServerOptions {
     /// How long a `requestState` stays valid (how long the user has to answer a question).
     /// Default: 10 minutes.
     pub request_state_ttl: Duration,
+    /// The `ttlMs` and `cacheScope` of the 2026-07-28 lists and `resources/read` (also
+    /// their HTTP `Cache-Control`). Default: `ttlMs` 0, `public`.
+    pub cache_hints: CacheHints,
 }
 
 impl ServerOptions {
@@ -69,6 +73,13 @@ impl ServerOptions {
         self
     }
 
+    /// Sets the cache hints of one result (`ttlMs`, `cacheScope`).
+    #[must_use]
+    pub fn with_cache_hint(mut self, result: Cached, hint: CacheHint) -> Self {
+        self.cache_hints = self.cache_hints.with(result, hint);
+        self
+    }
+
     /// Sets the page size (at least 1).
     #[must_use]
     pub fn with_page_size(mut self, page_size: usize) -> Self {
@@ -86,6 +97,7 @@ impl Default for ServerOptions {
             client_request_timeout: DEFAULT_CLIENT_REQUEST_TIMEOUT,
             request_state_key: None,
             request_state_ttl: Duration::from_secs(600),
+            cache_hints: CacheHints::default(),
         }
     }
 }

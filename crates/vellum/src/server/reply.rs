@@ -172,12 +172,16 @@ pub(crate) fn complete<T: Serialize + HasMeta>(shared: &RequestShared, result: T
 
 /// A complete result that modern clients may cache (the default hints).
 pub(crate) fn cacheable<T: Serialize + HasMeta>(shared: &RequestShared, result: T) -> Outcome {
-    encode_result(
-        shared,
-        result,
-        ResultType::Complete,
-        Some(CacheHint::default()),
-    )
+    cacheable_with(shared, result, CacheHint::default())
+}
+
+/// A complete result that modern clients may cache, with the application's hints.
+pub(crate) fn cacheable_with<T: Serialize + HasMeta>(
+    shared: &RequestShared,
+    result: T,
+    hint: CacheHint,
+) -> Outcome {
+    encode_result(shared, result, ResultType::Complete, Some(hint))
 }
 
 /// Exactly `{}` (`ping`, and the legacy methods whose result is empty).

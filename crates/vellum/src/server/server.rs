@@ -17,6 +17,7 @@ use bytes::Bytes;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::cache_hints::{CacheHints, Cached};
 use super::list_kind::ListKind;
 use super::listeners::Listeners;
 use super::middleware::{IncomingRequest, Middleware, Next};
@@ -28,7 +29,7 @@ use super::reply::Outcome;
 use super::session::Session;
 use super::task_store::Tasks;
 use super::tool::ToolEntry;
-use crate::protocol::encode_notification;
+use crate::protocol::{CacheHint, encode_notification};
 use crate::protocol::{
     Implementation, JsonObject, ListCapability, NotificationParams, ResourceUpdatedParams,
     ResourcesCapability, ServerCapabilities, methods,
@@ -45,6 +46,8 @@ pub(crate) struct ServerInner {
     pub(crate) options: ServerOptions,
     pub(crate) registry: RwLock<Registry>,
     pub(crate) cache: ListCache,
+    /// The cache hints of the cacheable results (replaceable: see `set_cache_hint`).
+    pub(crate) cache_hints: RwLock<CacheHints>,
     /// The server's identity as encoded JSON, for the `_meta` of modern results (written
     /// as is into each, never rebuilt).
     pub(crate) info_json: Box<RawValue>,
@@ -92,6 +95,7 @@ impl Server {
                         .clone()
                         .unwrap_or_else(RequestStateKey::random),
                 )),
+                cache_hints: RwLock::new(options.cache_hints),
                 options,
                 registry: RwLock::new(Registry::default()),
                 cache: ListCache::default(),
@@ -123,6 +127,25 @@ impl Server {
     /// [`RequestStateKey::also_verifying`] or a key file that keeps the old line.
     pub fn set_request_state_key(&self, key: RequestStateKey) {
         *write(&self.inner.state_key) = Arc::new(key);
+    }
+
+    /// Sets the cache hints of one result for every later answer, as
+    /// [`ServerOptions::with_cache_hint`](ServerOptions::with_cache_hint) does before
+    /// the server exists (for a server built elsewhere, as `vellum serve --list-ttl` does
+    /// with the demos).
+    pub fn set_cache_hint(&self, result: Cached, hint: CacheHint) {
+        let mut hints = write(&self.inner.cache_hints);
+        *hints = hints.with(result, hint);
+        // The cached pages of `tools/list` carry the old hint: make them stale.
+        self.inner
+            .cache
+            .tools_generation
+            .fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// The cache hint of one result now.
+    pub fn cache_hint(&self, result: Cached) -> CacheHint {
+        read(&self.inner.cache_hints).get(result)
     }
 
     /// The key `requestState` is signed with now.

@@ -19,10 +19,11 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::super::cache_hints::Cached;
 use super::super::context::RequestContext;
 use super::super::handler_error::{HandlerError, Served, WireFailure};
 use super::super::prompt::{GetPromptRequest, PromptEntry};
-use super::super::reply::{Outcome, cacheable, complete, failure};
+use super::super::reply::{Outcome, cacheable_with, complete, failure};
 use super::super::request::RequestShared;
 use super::super::resource::{DynResourceHandler, ReadResourceRequest};
 use super::super::scopes::{self, ScopeRules};
@@ -177,12 +178,14 @@ impl InputMethod for ToolCall {
         shared: &Arc<RequestShared>,
         (entry, request): Self::Call,
     ) -> Result<ToolOutput, HandlerError> {
-        match execute_tool(shared.clone(), &entry, request.clone()).await {
+        // Only a call that may become a task needs its request again afterwards.
+        let kept = tasks::may_become_task(shared).then(|| request.clone());
+        match (execute_tool(shared.clone(), &entry, request).await, kept) {
             // The handler asked to go on as a task (`RequestContext::become_task`).
-            Err(_) if tasks::wants_task(shared) => Ok(ToolOutput::Task(
+            (Err(_), Some(request)) if tasks::wants_task(shared) => Ok(ToolOutput::Task(
                 tasks::become_task(shared, entry, request).await,
             )),
-            other => other.map(ToolOutput::Result),
+            (other, _) => other.map(ToolOutput::Result),
         }
     }
 
@@ -276,7 +279,8 @@ impl InputMethod for ResourceRead {
         if result.contents.is_empty() {
             return Outcome::Error(resource_not_found(shared, &uri));
         }
-        cacheable(shared, result)
+        let hint = shared.server.cache_hint(Cached::ResourcesRead);
+        cacheable_with(shared, result, hint)
     }
 }
 

@@ -16,18 +16,19 @@ use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::super::cache_hints::Cached;
 use super::super::pagination::{decode_cursor, page_after, page_numbers};
 use super::super::prompt::PromptEntry;
 use super::super::registry::{PageCache, Registry};
-use super::super::reply::{HasMeta, Outcome, cacheable, write_result};
+use super::super::reply::{HasMeta, Outcome, cacheable_with, write_result};
 use super::super::request::RequestShared;
 use super::super::resource::{ResourceEntry, TemplateEntry};
 use super::super::server::ServerInner;
 use super::super::tool::ToolEntry;
 use crate::protocol::{
-    CacheHint, ErrorObject, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, PaginatedParams, Prompt, Resource, ResourceTemplate,
-    ResultType, Tool, encode_response_raw,
+    ErrorObject, JsonObject, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedParams, Prompt, Resource, ResourceTemplate, ResultType, Tool,
+    encode_response_raw,
 };
 
 /// One list method: which registry map it pages and how its result is built.
@@ -38,6 +39,8 @@ pub(super) trait Listing {
     type Item;
     /// The method's result.
     type Result: Serialize + HasMeta;
+    /// Whose cache hints the result carries.
+    const CACHED: Cached;
 
     /// The registry map listed.
     fn map(registry: &Registry) -> &BTreeMap<String, Arc<Self::Entry>>;
@@ -116,18 +119,15 @@ pub(super) fn serve<L: Listing>(
         let items = entries.into_iter().map(|e| L::item(e, modern)).collect();
         (L::result(items, next), keep)
     };
+    // Read after the generation: setting a hint writes it, then bumps the generation, so a
+    // page kept with an older hint belongs to a generation that is no longer current.
+    let hint = server.cache_hint(L::CACHED);
     let (Some(c), Some((generation, numbers, number))) = (cache, keep) else {
-        return Ok(cacheable(shared, result));
+        return Ok(cacheable_with(shared, result, hint));
     };
     let mut body = Vec::with_capacity(1024);
-    write_result(
-        shared,
-        result,
-        ResultType::Complete,
-        Some(CacheHint::default()),
-        &mut body,
-    )
-    .map_err(|e| ErrorObject::internal(format!("the list could not be encoded: {e}")))?;
+    write_result(shared, result, ResultType::Complete, Some(hint), &mut body)
+        .map_err(|e| ErrorObject::internal(format!("the list could not be encoded: {e}")))?;
     let body = Bytes::from(body);
     if let Ok(mut pages) = c.pages.lock() {
         pages.put(generation, numbers, number, slot, body.clone());
@@ -142,6 +142,7 @@ impl Listing for Tools {
     type Entry = ToolEntry;
     type Item = Tool;
     type Result = ListToolsResult;
+    const CACHED: Cached = Cached::ToolsList;
 
     fn map(registry: &Registry) -> &BTreeMap<String, Arc<ToolEntry>> {
         &registry.tools
@@ -189,6 +190,7 @@ impl Listing for Resources {
     type Entry = ResourceEntry;
     type Item = Resource;
     type Result = ListResourcesResult;
+    const CACHED: Cached = Cached::ResourcesList;
 
     fn map(registry: &Registry) -> &BTreeMap<String, Arc<ResourceEntry>> {
         &registry.resources
@@ -214,6 +216,7 @@ impl Listing for Templates {
     type Entry = TemplateEntry;
     type Item = ResourceTemplate;
     type Result = ListResourceTemplatesResult;
+    const CACHED: Cached = Cached::ResourceTemplatesList;
 
     fn map(registry: &Registry) -> &BTreeMap<String, Arc<TemplateEntry>> {
         &registry.templates
@@ -242,6 +245,7 @@ impl Listing for Prompts {
     type Entry = PromptEntry;
     type Item = Prompt;
     type Result = ListPromptsResult;
+    const CACHED: Cached = Cached::PromptsList;
 
     fn map(registry: &Registry) -> &BTreeMap<String, Arc<PromptEntry>> {
         &registry.prompts

@@ -29,6 +29,7 @@ use crate::server::{
 use crate::store::EventId;
 
 use super::body::ResponseBody;
+use super::caching::Conditional;
 use super::endpoint::Inner;
 use super::headers::{Accepts, names};
 use super::post_events::{PostEvent, PostEvents, StoredStream};
@@ -61,6 +62,13 @@ struct Post {
     batch: bool,
 }
 
+/// How the answer may be written: JSON when it completes, and with caching headers for a
+/// cacheable modern request.
+struct Answer {
+    json_mode: bool,
+    conditional: Option<Conditional>,
+}
+
 /// What the first poll of the requests produced.
 struct FirstEvents {
     /// The events so far (all of them when `complete`).
@@ -88,11 +96,21 @@ impl Inner {
         // JSON when the client takes nothing else, or when asked for and the request is not
         // a stream by nature.
         let json_mode = !accepts.sse || (self.options.json_response && accepts.json && !listen);
+        let conditional = json_mode
+            .then(|| {
+                let modern = matches!(route, Route::Modern(_));
+                Conditional::of(&parts.headers, &requests, modern)
+            })
+            .flatten();
         let (post, mut events, early) = self.start_requests(parts, requests, route)?;
         let mut first = first_events(&mut events, json_mode, accepts.sse, post.new).await;
         let prefix = self.make_resumable(&post, &mut events, &mut first).await;
         let session_header = self.commit_new_session(&post, &first).await?;
-        let mut resp = self.write_response(&post, first, json_mode, early, prefix, events);
+        let answer = Answer {
+            json_mode,
+            conditional,
+        };
+        let mut resp = self.write_response(&post, first, answer, early, prefix, events);
         if let Some(v) = session_header {
             resp.headers_mut().insert(names::SESSION_ID, v);
         }
@@ -139,7 +157,7 @@ impl Inner {
                 parts_slot.clone()
             };
             // Span names and the metrics' tool label.
-            let target = (logger.is_some() || cfg!(feature = "metrics"))
+            let target = (logger.is_some() || super::metrics::recording())
                 .then(|| request_target(&r.method, r.params.as_ref()))
                 .flatten();
             let meta_context = logger.and_then(|_| TraceContext::from_params(r.params.as_ref()));
@@ -166,7 +184,7 @@ impl Inner {
                     Exchange::sessionless(server.clone(), r, meta, http_parts)
                 }
             };
-            let trace = (logger.is_some() || cfg!(feature = "metrics")).then(|| {
+            let trace = (logger.is_some() || super::metrics::recording()).then(|| {
                 let shared = exchange.shared();
                 RequestTrace::start(
                     logger,
@@ -263,7 +281,7 @@ impl Inner {
         &self,
         post: &Post,
         first: FirstEvents,
-        json_mode: bool,
+        answer: Answer,
         early: Vec<Bytes>,
         mut prefix: VecDeque<Bytes>,
         events: PostEvents,
@@ -285,8 +303,16 @@ impl Inner {
             *r.status_mut() = status;
             return r;
         }
-        if complete && json_mode && !upgraded {
-            return json_response(&buffered, &early, post.batch);
+        if complete && answer.json_mode && !upgraded {
+            let r = json_response(&buffered, &early, post.batch);
+            return match answer.conditional {
+                // A cacheable modern request: one message, no early ones.
+                Some(c) => {
+                    let message = buffered.iter().find(|e| e.fin.is_some());
+                    c.answer(message.map(|e| &e.event.message), r)
+                }
+                None => r,
+            };
         }
         for message in early {
             push_event(&mut prefix, SseEvent { id: None, message });
