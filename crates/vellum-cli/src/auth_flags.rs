@@ -76,6 +76,15 @@ pub(crate) struct AuthArgs {
         default_value = "memory"
     )]
     auth_dpop_replay: String,
+    /// Remember up to N verified JWT access tokens, so that a repeated token skips the
+    /// signature check (expiry, DPoP and scopes are still checked on every request);
+    /// 0 turns the cache off.
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    auth_token_cache: usize,
+    /// The longest time a verified token is remembered, in seconds (also bounded by its
+    /// `exp` and by the next JWKS change).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    auth_token_cache_ttl: u64,
     /// The canonical URL of this MCP server in the metadata (default
     /// `http://<listen address>/mcp`).
     #[arg(long, value_name = "URL")]
@@ -99,6 +108,10 @@ impl AuthArgs {
         let (Some(issuer), Some(audience)) = (&self.auth_issuer, &self.auth_audience) else {
             bail!("--auth-issuer and --auth-audience are required with --auth-*");
         };
+        let (cache, ttl) = (
+            self.auth_token_cache,
+            std::time::Duration::from_secs(self.auth_token_cache_ttl),
+        );
         let verifier: Arc<dyn TokenVerifier> = match (
             &self.auth_jwks,
             &self.auth_hs256_secret,
@@ -106,11 +119,12 @@ impl AuthArgs {
         ) {
             (Some(url), None, None) => {
                 let jwks = Arc::new(JwksCache::new(url.as_str()).context("--auth-jwks")?);
-                Arc::new(JwtVerifier::new(jwks, issuer, audience)?)
+                Arc::new(JwtVerifier::new(jwks, issuer, audience)?.token_cache(cache, ttl))
             }
             (None, Some(secret), None) => Arc::new(
                 JwtVerifier::hs256(secret.as_bytes(), issuer, audience)
-                    .context("--auth-hs256-secret")?,
+                    .context("--auth-hs256-secret")?
+                    .token_cache(cache, ttl),
             ),
             (None, None, Some(url)) => {
                 let auth = match &self.auth_client_id {

@@ -87,6 +87,7 @@ fn corpus() -> Vec<Case> {
             v
         }, 405),
         c("headers past 64 KiB", big, 431),
+        c("101 header lines", post("/mcp", &(0..101).map(|i| format!("x-h{i}: 1\r\n")).collect::<String>(), INIT), 431),
         c("space before colon", post("/mcp", "x-bad : 1\r\n", INIT), 400),
         // RFC 9112 §2.2 lets a recipient take a bare LF as a line end: it is read, then judged.
         c("bare LF line ends", b"POST /mcp HTTP/1.1\nhost: {host}\ncontent-length: 2\n\n{}".to_vec(), 415),

@@ -627,3 +627,127 @@ fn insecure_urls_are_refused() {
         "no authorization server"
     );
 }
+
+// ---- the verified-token cache -----------------------------------------------------------
+
+/// An MCP server whose JWT verifier caches tokens (capacity 3); the verifier is returned
+/// too, to read how many tokens it holds.
+async fn start_cached(jwks: Arc<JwksCache>, leeway: u64) -> (TestHttpServer, Arc<JwtVerifier>) {
+    let verifier = Arc::new(
+        JwtVerifier::new(jwks, ISSUER, AUDIENCE)
+            .unwrap()
+            .leeway(leeway)
+            .token_cache(3, Duration::from_secs(60)),
+    );
+    let v = verifier.clone();
+    let mcp = start_mcp(move |r| {
+        AuthLayer::builder(r, v)
+            .authorization_server(ISSUER)
+            .build()
+            .unwrap()
+    })
+    .await;
+    (mcp, verifier)
+}
+
+#[tokio::test]
+async fn cached_tokens_are_reused_bounded_and_whole() {
+    let key = Signer::ed25519("k1", 1);
+    let (_as, jwks_url) = jwks_setup(&[&key]).await;
+    let jwks = Arc::new(JwksCache::new(jwks_url).unwrap());
+    let (mcp, verifier) = start_cached(jwks, 60).await;
+    let c = http();
+    let url = format!("{}/mcp", mcp.base());
+
+    let token = key.sign(&claims("alice", "mcp"));
+    let sid = open_session(&c, &url, &token).await;
+    assert_eq!(verifier.cached_tokens(), 1);
+    for _ in 0..3 {
+        assert_eq!(whoami(&c, &url, &token, &sid).await.0, 200);
+    }
+    assert_eq!(verifier.cached_tokens(), 1);
+
+    // The cache key is the whole token: a forged signature behind the same header and
+    // claims is checked, and refused.
+    let (signed, sig) = token.rsplit_once('.').unwrap();
+    let flipped = if sig.starts_with('A') { 'B' } else { 'A' };
+    let forged = format!("{signed}.{flipped}{}", &sig[1..]);
+    assert_eq!(whoami(&c, &url, &forged, &sid).await.0, 401);
+
+    // Many distinct valid tokens never grow the cache beyond its bound.
+    for i in 0..8 {
+        let t = key.sign(&claims(&format!("user{i}"), "mcp"));
+        let r = post(&c, &url, Some(&t), None, INIT).await;
+        assert_eq!(r.status(), 200);
+        assert!(
+            verifier.cached_tokens() <= 3,
+            "{}",
+            verifier.cached_tokens()
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_cached_token_is_refused_once_it_expires() {
+    let key = Signer::ed25519("k1", 1);
+    let (_as, jwks_url) = jwks_setup(&[&key]).await;
+    let jwks = Arc::new(JwksCache::new(jwks_url).unwrap());
+    let (mcp, verifier) = start_cached(jwks, 0).await;
+    let c = http();
+    let url = format!("{}/mcp", mcp.base());
+
+    let exp = now() + 1;
+    let mut cl = claims("alice", "mcp");
+    cl["exp"] = exp.into();
+    let token = key.sign(&cl);
+    let sid = open_session(&c, &url, &token).await;
+    assert_eq!(verifier.cached_tokens(), 1);
+    // Expiry is the behaviour under test: ask until the token is refused, within a second
+    // or two of its `exp` (the cache alone would accept it for 60 s).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(4);
+    loop {
+        let (status, _) = whoami(&c, &url, &token, &sid).await;
+        if status == 401 {
+            break;
+        }
+        assert_eq!(status, 200);
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "an expired cached token is still accepted"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(now() > exp);
+}
+
+#[tokio::test]
+async fn a_cached_token_is_refused_after_its_key_leaves_the_key_set() {
+    let k1 = Signer::ed25519("k1", 1);
+    let k2 = Signer::ed25519("k2", 2);
+    let (state, jwks_url) = jwks_setup(&[&k1]).await;
+    let jwks = Arc::new(
+        JwksCache::new(jwks_url)
+            .unwrap()
+            .min_refresh_interval(Duration::ZERO),
+    );
+    let (mcp, verifier) = start_cached(jwks, 60).await;
+    let c = http();
+    let url = format!("{}/mcp", mcp.base());
+
+    let old = k1.sign(&claims("alice", "mcp"));
+    let sid = open_session(&c, &url, &old).await;
+    assert_eq!(whoami(&c, &url, &old, &sid).await.0, 200);
+    assert_eq!(verifier.cached_tokens(), 1);
+
+    // The authorization server replaces k1 with k2; a k2 token makes the server refresh.
+    *state.jwks.lock().unwrap() = json!({"keys": [k2.jwk]});
+    let new = k2.sign(&claims("bob", "mcp"));
+    let r = post(&c, &url, Some(&new), None, INIT).await;
+    assert_eq!(r.status(), 200);
+    let r = post(&c, &url, Some(&old), Some(&sid), WHOAMI).await;
+    assert_eq!(
+        r.status(),
+        401,
+        "a token of a dropped key is still accepted"
+    );
+}

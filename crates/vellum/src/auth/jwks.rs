@@ -31,6 +31,12 @@ struct KeySet {
     /// Keys without a `kid` (usable only by tokens without one, when alone).
     unnamed: Vec<Arc<VerifyKey>>,
     fetched_at: Option<Instant>,
+    /// The JWKs behind the keys, serialized and sorted (to see whether a refresh dropped
+    /// or replaced one).
+    sources: Vec<String>,
+    /// Bumped by every refresh that drops or replaces a key (not by one that only adds):
+    /// what was verified under an older generation must be verified again.
+    generation: u64,
 }
 
 impl KeySet {
@@ -128,6 +134,12 @@ impl JwksCache {
         }
     }
 
+    /// The generation of the current key set: it changes when a refresh drops or replaces
+    /// a key.
+    pub(crate) fn generation(&self) -> u64 {
+        self.snapshot().generation
+    }
+
     /// The key for a token's `kid`: from the cache, or after a (rate-limited) refresh.
     pub(crate) async fn key(&self, kid: Option<&str>) -> Result<Arc<VerifyKey>, VerifyError> {
         let set = self.snapshot();
@@ -209,6 +221,8 @@ impl JwksCache {
             let Some(key) = verify_key(jwk, self.rsa_default) else {
                 continue;
             };
+            set.sources
+                .push(serde_json::to_string(jwk).unwrap_or_default());
             match &jwk.common.key_id {
                 Some(kid) => {
                     set.by_kid.insert(kid.clone(), Arc::new(key));
@@ -216,10 +230,16 @@ impl JwksCache {
                 None => set.unnamed.push(Arc::new(key)),
             }
         }
+        set.sources.sort_unstable();
         let mut guard = match self.keys.write() {
             Ok(g) => g,
             Err(poisoned) => poisoned.into_inner(),
         };
+        let kept_all = guard
+            .sources
+            .iter()
+            .all(|old| set.sources.binary_search(old).is_ok());
+        set.generation = guard.generation + u64::from(!kept_all);
         *guard = Arc::new(set);
         Ok(())
     }

@@ -4,6 +4,9 @@
 //! The algorithm comes from the key (its JWK `alg`, its key type, or the configuration),
 //! never from the token header; issuer, audience, expiry and `nbf` are always checked.
 //!
+//! A token that passed every check is remembered for a while ([`JwtVerifier::token_cache`],
+//! `token_cache.rs`), so that the signature is checked once per token, not once per request.
+//!
 //! Not here: fetching keys (`jwks.rs`) and opaque tokens (`introspection.rs`).
 
 use std::sync::Arc;
@@ -15,6 +18,7 @@ use serde::Deserialize;
 use super::Principal;
 use super::endpoint::AuthConfigError;
 use super::jwks::{JwksCache, VerifyKey};
+use super::token_cache::TokenCache;
 use super::verifier::{
     InvalidToken, OneOrMany, ScopeClaim, TokenVerifier, VerifyError, VerifyFuture,
 };
@@ -30,6 +34,7 @@ pub struct JwtVerifier {
     issuer: String,
     audiences: Vec<String>,
     leeway: u64,
+    cache: TokenCache,
 }
 
 impl std::fmt::Debug for JwtVerifier {
@@ -45,6 +50,7 @@ impl std::fmt::Debug for JwtVerifier {
             .field("issuer", &self.issuer)
             .field("audiences", &self.audiences)
             .field("leeway", &self.leeway)
+            .field("token_cache", &self.cache.enabled())
             .finish()
     }
 }
@@ -131,6 +137,7 @@ impl JwtVerifier {
             issuer,
             audiences: vec![audience],
             leeway: 60,
+            cache: TokenCache::new(TokenCache::DEFAULT_CAPACITY, TokenCache::DEFAULT_TTL),
         })
     }
 
@@ -148,12 +155,55 @@ impl JwtVerifier {
         self
     }
 
+    /// Remembers up to `capacity` verified tokens for at most `ttl` each (default 10,000
+    /// and 60 s; a capacity or ttl of 0 turns the cache off). A remembered token skips the
+    /// signature check on its next requests; it is still refused once its `exp` (plus the
+    /// leeway) has passed, and every token verified with a key is forgotten when a JWKS
+    /// refresh drops or replaces a key. The checks that depend on the request (DPoP,
+    /// scopes) run on every request either way. Entries beyond `capacity` evict the ones
+    /// that would expire first, so many distinct valid tokens cannot grow memory.
+    #[must_use]
+    pub fn token_cache(mut self, capacity: usize, ttl: std::time::Duration) -> Self {
+        self.cache = TokenCache::new(capacity, ttl);
+        self
+    }
+
+    /// The number of tokens the cache holds now (for tests and metrics).
+    pub fn cached_tokens(&self) -> usize {
+        self.cache.len()
+    }
+
+    fn generation(&self) -> u64 {
+        match &self.keys {
+            Keys::Static(_) => 0,
+            Keys::Jwks(cache) => cache.generation(),
+        }
+    }
+
     /// The trusted issuer.
     pub fn issuer(&self) -> &str {
         &self.issuer
     }
 
     async fn check(&self, token: &str) -> Result<Principal, VerifyError> {
+        if !self.cache.enabled() {
+            return self.check_uncached(token).await;
+        }
+        let hash = TokenCache::hash(token);
+        // Read before verifying: a refresh during the check makes the entry dead, not wrong.
+        let generation = self.generation();
+        if let Some(p) = self.cache.get(&hash, generation) {
+            return Ok(p);
+        }
+        let p = self.check_uncached(token).await?;
+        if let Some(exp) = p.expires_at {
+            self.cache
+                .insert(hash, &p, exp.saturating_add(self.leeway), generation);
+        }
+        Ok(p)
+    }
+
+    async fn check_uncached(&self, token: &str) -> Result<Principal, VerifyError> {
         let header = jsonwebtoken::decode_header(token).map_err(|_| InvalidToken::Malformed)?;
         // RFC 9068 access tokens are `at+jwt`; many servers issue plain `JWT`.
         if let Some(typ) = &header.typ

@@ -50,6 +50,8 @@ mod jwt;
 #[cfg(feature = "auth")]
 mod layer;
 #[cfg(feature = "auth")]
+mod token_cache;
+#[cfg(feature = "auth")]
 mod verifier;
 
 #[cfg(feature = "auth")]

@@ -47,8 +47,13 @@ pub(crate) trait SessionHooks: Send + Sync {
     /// Delivers (or stores for later delivery) one encoded message.
     fn send(&self, message: Bytes) -> BoxFuture<'static, Result<(), Error>>;
 
-    /// The session's shared state (log level, subscriptions, handshake) changed.
-    fn state_changed(&self, _session: &Session) {}
+    /// The session's shared state (log level, subscriptions, handshake) changed. The
+    /// future, if any, finishes once the change is shared (saved where other instances read
+    /// it); a request that made the change awaits it before its answer, so that a client
+    /// acting on the answer elsewhere finds the change there.
+    fn state_changed(&self, _session: &Session) -> Option<BoxFuture<'static, ()>> {
+        None
+    }
 
     /// The client answered a request nobody here waits for (it may be another instance's).
     fn unmatched_response(&self, _message: Bytes) {}
@@ -67,6 +72,20 @@ pub(crate) trait SessionHooks: Send + Sync {
     /// the stream once).
     fn listening_here(&self) -> bool {
         true
+    }
+}
+
+/// A change of a session's shared state on its way to the other instances: await
+/// [`Shared::done`] to know it arrived, or drop it to let it travel in the background.
+#[must_use = "await `done` before answering, or drop it to share in the background"]
+pub(crate) struct Shared(Option<BoxFuture<'static, ()>>);
+
+impl Shared {
+    /// Finishes once the change is shared (at once without a session store).
+    pub(crate) async fn done(self) {
+        if let Some(f) = self.0 {
+            f.await;
+        }
     }
 }
 
@@ -195,7 +214,9 @@ impl Session {
     /// Records `notifications/initialized`.
     pub(crate) fn mark_initialized(&self) {
         if !self.initialized.swap(true, Ordering::AcqRel) {
-            self.changed();
+            // A notification has no answer to hold back: the change is shared in the
+            // background.
+            drop(self.changed());
         }
     }
 
@@ -232,9 +253,11 @@ impl Session {
         }
     }
 
-    pub(crate) fn set_log_level(&self, level: LoggingLevel) {
+    /// Sets the level; the future finishes once the change is shared (see
+    /// [`SessionHooks::state_changed`]).
+    pub(crate) fn set_log_level(&self, level: LoggingLevel) -> Shared {
         self.store_log_level(level);
-        self.changed();
+        self.changed()
     }
 
     fn store_log_level(&self, level: LoggingLevel) {
@@ -260,10 +283,8 @@ impl Session {
         self.hooks.get()
     }
 
-    fn changed(&self) {
-        if let Some(h) = self.hooks.get() {
-            h.state_changed(self);
-        }
+    fn changed(&self) -> Shared {
+        Shared(self.hooks.get().and_then(|h| h.state_changed(self)))
     }
 
     /// A session restored from a stored record (served by an instance that did not create
@@ -386,22 +407,21 @@ impl Session {
         }
     }
 
-    /// Adds a resource subscription; true if it is new.
-    pub(crate) fn subscribe(&self, uri: &str) -> bool {
+    /// Adds a resource subscription; the future finishes once it is shared (nothing to
+    /// wait for if it was there already).
+    pub(crate) fn subscribe(&self, uri: &str) -> Shared {
         let new = lock(&self.subscriptions).insert(uri.to_owned());
-        if new {
-            self.changed();
-        }
-        new
+        if new { self.changed() } else { Shared(None) }
     }
 
-    /// Removes a resource subscription.
-    pub(crate) fn unsubscribe(&self, uri: &str) -> bool {
+    /// Removes a resource subscription; the future finishes once the removal is shared.
+    pub(crate) fn unsubscribe(&self, uri: &str) -> Shared {
         let removed = lock(&self.subscriptions).remove(uri);
         if removed {
-            self.changed();
+            self.changed()
+        } else {
+            Shared(None)
         }
-        removed
     }
 
     /// True if the client subscribed to `uri`.

@@ -178,12 +178,14 @@ impl InputMethod for ToolCall {
         shared: &Arc<RequestShared>,
         (entry, request): Self::Call,
     ) -> Result<ToolOutput, HandlerError> {
-        match execute_tool(shared.clone(), &entry, request.clone()).await {
+        // Only a call that may become a task needs its request again afterwards.
+        let kept = tasks::may_become_task(shared).then(|| request.clone());
+        match (execute_tool(shared.clone(), &entry, request).await, kept) {
             // The handler asked to go on as a task (`RequestContext::become_task`).
-            Err(_) if tasks::wants_task(shared) => Ok(ToolOutput::Task(
+            (Err(_), Some(request)) if tasks::wants_task(shared) => Ok(ToolOutput::Task(
                 tasks::become_task(shared, entry, request).await,
             )),
-            other => other.map(ToolOutput::Result),
+            (other, _) => other.map(ToolOutput::Result),
         }
     }
 

@@ -80,22 +80,31 @@ pub(super) fn discover(shared: &RequestShared, _: ()) -> Result<Outcome, ErrorOb
 }
 
 /// `logging/setLevel`.
-pub(super) fn set_level(shared: &RequestShared, p: SetLevelParams) -> Result<Outcome, ErrorObject> {
-    session_of(shared)?.set_log_level(p.level);
+/// Like the subscriptions, the level is shared before the answer: a client that set it
+/// expects the level to hold for what other instances send it next.
+pub(super) async fn set_level(
+    shared: &RequestShared,
+    p: SetLevelParams,
+) -> Result<Outcome, ErrorObject> {
+    session_of(shared)?.set_log_level(p.level).done().await;
     Ok(empty(shared))
 }
 
-/// `resources/subscribe` (`on`) and `resources/unsubscribe`.
-pub(super) fn subscribe(
+/// `resources/subscribe` (`on`) and `resources/unsubscribe`. A change is shared (saved to
+/// the session store) before the answer: a client that opens its GET stream on another
+/// instance once subscribed must find the subscription there. A request that changes
+/// nothing waits for nothing.
+pub(super) async fn subscribe(
     shared: &RequestShared,
     p: SubscribeParams,
     on: bool,
 ) -> Result<Outcome, ErrorObject> {
     let session = session_of(shared)?;
-    if on {
-        session.subscribe(&p.uri);
+    let change = if on {
+        session.subscribe(&p.uri)
     } else {
-        session.unsubscribe(&p.uri);
-    }
+        session.unsubscribe(&p.uri)
+    };
+    change.done().await;
     Ok(empty(shared))
 }

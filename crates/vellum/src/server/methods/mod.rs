@@ -134,9 +134,9 @@ method_table! {
     RESOURCES_READ, Both, required(ReadResourceParams),
         |s, raw, p| input::serve::<ResourceRead>(s, raw, p).await;
     RESOURCES_SUBSCRIBE, Legacy, required(SubscribeParams),
-        |s, raw, p| lifecycle::subscribe(s, p, true);
+        |s, raw, p| lifecycle::subscribe(s, p, true).await;
     RESOURCES_UNSUBSCRIBE, Legacy, required(SubscribeParams),
-        |s, raw, p| lifecycle::subscribe(s, p, false);
+        |s, raw, p| lifecycle::subscribe(s, p, false).await;
     PROMPTS_LIST, Both, optional(PaginatedParams),
         |s, raw, p| lists::serve::<Prompts>(s, p);
     PROMPTS_GET, Both, required(GetPromptParams),
@@ -144,7 +144,7 @@ method_table! {
     COMPLETION_COMPLETE, Both, required(CompleteParams),
         |s, raw, p| completion::complete(s, p).await;
     LOGGING_SET_LEVEL, Legacy, required(SetLevelParams),
-        |s, raw, p| lifecycle::set_level(s, p);
+        |s, raw, p| lifecycle::set_level(s, p).await;
     TASKS_GET, Both, required(TaskIdParams),
         |s, raw, p| tasks::get(s, p).await;
     TASKS_RESULT, Legacy, required(TaskIdParams),

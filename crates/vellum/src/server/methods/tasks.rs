@@ -147,7 +147,13 @@ pub(crate) async fn start(
     start_with(shared, entry, request, ttl, InputResponses::new()).await
 }
 
-/// Whether the handler of this synchronous call asked to become a task.
+/// True when this synchronous call's handler may still ask to become a task (the tool takes
+/// input before it becomes one, and the client asked for a task).
+pub(crate) fn may_become_task(shared: &RequestShared) -> bool {
+    shared.task_mode.load(Ordering::Acquire) == TASK_MAY
+}
+
+/// True when the call's handler called `become_task` (and so answers with a task).
 pub(crate) fn wants_task(shared: &RequestShared) -> bool {
     shared.task_mode.load(Ordering::Acquire) == TASK_WANTED
 }

@@ -27,7 +27,12 @@ pub(crate) const MAX_HEAD_BYTES: usize = 64 * 1024;
 
 /// Refuses (431) a request whose head is larger than [`MAX_HEAD_BYTES`].
 pub(crate) fn check_head_size(uri: &http::Uri, headers: &HeaderMap) -> Result<(), Rejection> {
-    let mut size = uri.to_string().len();
+    // The target's length as sent, without formatting it: `scheme://authority` then the
+    // path and query (origin form has only those).
+    let mut size = uri.path_and_query().map_or(1, |p| p.as_str().len());
+    if let Some(a) = uri.authority() {
+        size += a.as_str().len() + uri.scheme_str().map_or(0, |s| s.len() + 3);
+    }
     for (name, value) in headers {
         // `name: value\r\n`
         size += name.as_str().len() + value.len() + 4;
@@ -41,7 +46,10 @@ pub(crate) fn check_head_size(uri: &http::Uri, headers: &HeaderMap) -> Result<()
 /// Refuses (400) a request that repeats a singleton header, or whose `Last-Event-ID` is not
 /// visible ASCII (the only form event ids take).
 pub(crate) fn check_singletons(headers: &HeaderMap) -> Result<(), Rejection> {
-    for name in &SINGLETONS {
+    // As many values as names: no header is repeated, so no singleton is (the common case,
+    // answered without a lookup per singleton).
+    let repeats = headers.len() != headers.keys_len();
+    for name in SINGLETONS.iter().filter(|_| repeats) {
         let mut values = headers.get_all(name).iter();
         if values.next().is_some() && values.next().is_some() {
             return Err(Rejection::BadRequest {

@@ -161,11 +161,10 @@ fn plain(status: StatusCode, text: String) -> Response<Full<Bytes>> {
 impl<S, ReqB, ResB> tower_service::Service<Request<ReqB>> for HealthService<S>
 where
     S: tower_service::Service<Request<ReqB>, Response = Response<ResB>>,
-    S::Future: Send + 'static,
 {
     type Response = Response<HealthBody<ResB>>;
     type Error = S::Error;
-    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, S::Error>> + Send>>;
+    type Future = HealthFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
         self.inner.poll_ready(cx)
@@ -176,22 +175,72 @@ where
         let path = req.uri().path();
         if probe && path == &*self.layer.live {
             let r = plain(StatusCode::OK, "ok\n".into());
-            return Box::pin(async move { Ok(r.map(Either::Left)) });
+            return HealthFuture::probe(Box::pin(std::future::ready(r)));
         }
         if probe && path == &*self.layer.ready {
             let health = self.layer.health.clone();
-            return Box::pin(async move {
-                let r = match health.ready().await {
+            return HealthFuture::probe(Box::pin(async move {
+                match health.ready().await {
                     Ok(()) => plain(StatusCode::OK, "ready\n".into()),
                     Err(why) => plain(
                         StatusCode::SERVICE_UNAVAILABLE,
                         format!("not ready: {why}\n"),
                     ),
-                };
-                Ok(r.map(Either::Left))
-            });
+                }
+            }));
         }
-        let fut = self.inner.call(req);
-        Box::pin(async move { Ok(fut.await?.map(Either::Right)) })
+        HealthFuture {
+            state: HealthState::Inner {
+                future: self.inner.call(req),
+            },
+        }
+    }
+}
+
+/// A probe's answer being made.
+type ProbeAnswer = Pin<Box<dyn Future<Output = Response<Full<Bytes>>> + Send>>;
+
+pin_project_lite::pin_project! {
+    /// The future of a [`HealthService`] call: a probe's answer, or the inner service's
+    /// (not boxed again: every request that is not a probe goes through it).
+    pub struct HealthFuture<F> {
+        #[pin]
+        state: HealthState<F>,
+    }
+}
+
+pin_project_lite::pin_project! {
+    #[project = HealthStateProj]
+    enum HealthState<F> {
+        // A request for the inner service.
+        Inner { #[pin] future: F },
+        // A liveness or readiness probe.
+        Probe { answer: ProbeAnswer },
+    }
+}
+
+impl<F> HealthFuture<F> {
+    fn probe(answer: ProbeAnswer) -> Self {
+        HealthFuture {
+            state: HealthState::Probe { answer },
+        }
+    }
+}
+
+impl<F, ResB, E> Future for HealthFuture<F>
+where
+    F: Future<Output = Result<Response<ResB>, E>>,
+{
+    type Output = Result<Response<HealthBody<ResB>>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project().state.project() {
+            HealthStateProj::Inner { future } => future
+                .poll(cx)
+                .map(|r| r.map(|resp| resp.map(Either::Right))),
+            HealthStateProj::Probe { answer } => {
+                answer.as_mut().poll(cx).map(|r| Ok(r.map(Either::Left)))
+            }
+        }
     }
 }

@@ -1,10 +1,11 @@
 //! What the handler measures, through the `metrics` facade (feature `metrics`): named as the
 //! OpenTelemetry semantic conventions for MCP name them where they do (`mcp.server.*`), in
 //! their units (durations in seconds). Without the feature every function here is empty
-//! and compiles away. With it and no recorder installed, each still builds its key and labels
-//! before the facade's no-op recorder drops them (about 3k instructions per answer measured
-//! on `vellum serve`, docs/benchmarks.md). An exporter is the application's choice (`vellum
-//! serve --metrics-addr` installs a Prometheus one).
+//! and compiles away. With it, nothing is recorded until [`describe_metrics`] turns recording
+//! on (call it once the recorder is installed): until then each function is one relaxed load,
+//! where building the keys and labels for the facade's no-op recorder cost about 3k
+//! instructions per answer (measured on `vellum serve`, docs/benchmarks.md). An exporter is
+//! the application's choice (`vellum serve --metrics-addr` installs a Prometheus one).
 //!
 //! Label values come from bounded sets only, so a client cannot grow the number of series:
 //! a method this server does not know is `_other`, and a tool name is a label only when the
@@ -13,7 +14,23 @@
 //! Not here: spans and logs (`trace.rs`).
 
 #[cfg(feature = "metrics")]
+use std::sync::atomic::{AtomicBool, Ordering};
+#[cfg(feature = "metrics")]
 use std::time::Instant;
+
+/// Set by [`describe_metrics`]: a recorder is there to take what the handler records.
+#[cfg(feature = "metrics")]
+static RECORDING: AtomicBool = AtomicBool::new(false);
+
+/// True once [`describe_metrics`] was called: the handler records metrics (and reads what
+/// only they need, such as a call's tool name).
+#[inline]
+pub(crate) fn recording() -> bool {
+    #[cfg(feature = "metrics")]
+    return RECORDING.load(Ordering::Relaxed);
+    #[cfg(not(feature = "metrics"))]
+    false
+}
 
 /// The metric names (OpenTelemetry's, dots and all; a Prometheus exporter writes them with
 /// underscores).
@@ -78,10 +95,12 @@ pub mod names {
     ];
 }
 
-/// Describes every metric to the installed recorder (units and help texts). Call once after
-/// installing it.
+/// Describes every metric to the installed recorder (units and help texts) and turns
+/// recording on. Call once after installing it: until then the handler records nothing, so
+/// that a build with the feature but no recorder pays nothing per request.
 #[cfg(feature = "metrics")]
 pub fn describe_metrics() {
+    RECORDING.store(true, Ordering::Relaxed);
     for (name, kind, help, unit) in names::ALL {
         let unit = unit.unwrap_or(metrics::Unit::Count);
         match kind {
@@ -148,16 +167,20 @@ impl Operation {
     pub(crate) fn start(method: &str, tool: Option<&str>, version: &'static str) -> Self {
         #[cfg(feature = "metrics")]
         {
-            metrics::gauge!(names::OPERATIONS_ACTIVE).increment(1.0);
+            let on = recording();
+            if on {
+                metrics::gauge!(names::OPERATIONS_ACTIVE).increment(1.0);
+            }
             let method = known_method(method);
             Operation {
                 started: Instant::now(),
                 method,
                 tool: tool
-                    .filter(|_| method == crate::protocol::methods::TOOLS_CALL)
+                    .filter(|_| on && method == crate::protocol::methods::TOOLS_CALL)
                     .map(str::to_owned),
                 version,
-                finished: false,
+                // Not recording: nothing to finish.
+                finished: !on,
             }
         }
         #[cfg(not(feature = "metrics"))]
@@ -208,7 +231,9 @@ impl Drop for Operation {
 #[inline]
 pub(crate) fn session_opened() {
     #[cfg(feature = "metrics")]
-    metrics::gauge!(names::SESSIONS_ACTIVE).increment(1.0);
+    if recording() {
+        metrics::gauge!(names::SESSIONS_ACTIVE).increment(1.0);
+    }
 }
 
 /// A session left this instance's table after `lived` milliseconds.
@@ -216,7 +241,7 @@ pub(crate) fn session_opened() {
 #[cfg_attr(not(feature = "metrics"), allow(unused_variables))]
 pub(crate) fn session_closed(lived_ms: u64) {
     #[cfg(feature = "metrics")]
-    {
+    if recording() {
         metrics::gauge!(names::SESSIONS_ACTIVE).decrement(1.0);
         metrics::histogram!(names::SESSION_DURATION).record(lived_ms as f64 / 1000.0);
     }
@@ -227,7 +252,9 @@ pub(crate) fn session_closed(lived_ms: u64) {
 #[cfg_attr(not(feature = "metrics"), allow(unused_variables))]
 pub(crate) fn stream_readers(delta: f64) {
     #[cfg(feature = "metrics")]
-    metrics::gauge!(names::STREAMS_ACTIVE).increment(delta);
+    if recording() {
+        metrics::gauge!(names::STREAMS_ACTIVE).increment(delta);
+    }
 }
 
 /// A request was refused with `status` for `reason`.
@@ -235,12 +262,14 @@ pub(crate) fn stream_readers(delta: f64) {
 #[cfg_attr(not(feature = "metrics"), allow(unused_variables))]
 pub(crate) fn refused(status: u16, reason: &'static str) {
     #[cfg(feature = "metrics")]
-    metrics::counter!(
-        names::REFUSALS,
-        "http.response.status_code" => status.to_string(),
-        "reason" => reason
-    )
-    .increment(1);
+    if recording() {
+        metrics::counter!(
+            names::REFUSALS,
+            "http.response.status_code" => status.to_string(),
+            "reason" => reason
+        )
+        .increment(1);
+    }
 }
 
 /// An SSE event of `bytes` went to the event store.
@@ -248,7 +277,7 @@ pub(crate) fn refused(status: u16, reason: &'static str) {
 #[cfg_attr(not(feature = "metrics"), allow(unused_variables))]
 pub(crate) fn event_stored(bytes: usize) {
     #[cfg(feature = "metrics")]
-    {
+    if recording() {
         metrics::counter!(names::EVENTS_STORED).increment(1);
         metrics::counter!(names::EVENT_BYTES_STORED).increment(bytes as u64);
     }

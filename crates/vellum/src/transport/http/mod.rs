@@ -54,7 +54,9 @@ mod trace_context;
 
 pub use body::ResponseBody;
 pub use endpoint::StreamableHttpHandler;
-pub use health::{Health, HealthBody, HealthLayer, HealthService, READINESS_CHECK_TIMEOUT};
+pub use health::{
+    Health, HealthBody, HealthFuture, HealthLayer, HealthService, READINESS_CHECK_TIMEOUT,
+};
 #[cfg(feature = "metrics")]
 pub use metrics::{describe_metrics, names as metric_names};
 pub use options::{DEFAULT_SHUTDOWN_GRACE, StreamableHttpOptions};

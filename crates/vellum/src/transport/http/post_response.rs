@@ -157,7 +157,7 @@ impl Inner {
                 parts_slot.clone()
             };
             // Span names and the metrics' tool label.
-            let target = (logger.is_some() || cfg!(feature = "metrics"))
+            let target = (logger.is_some() || super::metrics::recording())
                 .then(|| request_target(&r.method, r.params.as_ref()))
                 .flatten();
             let meta_context = logger.and_then(|_| TraceContext::from_params(r.params.as_ref()));
@@ -184,7 +184,7 @@ impl Inner {
                     Exchange::sessionless(server.clone(), r, meta, http_parts)
                 }
             };
-            let trace = (logger.is_some() || cfg!(feature = "metrics")).then(|| {
+            let trace = (logger.is_some() || super::metrics::recording()).then(|| {
                 let shared = exchange.shared();
                 RequestTrace::start(
                     logger,

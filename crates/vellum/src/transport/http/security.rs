@@ -236,7 +236,7 @@ impl CrossOriginProtection {
             return Ok(());
         }
         match headers
-            .get("sec-fetch-site")
+            .get(super::headers::names::SEC_FETCH_SITE)
             .map(|v| v.to_str().unwrap_or(""))
         {
             Some("same-origin" | "none") => Ok(()),

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
+use tokio::sync::watch;
 
 use crate::error::Error;
 use crate::server::{Session, SessionHooks};
@@ -29,10 +30,14 @@ pub(crate) struct HttpHooks {
     live: Arc<LiveStreams>,
     owner: Option<Owner>,
     cluster: Arc<Cluster>,
-    /// The newest record waiting to be saved, and whether a save is under way (saves are
-    /// serialized so an older record never overwrites a newer one).
-    pending: Arc<Mutex<Option<SessionRecord>>>,
+    /// The generation of the newest change and the newest record waiting to be saved, and
+    /// whether a save is under way (saves are serialized so an older record never
+    /// overwrites a newer one).
+    pending: Arc<Mutex<(u64, Option<SessionRecord>)>>,
     saving: Arc<AtomicBool>,
+    /// The generation of the newest record saved and announced: a change of generation
+    /// `g` is shared once this reaches `g` (a newer record includes it).
+    shared: Arc<watch::Sender<u64>>,
 }
 
 impl HttpHooks {
@@ -47,8 +52,9 @@ impl HttpHooks {
             live,
             owner,
             cluster,
-            pending: Arc::new(Mutex::new(None)),
+            pending: Arc::new(Mutex::new((0, None))),
             saving: Arc::new(AtomicBool::new(false)),
+            shared: Arc::new(watch::Sender::new(0)),
         }
     }
 
@@ -112,29 +118,40 @@ impl SessionHooks for HttpHooks {
         })
     }
 
-    fn state_changed(&self, session: &Session) {
-        let Some(store) = self.cluster.sessions.clone() else {
-            return;
-        };
-        let Some(mut record) = session.record() else {
-            return;
-        };
+    fn state_changed(&self, session: &Session) -> Option<BoxFuture<'static, ()>> {
+        let store = self.cluster.sessions.clone()?;
+        let mut record = session.record()?;
         record.owner = self.owner.clone();
-        *lock(&self.pending) = Some(record);
+        let generation = {
+            let mut pending = lock(&self.pending);
+            pending.0 += 1;
+            pending.1 = Some(record);
+            pending.0
+        };
+        let mut done = self.shared.subscribe();
+        // Waits for this change, or a newer one, to be saved and announced. The saver runs
+        // on its own task, so a request that stops waiting does not stop the save.
+        let wait: BoxFuture<'static, ()> = Box::pin(async move {
+            let _ = done.wait_for(|saved| *saved >= generation).await;
+        });
         if self.saving.swap(true, Ordering::AcqRel) {
-            return; // The running saver picks up the newest record.
+            return Some(wait); // The running saver picks up the newest record.
         }
         let pending = self.pending.clone();
         let saving = self.saving.clone();
+        let shared = self.shared.clone();
         let bus = self.cluster.bus.clone();
         let id = self.session_id.clone();
         spawn(async move {
             loop {
-                let next = lock(&pending).take();
-                let Some(record) = next else {
+                let next = {
+                    let mut p = lock(&pending);
+                    p.1.take().map(|r| (p.0, r))
+                };
+                let Some((generation, record)) = next else {
                     saving.store(false, Ordering::Release);
                     // A change may have landed between `take` and the flag.
-                    if lock(&pending).is_none() || saving.swap(true, Ordering::AcqRel) {
+                    if lock(&pending).1.is_none() || saving.swap(true, Ordering::AcqRel) {
                         break;
                     }
                     continue;
@@ -148,8 +165,12 @@ impl SessionHooks for HttpHooks {
                         })
                         .await;
                 }
+                // A failed save is not retried (as before): the waiters are let go either
+                // way, an unreachable store must not hold answers back forever.
+                shared.send_replace(generation);
             }
         });
+        Some(wait)
     }
 
     fn unmatched_response(&self, message: Bytes) {
