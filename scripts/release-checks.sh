@@ -45,5 +45,14 @@ if run publish; then
   # Cargo extracts the packaged crates into its registry cache and reuses an earlier dry run's
   # extraction while the version is unchanged: drop those so the sources built are today's.
   rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/vellum*-[0-9]*
+  # The verify builds share the workspace's target dir, where cargo knows a registry crate by
+  # name and version only: an earlier dry run's vellum 0.1.0 build would be linked as is.
+  # Drop the builds whose sources were such an extraction (their dep-info names them).
+  deps=${CARGO_TARGET_DIR:-target}/debug/deps
+  for d in "$deps"/vellum*.d; do
+    [[ -e $d ]] && head -n 1 "$d" | grep -q '/registry/src/-' || continue
+    stem=$(basename "$d" .d)
+    rm -rf "$deps/$stem".* "$deps/lib$stem".* "${deps%/deps}/.fingerprint/${stem//_/-}"
+  done
   cargo publish --dry-run --locked --workspace --exclude vellum-testkit --allow-dirty
 fi
