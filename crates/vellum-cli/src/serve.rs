@@ -201,9 +201,19 @@ pub(crate) struct ServeArgs {
     /// worth, at least 1).
     #[arg(long, value_name = "N", requires = "rate_limit")]
     rate_burst: Option<u32>,
+    /// Limit each caller's requests of one JSON-RPC method (repeatable): `METHOD=N/s` (or
+    /// `N/m`, `N/h`), bursts of one second's worth (at least 1); every request of a POST,
+    /// batch entries each, takes a token, 429 with Retry-After beyond it.
+    #[arg(long, value_name = "METHOD=N/s", value_parser = parse_named_rate)]
+    rate_limit_method: Vec<(String, f64)>,
+    /// Limit each caller's `tools/call` requests of one tool (repeatable): `NAME=N/s` (or
+    /// `N/m`, `N/h`), bursts of one second's worth (at least 1), besides any
+    /// `--rate-limit-method tools/call=...`.
+    #[arg(long, value_name = "NAME=N/s", value_parser = parse_named_rate)]
+    rate_limit_tool: Vec<(String, f64)>,
     /// Hold the rate limit across instances through Redis (`redis://HOST:PORT`; the same
     /// URL as `--session-store` shares one connection); each instance limits alone without.
-    #[arg(long, value_name = "redis://HOST:PORT", requires = "rate_limit")]
+    #[arg(long, value_name = "redis://HOST:PORT")]
     rate_limit_store: Option<String>,
     /// Serve Prometheus metrics (operation and session durations, sessions, GET streams,
     /// refusals, event-store appends) at `http://ADDR/metrics`, on a listener of its own.
@@ -298,6 +308,24 @@ fn parse_rate(s: &str) -> Result<f64, String> {
         return Err(format!("{s:?}: the rate must be above zero"));
     }
     Ok(n / secs)
+}
+
+/// `NAME=N/s` (or `N/m`, `N/h`): a method or tool name and its rate per second.
+fn parse_named_rate(s: &str) -> Result<(String, f64), String> {
+    // The rate has no `=`; a name might.
+    let (name, rate) = s
+        .rsplit_once('=')
+        .ok_or_else(|| format!("{s:?}: expected NAME=N/s"))?;
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(format!("{s:?}: the name before `=` is empty"));
+    }
+    Ok((name.to_owned(), parse_rate(rate)?))
+}
+
+/// A bucket of `rate` per second holding one second's worth (at least one token).
+fn one_second_burst(rate: f64) -> vellum::store::RateLimit {
+    vellum::store::RateLimit::new(rate, rate.ceil().max(1.0) as u32)
 }
 
 /// Connects to each Redis URL once.
@@ -424,12 +452,25 @@ async fn options(
     o.max_sessions_per_principal = args.max_sessions_per_principal;
     o.initialize_timeout = (!args.initialize_timeout.is_zero()).then_some(args.initialize_timeout);
     if let Some(rate) = args.rate_limit {
-        let burst = args
-            .rate_burst
-            .unwrap_or_else(|| rate.ceil().max(1.0) as u32);
-        o.rate_limit = Some(vellum::store::RateLimit::new(rate, burst));
+        o.rate_limit = Some(match args.rate_burst {
+            Some(burst) => vellum::store::RateLimit::new(rate, burst),
+            None => one_second_burst(rate),
+        });
     }
+    let mut limits = vellum::transport::http::RateLimits::new();
+    for (method, rate) in &args.rate_limit_method {
+        limits = limits.method(method.clone(), one_second_burst(*rate));
+    }
+    for (tool, rate) in &args.rate_limit_tool {
+        limits = limits.tool(tool.clone(), one_second_burst(*rate));
+    }
+    o.rate_limits = limits;
     if let Some(url) = &args.rate_limit_store {
+        if o.rate_limit.is_none() && o.rate_limits.is_empty() {
+            bail!(
+                "--rate-limit-store needs a limit to hold: --rate-limit, --rate-limit-method or --rate-limit-tool"
+            );
+        }
         if !(url.starts_with("redis://") || url.starts_with("rediss://")) {
             bail!("--rate-limit-store: expected a Redis URL (redis://HOST:PORT), got {url:?}");
         }

@@ -186,6 +186,7 @@ const TESTED: &[(&str, &str)] = &[
     (EVERY, NO_SERVER),
     (EVERY, MISSING_SCOPE),
     (EVERY, RATE_LIMITED),
+    (EVERY, CALL_RATE_LIMITED),
     (EVERY, ONLY_NOTIFICATIONS),
     (LEGACY, BAD_VERSION),
     (LEGACY, BATCH_VERSION),
@@ -845,6 +846,7 @@ const OTHER_PRINCIPAL: &str = "the session belongs to another authenticated prin
 const MAX_SESSIONS: &str =
     "`initialize` beyond `max_sessions`, or beyond `max_sessions_per_principal`";
 const RATE_LIMITED: &str = "the caller's `rate_limit` is spent (a token bucket per authenticated principal, else per client IP address; every request to the endpoint takes a token, before its body is read)";
+const CALL_RATE_LIMITED: &str = "a request of the POST (each entry of a batch) is beyond its method's or its tool's limit in `rate_limits` (a token bucket per caller and configured name; checked once the body is decoded)";
 const DRAINING: &str = "`initialize`, or a session only the session store holds (another instance's), while the handler drains (`start_draining`; SIGTERM under `vellum serve`)";
 const MAX_IN_FLIGHT: &str = "the session already has `max_in_flight_per_session` requests running (default 256), each request of a batch counted, a request whose connection went not counted";
 const DUPLICATE_ID: &str = "a request id that is still in flight in the session";
@@ -869,6 +871,19 @@ async fn row_rate_limited() {
     assert_eq!(c.post(&initialize()).await.status, StatusCode::OK);
     let a = c.post(&initialize()).await;
     check(EVERY, RATE_LIMITED, &a, None);
+}
+
+#[tokio::test]
+async fn row_call_rate_limited() {
+    let mut o = StreamableHttpOptions::default();
+    o.rate_limits = vellum::transport::http::RateLimits::new()
+        .method("tools/list", vellum::store::RateLimit::new(0.001, 1));
+    let (_f, srv) = server(o).await;
+    let c = session(&srv, "2025-11-25").await;
+    let list = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list"});
+    assert_eq!(c.post(&list).await.status, StatusCode::OK);
+    let a = c.post(&list).await;
+    check(EVERY, CALL_RATE_LIMITED, &a, None);
 }
 
 #[tokio::test]

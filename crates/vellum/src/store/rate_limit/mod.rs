@@ -40,6 +40,12 @@ impl RateLimit {
         }
     }
 
+    /// `n` tokens a second with bursts of one second's worth (`n`, at least 1): what
+    /// `vellum serve --rate-limit N/s` sets without `--rate-burst`.
+    pub fn per_second(n: u32) -> Self {
+        RateLimit::new(f64::from(n), n)
+    }
+
     /// How long a bucket takes to fill from empty: how long a key is worth remembering.
     pub fn refill_time(&self) -> Duration {
         Duration::from_secs_f64((f64::from(self.burst) / self.per_second).min(86_400.0 * 365.0))

@@ -64,8 +64,8 @@ pub(super) struct Inner {
     pub(super) shutdown: CancellationToken,
     /// Set by [`StreamableHttpHandler::start_draining`]: new sessions are refused.
     pub(super) draining: std::sync::atomic::AtomicBool,
-    /// The buckets of `options.rate_limit`, when it is set.
-    pub(super) limiter: Option<(crate::store::RateLimit, Arc<dyn crate::store::RateLimiter>)>,
+    /// The rate limits (`options.rate_limit`, `options.rate_limits`), when any is set.
+    pub(super) limits: Option<super::rate_limit::Limits>,
     /// Whether the bus listener runs.
     listening: std::sync::atomic::AtomicBool,
 }
@@ -94,13 +94,11 @@ impl StreamableHttpHandler {
                 .session_timeout
                 .unwrap_or(DEFAULT_STORED_SESSION_TTL),
         });
-        let limiter = options.rate_limit.map(|l| {
-            let store = options.rate_limiter.clone().unwrap_or_else(|| {
-                Arc::new(crate::store::MemoryRateLimiter::new())
-                    as Arc<dyn crate::store::RateLimiter>
-            });
-            (l, store)
-        });
+        let limits = super::rate_limit::Limits::new(
+            options.rate_limit,
+            &options.rate_limits,
+            options.rate_limiter.clone(),
+        );
         // Each server the factory hands out announces its list changes and resource updates
         // to the other instances, and hears theirs (attached once per server).
         let bus = options.bus.clone();
@@ -123,7 +121,7 @@ impl StreamableHttpHandler {
                 options,
                 shutdown: CancellationToken::new(),
                 draining: std::sync::atomic::AtomicBool::new(false),
-                limiter,
+                limits,
                 listening: std::sync::atomic::AtomicBool::new(false),
             }),
         }
@@ -240,7 +238,7 @@ impl StreamableHttpHandler {
     {
         self.listen_to_bus();
         let inner = &self.inner;
-        let (parts, body) = req.into_parts();
+        let (mut parts, body) = req.into_parts();
         let method = parts.method.clone();
         let cors_origin = inner.security.cors_origin(&parts.headers);
         let result = async {
@@ -252,8 +250,10 @@ impl StreamableHttpHandler {
                 &parts.extensions,
                 connection.as_ref(),
             )?;
-            if let Some((limit, store)) = &inner.limiter {
-                super::rate_limit::admit(&parts, connection.as_ref(), *limit, &**store).await?;
+            if let Some(limits) = &inner.limits {
+                limits
+                    .admit_request(&mut parts, connection.as_ref())
+                    .await?;
             }
             match parts.method {
                 Method::POST => inner.post(parts, body).await,

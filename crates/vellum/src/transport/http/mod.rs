@@ -60,6 +60,7 @@ pub use health::{
 #[cfg(feature = "metrics")]
 pub use metrics::{describe_metrics, names as metric_names};
 pub use options::{DEFAULT_SHUTDOWN_GRACE, StreamableHttpOptions};
+pub use rate_limit::RateLimits;
 pub use security::{ConnectionInfo, CrossOriginProtection, InvalidOrigin, is_loopback_host};
 pub use security_layer::{SecurityBody, SecurityLayer, SecurityService};
 pub use serve::{

@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use crate::store::{EventStore, MessageBus, RateLimit, RateLimiter, SessionStore};
 
+use super::RateLimits;
+
 use super::security::CrossOriginProtection;
 
 /// How long a graceful shutdown waits for in-flight requests by default
@@ -122,7 +124,12 @@ pub struct StreamableHttpOptions {
     ///
     /// [`Caller`]: crate::server::Caller
     pub rate_limit: Option<RateLimit>,
-    /// Where the buckets of `rate_limit` live: [`MemoryRateLimiter`](crate::store::MemoryRateLimiter)
+    /// Limits per JSON-RPC method and per tool, each a token bucket per caller (principal,
+    /// else client IP): every request of a POST, batch entries each, takes a token from its
+    /// method's and its tool's bucket once the body is decoded; beyond one the POST gets 429
+    /// with `Retry-After`. Only the names set here have buckets. Default: none.
+    pub rate_limits: RateLimits,
+    /// Where the buckets of `rate_limit` and `rate_limits` live: [`MemoryRateLimiter`](crate::store::MemoryRateLimiter)
     /// when unset (each instance limits on its own), a Redis one
     /// (`Redis::rate_limiter`, feature `redis`) to hold the limit across instances. A
     /// limiter that fails (Redis unreachable) lets the request through. Default: none.
@@ -222,6 +229,7 @@ impl Default for StreamableHttpOptions {
             request_grace: DEFAULT_SHUTDOWN_GRACE,
             stream_grace: Duration::ZERO,
             rate_limit: None,
+            rate_limits: RateLimits::new(),
             rate_limiter: None,
         }
     }
@@ -263,6 +271,7 @@ impl std::fmt::Debug for StreamableHttpOptions {
             .field("request_grace", &self.request_grace)
             .field("stream_grace", &self.stream_grace)
             .field("rate_limit", &self.rate_limit)
+            .field("rate_limits", &self.rate_limits)
             .field("rate_limiter", &self.rate_limiter)
             .finish()
     }

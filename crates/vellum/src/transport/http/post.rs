@@ -87,6 +87,10 @@ impl Inner {
         let (payload, modern_meta) = decode_body(bytes, ambiguous).await?;
         // The decoded messages share the bytes; what the budget bounds is bodies in transit.
         drop(held);
+        if let Some(limits) = &self.limits {
+            // Per method and per tool: known only now that the body is decoded.
+            limits.admit_calls(&parts, &payload).await?;
+        }
         if header_version.is_some_and(ProtocolVersion::looks_modern) || modern_meta {
             let meta = modern_headers::validate(&parts.headers, &payload)?;
             return self

@@ -1,30 +1,184 @@
-//! The per-caller rate limit of the handler (`StreamableHttpOptions::rate_limit`): which
-//! bucket a request takes its token from, and the 429 when there is none.
+//! The rate limits of the handler: the per-caller one (`StreamableHttpOptions::rate_limit`,
+//! one token per HTTP request, before the body is read) and the per-method and per-tool ones
+//! ([`RateLimits`], one token per JSON-RPC request once the body is decoded). Which bucket a
+//! request takes its token from, and the 429 when there is none.
 //!
 //! The key is the authenticated principal (the [`Caller`] an authentication layer put on the
 //! request) or, without one, the client's IP address; it is hashed, so a principal's name
-//! never reaches a store and every key has the same short shape.
+//! never reaches a store and every key has the same short shape. A method or tool bucket's
+//! key is the caller's key plus the configured name: only configured names have buckets, so a
+//! client cannot make the store hold a key per invented name.
 //!
 //! Not here: the buckets themselves (`store::rate_limit`).
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
+use crate::protocol::{Message, Payload, methods};
 use crate::server::Caller;
 use crate::store::{Admission, RateLimit, RateLimiter};
 
 use super::rejection::Rejection;
 use super::security::ConnectionInfo;
 
-/// Takes a token for this request, or refuses it. A limiter that fails lets it through: an
-/// unreachable Redis must not turn into an outage (its readiness check reports it).
-pub(super) async fn admit(
-    parts: &http::request::Parts,
-    connection: Option<&ConnectionInfo>,
-    limit: RateLimit,
-    store: &dyn RateLimiter,
-) -> Result<(), Rejection> {
-    let key = key(parts.extensions.get::<Caller>(), connection);
-    match store.admit(&key, limit).await {
+/// Limits per JSON-RPC method and per tool, each a token bucket per caller (an authenticated
+/// principal, else a client IP address), set as `StreamableHttpOptions::rate_limits`.
+///
+/// Every request of a POST (each entry of a batch) takes a token from its method's bucket
+/// and, for `tools/call`, from its tool's bucket; a POST with a request beyond its limit is
+/// answered 429 with `Retry-After`. Notifications and responses take none. The buckets live
+/// in the same store as the per-caller limit (`StreamableHttpOptions::rate_limiter`).
+///
+/// ```
+/// use vellum::store::RateLimit;
+/// use vellum::transport::http::RateLimits;
+///
+/// let limits = RateLimits::new()
+///     .method("tools/call", RateLimit::per_second(50))
+///     .tool("search", RateLimit::per_second(5));
+/// assert!(!limits.is_empty());
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RateLimits {
+    methods: HashMap<String, RateLimit>,
+    tools: HashMap<String, RateLimit>,
+}
+
+impl RateLimits {
+    /// No limits.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Limits each caller's requests of `method` (e.g. `tools/call`); a later setting of the
+    /// same method replaces an earlier one.
+    pub fn method(mut self, method: impl Into<String>, limit: RateLimit) -> Self {
+        self.methods.insert(method.into(), limit);
+        self
+    }
+
+    /// Limits each caller's `tools/call` requests of the tool `name`, besides any limit of
+    /// `tools/call` itself (a call takes a token from both).
+    pub fn tool(mut self, name: impl Into<String>, limit: RateLimit) -> Self {
+        self.tools.insert(name.into(), limit);
+        self
+    }
+
+    /// True when no method or tool is limited.
+    pub fn is_empty(&self) -> bool {
+        self.methods.is_empty() && self.tools.is_empty()
+    }
+
+    /// The limit of `method`, if it has one.
+    pub fn method_limit(&self, method: &str) -> Option<RateLimit> {
+        self.methods.get(method).copied()
+    }
+
+    /// The limit of the tool `name`, if it has one.
+    pub fn tool_limit(&self, name: &str) -> Option<RateLimit> {
+        self.tools.get(name).copied()
+    }
+}
+
+/// Every limit of a handler and the store of their buckets (absent when none is set).
+#[derive(Debug)]
+pub(super) struct Limits {
+    per_caller: Option<RateLimit>,
+    calls: RateLimits,
+    store: Arc<dyn RateLimiter>,
+}
+
+/// The caller's bucket key, computed once per HTTP request and carried in its extensions to
+/// the per-method check (only when method or tool limits are set).
+#[derive(Clone, Debug)]
+struct CallerKey(String);
+
+impl Limits {
+    /// The limits of these options, or `None` when there are none (the common case costs one
+    /// branch per request).
+    pub(super) fn new(
+        per_caller: Option<RateLimit>,
+        calls: &RateLimits,
+        store: Option<Arc<dyn RateLimiter>>,
+    ) -> Option<Self> {
+        if per_caller.is_none() && calls.is_empty() {
+            return None;
+        }
+        Some(Limits {
+            per_caller,
+            calls: calls.clone(),
+            store: store.unwrap_or_else(|| Arc::new(crate::store::MemoryRateLimiter::new())),
+        })
+    }
+
+    /// Takes the per-caller token for this HTTP request, or refuses it; leaves the caller's
+    /// key in `parts` for [`Limits::admit_calls`] when method or tool limits are set.
+    pub(super) async fn admit_request(
+        &self,
+        parts: &mut http::request::Parts,
+        connection: Option<&ConnectionInfo>,
+    ) -> Result<(), Rejection> {
+        let key = key(parts.extensions.get::<Caller>(), connection);
+        if let Some(limit) = self.per_caller {
+            take(&*self.store, &key, limit).await?;
+        }
+        if !self.calls.is_empty() {
+            parts.extensions.insert(CallerKey(key));
+        }
+        Ok(())
+    }
+
+    /// Takes a token per request of `payload` from its method's and its tool's buckets, or
+    /// refuses the POST at the first request beyond its limit.
+    pub(super) async fn admit_calls(
+        &self,
+        parts: &http::request::Parts,
+        payload: &Payload,
+    ) -> Result<(), Rejection> {
+        let Some(CallerKey(caller)) = parts.extensions.get::<CallerKey>() else {
+            return Ok(());
+        };
+        let messages = match payload {
+            Payload::Single(m) => std::slice::from_ref(m),
+            Payload::Batch(v) => v.as_slice(),
+        };
+        for m in messages {
+            let Message::Request(r) = m else { continue };
+            if let Some(limit) = self.calls.method_limit(&r.method) {
+                take(&*self.store, &format!("{caller}:m:{}", r.method), limit).await?;
+            }
+            if self.calls.tools.is_empty() || r.method != methods::TOOLS_CALL {
+                continue;
+            }
+            // A call whose params do not name a tool is refused later, by the server.
+            let Some(name) = r.params.as_ref().and_then(|p| tool_name(p.as_bytes())) else {
+                continue;
+            };
+            if let Some(limit) = self.calls.tool_limit(&name) {
+                take(&*self.store, &format!("{caller}:t:{name}"), limit).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The `name` of `tools/call` params (the rest is left undecoded).
+fn tool_name(params: &[u8]) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Named {
+        name: String,
+    }
+    serde_json::from_slice::<Named>(params).ok().map(|n| n.name)
+}
+
+/// Takes a token from `key`'s bucket, or refuses. A limiter that fails lets the request
+/// through: an unreachable Redis must not turn into an outage (its readiness check reports
+/// it).
+async fn take(store: &dyn RateLimiter, key: &str, limit: RateLimit) -> Result<(), Rejection> {
+    match store.admit(key, limit).await {
         Ok(Admission::Limited { retry_after }) => Err(Rejection::RateLimited {
             // Whole seconds, rounded up: a client that waits that long finds a token.
             retry_after_secs: retry_after.as_secs_f64().ceil().max(1.0) as u64,
@@ -33,7 +187,7 @@ pub(super) async fn admit(
     }
 }
 
-/// The bucket's key: `p:` + a hash of the principal, or `ip:` + a hash of the address.
+/// The caller's key: `p:` + a hash of the principal, or `ip:` + a hash of the address.
 fn key(caller: Option<&Caller>, connection: Option<&ConnectionInfo>) -> String {
     let mut h = Sha256::new();
     let kind = match (caller, connection.and_then(|c| c.remote)) {
@@ -58,4 +212,29 @@ fn key(caller: Option<&Caller>, connection: Option<&ConnectionInfo>) -> String {
         out.push_str(&format!("{b:02x}"));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_name_is_read_from_call_params_only_when_present() {
+        assert_eq!(
+            tool_name(br#"{"name":"search","arguments":{"q":1}}"#).as_deref(),
+            Some("search")
+        );
+        assert_eq!(tool_name(br#"{"arguments":{}}"#), None);
+        assert_eq!(tool_name(b"[1]"), None);
+    }
+
+    #[test]
+    fn a_later_setting_replaces_an_earlier_one() {
+        let l = RateLimits::new()
+            .method("tools/list", RateLimit::new(1.0, 1))
+            .method("tools/list", RateLimit::new(2.0, 2));
+        assert_eq!(l.method_limit("tools/list"), Some(RateLimit::new(2.0, 2)));
+        assert_eq!(l.method_limit("tools/call"), None);
+        assert_eq!(l.tool_limit("search"), None);
+    }
 }
