@@ -1,8 +1,10 @@
 //! DPoP (RFC 9449) at the resource server over real loopback HTTP: a bound token (`cnf.jkt`)
-//! only with the `DPoP` scheme and a valid proof; every refusal (Bearer-sent bound token,
-//! missing proof, replay on the same and on another instance, wrong `htu`/`htm`, another
-//! key, stale `iat`, wrong `ath`, unbound token as DPoP, Bearer in `required` mode), server
-//! nonces, both eras, and step-up with a DPoP token.
+//! only with the `DPoP` scheme and a valid proof. One test per refusal, each asserting the
+//! status, the challenge and the `error_description` that names the check (Bearer-sent bound
+//! token, missing or doubled proof, replay on the same and on another instance, wrong
+//! `htu`/`htm`, another key, `iat` outside the window, wrong `ath`, wrong `typ`, an
+//! algorithm not configured, unbound token as DPoP, Bearer in `required` mode, nonce
+//! required and mismatched), server nonces, both eras, and step-up with a DPoP token.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -157,28 +159,41 @@ fn allowed() -> Configure {
     Box::new(|b| b)
 }
 
-#[tokio::test]
-async fn a_bound_token_needs_the_dpop_scheme_and_a_valid_proof() {
+/// A server in `allowed` mode, a DPoP key and an access token bound to it.
+async fn bound() -> (TestHttpServer, SigningKey, String) {
     let mcp = start(allowed()).await;
     let k = key(1);
     let t = token("", Some(k.thumbprint()));
-    let url = mcp.url.clone();
-    let proof =
-        |method: &str, url: &str, tok: &str| dpop_proof(&k, method, url, Some(tok), None).unwrap();
+    (mcp, k, t)
+}
 
-    // A valid proof: served.
-    let r = post(
-        &mcp,
-        &format!("DPoP {t}"),
-        &[&proof("POST", &url, &t)],
-        &echo_body(),
-    )
-    .await;
+/// A fresh, valid proof for a POST to `url` carrying `tok`.
+fn proof(k: &SigningKey, method: &str, url: &str, tok: &str) -> String {
+    dpop_proof(k, method, url, Some(tok), None).unwrap()
+}
+
+/// Asserts 401 with a DPoP challenge carrying `error`, and a body naming why.
+async fn assert_refused_because(r: reqwest::Response, error: &str, description: &str) {
+    assert_dpop_refusal(&r, error);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"], error, "{body}");
+    assert_eq!(body["error_description"], description, "{body}");
+}
+
+#[tokio::test]
+async fn a_bound_token_with_a_valid_proof_is_served() {
+    let (mcp, k, t) = bound().await;
+    let p = proof(&k, "POST", &mcp.url, &t);
+    let r = post(&mcp, &format!("DPoP {t}"), &[&p], &echo_body()).await;
     assert_eq!(r.status(), 200);
+}
 
-    // The bound token as Bearer: invalid_token, with both challenges offered.
+#[tokio::test]
+async fn a_bound_token_sent_as_bearer_is_refused() {
+    let (mcp, _k, t) = bound().await;
     let r = post(&mcp, &format!("Bearer {t}"), &[], &echo_body()).await;
     assert_eq!(r.status(), 401);
+    // invalid_token on the scheme used, with both challenges offered.
     let c = challenges(&r);
     assert!(
         c[0].starts_with("Bearer ") && c[0].contains("error=\"invalid_token\""),
@@ -188,61 +203,187 @@ async fn a_bound_token_needs_the_dpop_scheme_and_a_valid_proof() {
         c[1].starts_with("DPoP algs=\"ES256 ES384 EdDSA RS256 PS256\""),
         "{c:?}"
     );
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(
+        body["error_description"],
+        "The access token is DPoP-bound: send it with the DPoP scheme and a proof"
+    );
+}
 
-    // No proof, two proofs.
+#[tokio::test]
+async fn a_bound_token_without_a_proof_is_refused() {
+    let (mcp, _k, t) = bound().await;
     let r = post(&mcp, &format!("DPoP {t}"), &[], &echo_body()).await;
-    assert_dpop_refusal(&r, "invalid_dpop_proof");
-    let p = proof("POST", &url, &t);
-    let r = post(&mcp, &format!("DPoP {t}"), &[&p, &p], &echo_body()).await;
-    assert_dpop_refusal(&r, "invalid_dpop_proof");
+    assert_refused_because(
+        r,
+        "invalid_dpop_proof",
+        "Exactly one DPoP proof header is required",
+    )
+    .await;
+}
 
-    // Replayed.
-    let p = proof("POST", &url, &t);
+#[tokio::test]
+async fn two_proofs_are_refused() {
+    let (mcp, k, t) = bound().await;
+    let p = proof(&k, "POST", &mcp.url, &t);
+    let r = post(&mcp, &format!("DPoP {t}"), &[&p, &p], &echo_body()).await;
+    assert_refused_because(
+        r,
+        "invalid_dpop_proof",
+        "Exactly one DPoP proof header is required",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_replayed_proof_is_refused() {
+    let (mcp, k, t) = bound().await;
+    let p = proof(&k, "POST", &mcp.url, &t);
     let r = post(&mcp, &format!("DPoP {t}"), &[&p], &echo_body()).await;
     assert_eq!(r.status(), 200);
     let r = post(&mcp, &format!("DPoP {t}"), &[&p], &echo_body()).await;
-    assert_dpop_refusal(&r, "invalid_dpop_proof");
+    assert_refused_because(r, "invalid_dpop_proof", "The DPoP proof was already used").await;
+}
 
-    // Another URL, another method, another token's hash, another key.
-    let other_url = format!("{}/other", mcp.base());
-    for (what, p) in [
-        ("htu", proof("POST", &other_url, &t)),
-        ("htm", proof("GET", &url, &t)),
-        // A different token (its scope differs, so it differs even within the same second).
-        (
-            "ath",
-            proof("POST", &url, &token("other", Some(k.thumbprint()))),
-        ),
-        (
-            "key",
-            dpop_proof(&key(2), "POST", &url, Some(&t), None).unwrap(),
-        ),
-    ] {
-        let r = post(&mcp, &format!("DPoP {t}"), &[&p], &echo_body()).await;
-        assert_dpop_refusal(&r, "invalid_dpop_proof");
-        let body: Value = r.json().await.unwrap();
-        assert_eq!(body["error"], "invalid_dpop_proof", "{what}");
-    }
+#[tokio::test]
+async fn a_proof_for_another_url_is_refused() {
+    let (mcp, k, t) = bound().await;
+    let p = proof(&k, "POST", &format!("{}/other", mcp.base()), &t);
+    let r = post(&mcp, &format!("DPoP {t}"), &[&p], &echo_body()).await;
+    assert_refused_because(r, "invalid_dpop_proof", "The DPoP proof is for another URL").await;
+}
 
-    // A stale iat (ten minutes ago).
-    let stale = proof_with(
+#[tokio::test]
+async fn a_proof_whose_htu_carries_a_query_is_refused() {
+    let (mcp, k, t) = bound().await;
+    // RFC 9449 §4.2: htu is the URL without query and fragment; one that has them is refused
+    // even though its path is right.
+    let p = proof_with(
         &k,
-        &json!({"jti": "stale-1", "htm": "POST", "htu": url, "iat": now() - 600,
+        &json!({"jti": "query-1", "htm": "POST", "htu": format!("{}?x=1", mcp.url),
+                "iat": now(), "ath": sha256_b64url(t.as_bytes())}),
+    );
+    let r = post(&mcp, &format!("DPoP {t}"), &[&p], &echo_body()).await;
+    assert_refused_because(r, "invalid_dpop_proof", "The DPoP proof is for another URL").await;
+}
+
+#[tokio::test]
+async fn a_proof_whose_htu_differs_only_by_normalisation_is_served() {
+    let (mcp, k, t) = bound().await;
+    // RFC 9449 §4.3 and RFC 3986 §6.2.2: the scheme and host compare case-insensitively.
+    let htu = mcp.url.replacen("http://", "HTTP://", 1);
+    assert_ne!(htu, mcp.url);
+    let p = proof_with(
+        &k,
+        &json!({"jti": "norm-1", "htm": "POST", "htu": htu, "iat": now(),
                 "ath": sha256_b64url(t.as_bytes())}),
     );
-    let r = post(&mcp, &format!("DPoP {t}"), &[&stale], &echo_body()).await;
-    assert_dpop_refusal(&r, "invalid_dpop_proof");
+    let r = post(&mcp, &format!("DPoP {t}"), &[&p], &echo_body()).await;
+    assert_eq!(r.status(), 200, "{:?}", challenges(&r));
+}
 
-    // A token without cnf as DPoP: invalid_token on the DPoP challenge.
-    let unbound = token("", None);
-    let r = post(
-        &mcp,
-        &format!("DPoP {unbound}"),
-        &[&proof("POST", &url, &unbound)],
-        &echo_body(),
+#[tokio::test]
+async fn a_proof_for_another_method_is_refused() {
+    let (mcp, k, t) = bound().await;
+    let p = proof(&k, "GET", &mcp.url, &t);
+    let r = post(&mcp, &format!("DPoP {t}"), &[&p], &echo_body()).await;
+    assert_refused_because(
+        r,
+        "invalid_dpop_proof",
+        "The DPoP proof is for another HTTP method",
     )
     .await;
-    assert_dpop_refusal(&r, "invalid_token");
+}
+
+#[tokio::test]
+async fn a_proof_for_another_token_is_refused() {
+    let (mcp, k, t) = bound().await;
+    // A different token bound to the same key (its scope differs, so it differs even within
+    // the same second): the proof's ath is its hash, not the hash of the token sent.
+    let p = proof(&k, "POST", &mcp.url, &token("other", Some(k.thumbprint())));
+    let r = post(&mcp, &format!("DPoP {t}"), &[&p], &echo_body()).await;
+    assert_refused_because(
+        r,
+        "invalid_dpop_proof",
+        "The DPoP proof is not bound to this access token",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_proof_signed_by_another_key_is_refused() {
+    let (mcp, _k, t) = bound().await;
+    // Valid in itself (signed with the key it carries, right ath), but not the token's key.
+    let p = proof(&key(2), "POST", &mcp.url, &t);
+    let r = post(&mcp, &format!("DPoP {t}"), &[&p], &echo_body()).await;
+    assert_refused_because(
+        r,
+        "invalid_dpop_proof",
+        "The access token is bound to another key",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_proof_with_an_iat_outside_the_window_is_refused() {
+    let (mcp, k, t) = bound().await;
+    // Ten minutes ago and ten minutes ahead, against the default ±5 minutes.
+    for (jti, iat) in [("stale-1", now() - 600), ("ahead-1", now() + 600)] {
+        let p = proof_with(
+            &k,
+            &json!({"jti": jti, "htm": "POST", "htu": mcp.url, "iat": iat,
+                    "ath": sha256_b64url(t.as_bytes())}),
+        );
+        let r = post(&mcp, &format!("DPoP {t}"), &[&p], &echo_body()).await;
+        assert_refused_because(
+            r,
+            "invalid_dpop_proof",
+            "The DPoP proof is too old or from the future",
+        )
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn a_proof_of_another_type_is_refused() {
+    let (mcp, k, t) = bound().await;
+    let mut header = Header::new(Algorithm::EdDSA);
+    header.typ = Some("JWT".into());
+    header.jwk = Some(k.public_jwk().clone());
+    let claims = json!({"jti": "typ-1", "htm": "POST", "htu": mcp.url, "iat": now(),
+                        "ath": sha256_b64url(t.as_bytes())});
+    let p = k.sign(header, &claims).unwrap();
+    let r = post(&mcp, &format!("DPoP {t}"), &[&p], &echo_body()).await;
+    assert_refused_because(
+        r,
+        "invalid_dpop_proof",
+        "The DPoP proof's typ is not dpop+jwt",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_proof_signed_with_an_algorithm_not_configured_is_refused() {
+    let mcp = start(Box::new(|b| b.dpop_algorithms(vec![Algorithm::ES256]))).await;
+    let k = key(9);
+    let t = token("", Some(k.thumbprint()));
+    let p = proof(&k, "POST", &mcp.url, &t);
+    let r = post(&mcp, &format!("DPoP {t}"), &[&p], &echo_body()).await;
+    assert_refused_because(
+        r,
+        "invalid_dpop_proof",
+        "The DPoP proof's algorithm is not accepted here",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn an_unbound_token_is_refused_as_dpop_and_served_as_bearer() {
+    let mcp = start(allowed()).await;
+    let unbound = token("", None);
+    let p = proof(&key(1), "POST", &mcp.url, &unbound);
+    let r = post(&mcp, &format!("DPoP {unbound}"), &[&p], &echo_body()).await;
+    assert_refused_because(r, "invalid_token", "The access token is not DPoP-bound").await;
     // ... and as Bearer it goes through (allowed mode).
     let r = post(&mcp, &format!("Bearer {unbound}"), &[], &echo_body()).await;
     assert_eq!(r.status(), 200);
@@ -288,6 +429,11 @@ async fn required_mode_refuses_bearer_tokens() {
         1,
         "no Bearer challenge in required mode"
     );
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(
+        body["error_description"],
+        "This server accepts only DPoP-bound access tokens"
+    );
     let m: Value = metadata(&mcp).await;
     assert_eq!(m["dpop_bound_access_tokens_required"], true);
 
@@ -326,14 +472,22 @@ async fn a_server_nonce_is_required_and_then_satisfied() {
     assert_dpop_refusal(&r, "use_dpop_nonce");
     let nonce = r.headers()["dpop-nonce"].to_str().unwrap().to_owned();
 
-    let bad = dpop_proof(&k, "POST", &mcp.url, Some(&t), Some("made-up")).unwrap();
-    let r = post(&mcp, &format!("DPoP {t}"), &[&bad], &echo_body()).await;
-    assert_dpop_refusal(&r, "use_dpop_nonce");
-
     let good = dpop_proof(&k, "POST", &mcp.url, Some(&t), Some(&nonce)).unwrap();
     let r = post(&mcp, &format!("DPoP {t}"), &[&good], &echo_body()).await;
     assert_eq!(r.status(), 200);
     assert_eq!(r.headers()["dpop-nonce"], nonce.as_str());
+}
+
+#[tokio::test]
+async fn a_proof_with_a_nonce_not_of_this_server_gets_use_dpop_nonce() {
+    let mcp = start(Box::new(|b| b.dpop_nonce(Duration::from_secs(300)))).await;
+    let k = key(5);
+    let t = token("", Some(k.thumbprint()));
+    let bad = dpop_proof(&k, "POST", &mcp.url, Some(&t), Some("made-up")).unwrap();
+    let r = post(&mcp, &format!("DPoP {t}"), &[&bad], &echo_body()).await;
+    assert_dpop_refusal(&r, "use_dpop_nonce");
+    assert!(r.headers().contains_key("dpop-nonce"));
+    assert_ne!(r.headers()["dpop-nonce"], "made-up");
 }
 
 #[tokio::test]
@@ -432,6 +586,36 @@ async fn a_proof_replayed_to_another_instance_sharing_redis_is_refused() {
         let pttl: i64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
         assert!((1..=301_000).contains(&pttl), "{key}: PTTL {pttl}");
     }
+}
+
+#[tokio::test]
+async fn a_modern_request_with_a_bound_token_and_no_proof_is_refused() {
+    let (mcp, k, t) = bound().await;
+    let m = Modern::new(&mcp.url);
+    let body = m.body(1, "tools/call", json!({"name": "echo"}));
+    let r = m
+        .mcp
+        .modern_builder(&body)
+        .header("authorization", format!("DPoP {t}"))
+        .send()
+        .await
+        .unwrap();
+    assert_refused_because(
+        r,
+        "invalid_dpop_proof",
+        "Exactly one DPoP proof header is required",
+    )
+    .await;
+    // The same request with its proof is served.
+    let r = m
+        .mcp
+        .modern_builder(&body)
+        .header("authorization", format!("DPoP {t}"))
+        .header("dpop", proof(&k, "POST", &mcp.url, &t))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
 }
 
 #[tokio::test]
