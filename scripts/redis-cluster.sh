@@ -17,7 +17,12 @@ case $cmd in
         --daemonize yes --pidfile "$dir/$p.pid" --logfile "$dir/$p.log"
     done
     for p in "$@"; do
-      for _ in $(seq 100); do redis-cli -p "$p" ping >/dev/null 2>&1 && break; sleep 0.1; done
+      [ "$p" -le 55535 ] || { echo "port $p: a cluster node's port must be 55535 or less (its bus is port + 10000)" >&2; exit 2; }
+    done
+    for p in "$@"; do
+      up=
+      for _ in $(seq 100); do redis-cli -p "$p" ping >/dev/null 2>&1 && { up=1; break; }; sleep 0.1; done
+      [ -n "$up" ] || { echo "node $p did not start: $(tail -n 1 "$dir/$p.log" 2>/dev/null)" >&2; exit 1; }
     done
     redis-cli --cluster create "${@/#/127.0.0.1:}" --cluster-yes >"$dir/create.log"
     deadline=$((SECONDS + 30))

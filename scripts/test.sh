@@ -84,8 +84,25 @@ step "a Redis Cluster of three masters for the cluster tests (scripts/redis-clus
 # under CI=true they fail when VELLUM_TEST_REDIS_CLUSTER is unset.
 cluster_dir=$(mktemp -d)
 trap 'bash scripts/redis-cluster.sh stop "$cluster_dir"' EXIT
-ports=()
-for _ in 1 2 3; do ports+=("$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"); done
+# Three free ports whose cluster-bus ports (port + 10000) are free too: a node on a port above
+# 55535 cannot start at all, so the kernel's ephemeral ports (up to 60999) will not do.
+read -r -a ports <<<"$(python3 - <<'PY'
+import random, socket
+def free(p):
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", p))
+        except OSError:
+            return False
+    return True
+ports = []
+while len(ports) < 3:
+    p = random.randint(20000, 45000)
+    if p not in ports and free(p) and free(p + 10000):
+        ports.append(p)
+print(*ports)
+PY
+)"
 VELLUM_TEST_REDIS_CLUSTER=$(bash scripts/redis-cluster.sh start "$cluster_dir" "${ports[@]}")
 export VELLUM_TEST_REDIS_CLUSTER
 echo "$VELLUM_TEST_REDIS_CLUSTER"
