@@ -85,6 +85,19 @@ fn instance(store: &Store, extra: &[&str]) -> ServerProcess {
     ServerProcess::spawn(cmd)
 }
 
+/// Reads a listen stream's first frame, which must be its acknowledgement.
+async fn expect_acknowledged(stream: &mut SseReader) {
+    let ack = stream
+        .next_message()
+        .await
+        .expect("the acknowledgement")
+        .json();
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+}
+
 /// Runs the test body `$name(store)` on one node (`node`) and on a cluster (`cluster`).
 macro_rules! on_both {
     ($name:ident) => {
@@ -545,15 +558,7 @@ async fn a_list_change_reaches_listen_streams_on_other_instances(store: Store) {
     let (legacy, mut get) = legacy_listening(&inst[0].mcp_url(), &inst[2].mcp_url()).await;
     // Each stream is registered before the change: its first frame is sent when it opens
     // (the GET stream's was read above).
-    let ack = tools
-        .next_message()
-        .await
-        .expect("the acknowledgement")
-        .json();
-    assert_eq!(
-        ack["method"], "notifications/subscriptions/acknowledged",
-        "{ack}"
-    );
+    expect_acknowledged(&mut tools).await;
 
     let added = call(
         &legacy,
@@ -607,15 +612,7 @@ async fn a_resource_update_reaches_subscribers_on_other_instances(store: Store) 
     let mut listen = modern
         .listen(43, json!({"resourceSubscriptions": [note]}))
         .await;
-    let ack = listen
-        .next_message()
-        .await
-        .expect("the acknowledgement")
-        .json();
-    assert_eq!(
-        ack["method"], "notifications/subscriptions/acknowledged",
-        "{ack}"
-    );
+    expect_acknowledged(&mut listen).await;
     // Subscribed on A (before its GET stream opens on C, so C loads it subscribed), and
     // another session, not subscribed, its GET stream on B.
     let mut subscribed = client();
