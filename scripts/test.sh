@@ -8,10 +8,14 @@ ROOT=$PWD
 # The official JSON Schemas of each protocol version (read-only, beside the clone).
 export VELLUM_SPEC_SCHEMA_DIR="${VELLUM_SPEC_SCHEMA_DIR:-$ROOT/../shared/spec-schema}"
 
-# Each step's heading says how long the run has taken so far, so a log shows what each step
-# costs (CI must stay within its time budget).
+# Each step's heading says how long the run has taken so far and how much disk is left, so a
+# log shows what each step costs (CI must stay within its time budget, and once ran out of disk).
 started=$SECONDS
-step() { printf '\n=== [%dm%02ds] %s\n' $(((SECONDS - started) / 60)) $(((SECONDS - started) % 60)) "$*"; }
+step() {
+  local free
+  free=$(df -h --output=avail . 2>/dev/null | tail -n 1 | tr -d ' ') || free='?'
+  printf '\n=== [%dm%02ds, %s free] %s\n' $(((SECONDS - started) / 60)) $(((SECONDS - started) % 60)) "$free" "$*"
+}
 
 step "system packages the tests need"
 need=()
