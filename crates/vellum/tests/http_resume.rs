@@ -25,6 +25,15 @@ fn with_store() -> StreamableHttpOptions {
     StreamableHttpOptions::default().event_store(Arc::new(MemoryEventStore::default()))
 }
 
+/// The options with a memory event store, or none.
+fn store_if(store: bool) -> StreamableHttpOptions {
+    if store {
+        with_store()
+    } else {
+        StreamableHttpOptions::default()
+    }
+}
+
 /// A small seeded generator (splitmix64): the drop points are random but reproducible.
 struct Rng(u64);
 
@@ -54,11 +63,7 @@ async fn streaming_answers_carry_ids_and_complete_answers_do_not() {
             "without a store"
         };
         let f = test_server();
-        let o = if store {
-            with_store()
-        } else {
-            StreamableHttpOptions::default()
-        };
+        let o = store_if(store);
         let srv = TestHttpServer::start(f.server.clone(), o).await;
         let mut c = srv.client();
         c.connect("2025-06-18").await;
@@ -92,11 +97,7 @@ async fn priming_event_and_retry_open_2025_11_25_streams() {
     ];
     for (version, store, post_primed, get_primed) in cases {
         let f = test_server();
-        let mut o = if store {
-            with_store()
-        } else {
-            StreamableHttpOptions::default()
-        };
+        let mut o = store_if(store);
         o.sse_retry = retry;
         let srv = TestHttpServer::start(f.server.clone(), o).await;
         let mut c = srv.client();
@@ -281,11 +282,7 @@ async fn resumption_after_random_drops_delivers_every_event_exactly_once_in_orde
 async fn a_resume_takes_the_stream_over_from_a_post_response_still_open() {
     for store in [true, false] {
         let f = test_server();
-        let o = if store {
-            with_store()
-        } else {
-            StreamableHttpOptions::default()
-        };
+        let o = store_if(store);
         let srv = TestHttpServer::start(f.server.clone(), o).await;
         let mut c = srv.client();
         c.connect("2025-11-25").await;
