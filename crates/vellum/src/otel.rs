@@ -4,7 +4,7 @@
 //! into OpenTelemetry spans and a batch exporter that posts them, protobuf-encoded, to
 //! `{endpoint}/v1/traces`, plus an [`OtelGuard`] that flushes what is queued when the
 //! program stops. Put the layer in the subscriber you hand the handler as its
-//! [`logger`](crate::transport::http::StreamableHttpOptions::logger): the handler's request
+//! [`logger`](crate::transport::http::StreamableHttpOptions::logger()): the handler's request
 //! span (`mcp.server.request`, named `"{method} {target}"`) carries the attributes of the
 //! OpenTelemetry semantic conventions for MCP (`mcp.method.name`, `gen_ai.tool.name`,
 //! `mcp.session.id`, `jsonrpc.request.id`, `mcp.protocol.version`, `error.type`), and a
