@@ -25,23 +25,6 @@ use vellum_testkit::process::{ServerProcess, vellum_serve};
 /// tests (so its key checks look at this test's keys only).
 use vellum_testkit::redis::Backend as Store;
 
-/// Runs the test body `$name(store)` on one node (`node`) and on a cluster (`cluster`).
-macro_rules! on_both {
-    ($name:ident) => {
-        mod $name {
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn node() {
-                super::$name(super::Store::node()).await
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn cluster() {
-                super::$name(super::Store::cluster()).await
-            }
-        }
-    };
-}
-
 /// How long a bus signal may take across instances: well inside the fallback re-read
 /// (`RECHECK`, 1 s), which a broken bus path would have to wait for.
 const BUS: Duration = Duration::from_millis(500);
@@ -107,7 +90,7 @@ async fn start(m: &Modern, tool: &str, arguments: Value) -> String {
     created["taskId"].as_str().unwrap().to_owned()
 }
 
-on_both!(a_task_is_read_answered_and_cancelled_on_other_instances);
+vellum_testkit::on_both!(a_task_is_read_answered_and_cancelled_on_other_instances);
 async fn a_task_is_read_answered_and_cancelled_on_other_instances(redis: Store) {
     let inst: Vec<ServerProcess> = (0..3).map(|_| instance(&redis.url(), "2s")).collect();
     let m: Vec<Modern> = inst.iter().map(|i| modern(&i.mcp_url())).collect();
@@ -170,7 +153,7 @@ async fn a_task_is_read_answered_and_cancelled_on_other_instances(redis: Store) 
     assert_eq!(unknown.error_code(), -32602);
 }
 
-on_both!(the_tasks_of_a_killed_instance_fail_within_the_heartbeat_window);
+vellum_testkit::on_both!(the_tasks_of_a_killed_instance_fail_within_the_heartbeat_window);
 async fn the_tasks_of_a_killed_instance_fail_within_the_heartbeat_window(redis: Store) {
     let mut a = instance(&redis.url(), "1s");
     let b = instance(&redis.url(), "1s");
@@ -194,7 +177,7 @@ async fn the_tasks_of_a_killed_instance_fail_within_the_heartbeat_window(redis: 
     assert_eq!(failed["statusMessage"].as_str(), Some(message), "{failed}");
 }
 
-on_both!(legacy_tasks_across_instances_then_no_key_left);
+vellum_testkit::on_both!(legacy_tasks_across_instances_then_no_key_left);
 async fn legacy_tasks_across_instances_then_no_key_left(redis: Store) {
     let inst: Vec<ServerProcess> = (0..3).map(|_| instance(&redis.url(), "1s")).collect();
     let s0 = Legacy::connect(&inst[0].mcp_url()).await;

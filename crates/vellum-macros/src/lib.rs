@@ -30,6 +30,7 @@
 mod common;
 mod prompt;
 mod resource;
+mod route;
 mod tool;
 mod tools;
 

@@ -1,15 +1,12 @@
 //! `#[resource("uri or template")]`: a function as an MCP resource or resource template.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
-use syn::Ident;
 use syn::spanned::Spanned;
 
-use crate::common::{
-    Handler, Options, ParamKind, Place, bind, builder_name, builder_params, call, clones,
-    ctx_ident, opt_lit, opt_str, req_ident,
-};
+use crate::common::{Handler, Options, ParamKind, Place, bind, opt_lit, req_ident};
 use crate::prompt::string_argument;
+use crate::route::{Route, builder, description_of, name_of, out_ident};
 
 pub(crate) const OPTIONS: &[&str] = &["name", "description", "title", "mime_type"];
 
@@ -84,11 +81,8 @@ pub(crate) fn route(
             }
         }
     }
-    let name = options
-        .name
-        .as_ref()
-        .map_or_else(|| handler.name.to_string(), |n| n.value());
-    let description = opt_str(options.description.as_ref().map(|d| d.value()).or(doc));
+    let name = name_of(options, handler);
+    let description = description_of(options, doc);
     let title = opt_lit(&options.title);
     let mime = opt_lit(&options.mime_type);
     let req = req_ident();
@@ -96,7 +90,6 @@ pub(crate) fn route(
     let b = bind(handler, &request_ty, |ident, ty| {
         string_argument(ident, ty, quote!(&#req.variables))
     });
-    let params = builder_params(handler, place, &b)?;
     let (describe, make) = if is_template {
         (
             quote!(::vellum::handler::__private::resource_template(#uri_text, #name, #title, #description, #mime)),
@@ -108,35 +101,20 @@ pub(crate) fn route(
             quote!(::vellum::handler::ResourceRoute::fixed),
         )
     };
-    let builder = builder_name(handler, "resource", place);
-    let clones = clones(handler, place, &b);
-    let lets = &b.lets;
-    let call = call(handler, place, &b.args);
-    let ctx = ctx_ident();
-    let out = Ident::new("__vellum_out", Span::mixed_site());
+    let out = out_ident();
     let output = &handler.output;
-    let convert = quote_spanned!(output.span()=> ::vellum::handler::__private::read_result::<#output>(#out, &#req.uri, #mime));
-    let doc = format!(
-        "The route of the `{uri_text}` resource (made by `#[resource]`): `.register(&server)` serves it."
-    );
-    let attrs = match place {
-        Place::Free => quote!(#[doc = #doc]),
-        Place::Method => quote!(#[doc(hidden)]),
+    let route = Route {
+        kind: "resource",
+        label: uri_text,
+        route_ty: quote!(::vellum::handler::ResourceRoute<impl ::vellum::handler::ResourceHandler>),
+        request_ty,
+        setup: quote!(),
+        make,
+        describe,
+        prepare: quote!(),
+        convert: quote_spanned!(output.span()=> ::vellum::handler::__private::read_result::<#output>(#out, &#req.uri, #mime)),
     };
-    Ok(quote! {
-        #attrs
-        #vis fn #builder(#params) -> ::vellum::handler::ResourceRoute<impl ::vellum::handler::ResourceHandler> {
-            #make(#describe, move |#ctx: ::vellum::server::RequestContext, #req: ::vellum::server::ReadResourceRequest| {
-                #clones
-                async move {
-                    let _ = (&#ctx, &#req);
-                    #(#lets)*
-                    let #out = #call;
-                    #convert
-                }
-            })
-        }
-    })
+    builder(handler, vis, place, &b, route)
 }
 
 #[cfg(test)]

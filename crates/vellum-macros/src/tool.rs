@@ -5,10 +5,8 @@ use quote::{quote, quote_spanned};
 use syn::Ident;
 use syn::spanned::Spanned;
 
-use crate::common::{
-    Handler, Options, ParamKind, Place, bind, builder_name, builder_params, call, clones,
-    ctx_ident, opt_lit, opt_str, req_ident,
-};
+use crate::common::{Handler, Options, ParamKind, Place, bind, opt_lit, req_ident};
+use crate::route::{Route, builder, description_of, out_ident};
 
 pub(crate) const OPTIONS: &[&str] = &["name", "description", "title", "scope"];
 
@@ -48,8 +46,7 @@ pub(crate) fn route(
         }
         None => handler.name.to_string(),
     };
-    let description = options.description.as_ref().map(|d| d.value()).or(doc);
-    let description = opt_str(description);
+    let description = description_of(options, doc);
     let title = opt_lit(&options.title);
     let mut scopes = Vec::new();
     for scope in &options.scopes {
@@ -67,7 +64,6 @@ pub(crate) fn route(
     let args_ty = Ident::new("__VellumArgs", Span::mixed_site());
     let request_ty = quote!(::vellum::server::CallToolRequest);
     let b = bind(handler, &request_ty, |ident, _| quote!(#args.#ident));
-    let params = builder_params(handler, place, &b)?;
 
     // The input: one `Json<T>`, typed arguments (a struct of them), or nothing.
     let mut checks = Vec::new();
@@ -124,41 +120,24 @@ pub(crate) fn route(
     let output = &handler.output;
     let output_schema =
         quote_spanned!(output.span()=> ::vellum::handler::__private::output_schema::<#output>());
-    let builder = builder_name(handler, "tool", place);
-    let clones = clones(handler, place, &b);
-    let lets = &b.lets;
-    let call = call(handler, place, &b.args);
-    let ctx = ctx_ident();
-    let req = req_ident();
-    let out = Ident::new("__vellum_out", Span::mixed_site());
-    let doc = format!(
-        "The route of the `{name}` tool (made by `#[tool]`): `.register(&server)` serves it."
-    );
-    let attrs = match place {
-        Place::Free => quote!(#[doc = #doc]),
-        Place::Method => quote!(#[doc(hidden)]),
-    };
+    let out = out_ident();
     // Spanned at the return type, like the output schema's check: a type that is not a
     // result is reported there.
     let convert =
         quote_spanned!(output.span()=> ::vellum::handler::__private::tool_result::<#output>(#out));
-    Ok(quote! {
-        #attrs
-        #vis fn #builder(#params) -> ::vellum::handler::ToolRoute<impl ::vellum::handler::ToolHandler> {
-            #(#checks)*
-            #args_struct
-            let tool = ::vellum::handler::__private::tool(#name, #description, #title, #input_schema, #output_schema);
-            #(let tool = tool.requires_scope(#scopes);)*
-            ::vellum::handler::ToolRoute::new(tool, move |#ctx: ::vellum::server::RequestContext, #req: ::vellum::server::CallToolRequest| {
-                #clones
-                async move {
-                    let _ = (&#ctx, &#req);
-                    #deserialize
-                    #(#lets)*
-                    let #out = #call;
-                    #convert
-                }
-            })
-        }
-    })
+    let route = Route {
+        kind: "tool",
+        describe: quote! {
+            ::vellum::handler::__private::tool(#name, #description, #title, #input_schema, #output_schema)
+                #(.requires_scope(#scopes))*
+        },
+        label: name,
+        route_ty: quote!(::vellum::handler::ToolRoute<impl ::vellum::handler::ToolHandler>),
+        request_ty,
+        setup: quote!(#(#checks)* #args_struct),
+        make: quote!(::vellum::handler::ToolRoute::new),
+        prepare: deserialize,
+        convert,
+    };
+    builder(handler, vis, place, &b, route)
 }

@@ -310,3 +310,45 @@ impl Backend {
         }
     }
 }
+
+/// A test's store that [`on_both!`](crate::on_both) makes both ways: on one node and on a
+/// cluster. `test` is the test's name, for stores that keep each test's keys apart by it.
+pub trait OnBoth {
+    /// The store on one `redis-server`.
+    fn node() -> Self;
+    /// The store on a Redis Cluster, for the test named `test`.
+    fn cluster(test: &'static str) -> Self;
+}
+
+impl OnBoth for Backend {
+    fn node() -> Backend {
+        Backend::node()
+    }
+
+    fn cluster(_test: &'static str) -> Backend {
+        Backend::cluster()
+    }
+}
+
+/// Runs the async test body `$name(store)` twice, as `$name::node` on one node and as
+/// `$name::cluster` on a cluster, where `store` is the test's `Store` type (in scope where the
+/// macro is called), an [`OnBoth`].
+#[macro_export]
+macro_rules! on_both {
+    ($name:ident) => {
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn node() {
+                super::$name(<super::Store as $crate::redis::OnBoth>::node()).await
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn cluster() {
+                super::$name(<super::Store as $crate::redis::OnBoth>::cluster(
+                    stringify!($name),
+                ))
+                .await
+            }
+        }
+    };
+}

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use vellum_testkit::http::{McpHttp, Modern, SseReader, Streamed, text_of};
 use vellum_testkit::process::{ServerProcess, example_bin};
-use vellum_testkit::redis::{RedisCluster, RedisServer};
+use vellum_testkit::redis::{OnBoth, RedisCluster, RedisServer};
 
 /// Where a test keeps its data: one node, or a cluster (with this test's key prefix).
 enum Store {
@@ -73,6 +73,16 @@ impl Store {
     }
 }
 
+impl OnBoth for Store {
+    fn node() -> Store {
+        Store::node()
+    }
+
+    fn cluster(test: &'static str) -> Store {
+        Store::cluster(test)
+    }
+}
+
 /// One instance of the `cluster` example, on a free port, sharing `store`.
 fn instance(store: &Store, extra: &[&str]) -> ServerProcess {
     let mut cmd = Command::new(example_bin("cluster"));
@@ -96,23 +106,6 @@ async fn expect_acknowledged(stream: &mut SseReader) {
         ack["method"], "notifications/subscriptions/acknowledged",
         "{ack}"
     );
-}
-
-/// Runs the test body `$name(store)` on one node (`node`) and on a cluster (`cluster`).
-macro_rules! on_both {
-    ($name:ident) => {
-        mod $name {
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn node() {
-                super::$name(super::Store::node()).await
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn cluster() {
-                super::$name(super::Store::cluster(stringify!($name))).await
-            }
-        }
-    };
 }
 
 /// A client that declares elicitation; each request names the instance it goes to.
@@ -193,7 +186,7 @@ async fn legacy_listening(init: &str, get: &str) -> (McpHttp, SseReader) {
 
 // ---- the tests -----------------------------------------------------------------------------
 
-on_both!(one_session_across_three_instances);
+vellum_testkit::on_both!(one_session_across_three_instances);
 async fn one_session_across_three_instances(store: Store) {
     let inst: Vec<ServerProcess> = (0..3).map(|_| instance(&store, &[])).collect();
     let u = |i: usize| inst[i % 3].mcp_url();
@@ -331,7 +324,7 @@ async fn one_session_across_three_instances(store: Store) {
     no_keys_left(&store, &sid, Duration::from_secs(5)).await;
 }
 
-on_both!(a_stream_resumes_on_another_instance);
+vellum_testkit::on_both!(a_stream_resumes_on_another_instance);
 async fn a_stream_resumes_on_another_instance(store: Store) {
     let a = instance(&store, &[]);
     let b = instance(&store, &[]);
@@ -405,7 +398,7 @@ async fn a_stream_resumes_on_another_instance(store: Store) {
     }
 }
 
-on_both!(a_dead_instance_does_not_leave_clients_waiting);
+vellum_testkit::on_both!(a_dead_instance_does_not_leave_clients_waiting);
 async fn a_dead_instance_does_not_leave_clients_waiting(store: Store) {
     let mut a = instance(&store, &[]);
     let b = instance(&store, &[]);
@@ -522,7 +515,7 @@ async fn service_recovers_after_a_redis_restart() {
     assert_eq!(text_of(&hello), "Hello World, Zoe");
 }
 
-on_both!(expired_sessions_leave_nothing_in_redis);
+vellum_testkit::on_both!(expired_sessions_leave_nothing_in_redis);
 async fn expired_sessions_leave_nothing_in_redis(store: Store) {
     let a = instance(&store, &["--session-timeout-ms", "1500"]);
     let b = instance(&store, &["--session-timeout-ms", "1500"]);
@@ -546,7 +539,7 @@ async fn expired_sessions_leave_nothing_in_redis(store: Store) {
     assert_eq!(status, 404);
 }
 
-on_both!(a_list_change_reaches_listen_streams_on_other_instances);
+vellum_testkit::on_both!(a_list_change_reaches_listen_streams_on_other_instances);
 /// 2026-07-28: a `subscriptions/listen` stream held on B hears a list change made on A
 /// (the bus carries it), tagged with its own subscription id; and a legacy GET stream on C
 /// hears it exactly once, though its session is known on A as well.
@@ -600,7 +593,7 @@ async fn a_list_change_reaches_listen_streams_on_other_instances(store: Store) {
     }
 }
 
-on_both!(a_resource_update_reaches_subscribers_on_other_instances);
+vellum_testkit::on_both!(a_resource_update_reaches_subscribers_on_other_instances);
 /// A resource update announced on A reaches, over the bus, a `subscriptions/listen` stream
 /// on B that subscribed to it (tagged with its subscription id) and the GET stream on C of a
 /// legacy session subscribed on A, once each; a legacy session that did not subscribe hears
@@ -759,7 +752,7 @@ async fn request_state_keys_are_shared_and_rotate() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-on_both!(load_leaves_no_key_behind);
+vellum_testkit::on_both!(load_leaves_no_key_behind);
 /// Redis memory: sessions, streamed calls, a resumed stream and a GET stream over two
 /// instances; once the load stops and the timeouts pass (session 1.5 s, heartbeat 3 s after
 /// the instances stop), the key count is back to zero (`DBSIZE` on one node).

@@ -18,6 +18,8 @@ use vellum::auth::{AuthLayer, DpopMode, DpopReplayCache, JwtVerifier, MemoryRepl
 use vellum::jose::{SigningKey, dpop_proof, sha256_b64url};
 use vellum::prelude::*;
 use vellum_testkit::http::{McpHttp, Modern, TestHttpServer};
+#[cfg(feature = "redis")]
+use vellum_testkit::within;
 
 const ISSUER: &str = "http://127.0.0.1:1/issuer";
 const AUDIENCE: &str = "vellum-test";
@@ -586,6 +588,50 @@ async fn a_proof_replayed_to_another_instance_sharing_redis_is_refused() {
         let pttl: i64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
         assert!((1..=301_000).contains(&pttl), "{key}: PTTL {pttl}");
     }
+}
+
+/// Redis gone: a valid proof cannot be checked for replay, so it is refused with 503 and a
+/// retry hint (never accepted unchecked, never blamed on the client with a 401).
+#[cfg(feature = "redis")]
+#[tokio::test]
+async fn an_unreachable_redis_replay_cache_is_503_not_a_pass() {
+    use vellum::auth::RedisReplayCache;
+    let redis = vellum_testkit::redis::RedisServer::start();
+    let cache = RedisReplayCache::connect(&redis.url(), "vellum")
+        .await
+        .unwrap();
+    let cache = Arc::new(cache) as Arc<dyn DpopReplayCache>;
+    let mcp = start(Box::new(move |b| b.dpop_replay_cache(cache))).await;
+    let k = key(9);
+    let t = token("", Some(k.thumbprint()));
+    let auth = format!("DPoP {t}");
+    let r = post(
+        &mcp,
+        &auth,
+        &[&proof(&k, "POST", &mcp.url, &t)],
+        &echo_body(),
+    )
+    .await;
+    assert_eq!(r.status(), 200, "served while Redis answers");
+
+    redis.stop();
+    // A fresh proof: only the replay check is left to fail. The cache's command timeout
+    // bounds how long this waits.
+    let r = within(
+        "the refusal",
+        post(
+            &mcp,
+            &auth,
+            &[&proof(&k, "POST", &mcp.url, &t)],
+            &echo_body(),
+        ),
+    )
+    .await;
+    assert_eq!(r.status(), 503, "{:?}", challenges(&r));
+    assert_eq!(r.headers()["retry-after"], "5");
+    assert!(challenges(&r).is_empty(), "{:?}", challenges(&r));
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"], "temporarily_unavailable", "{body}");
 }
 
 #[tokio::test]

@@ -32,68 +32,55 @@ pub trait Register {
     fn register(self, server: &Server) -> Result<(), RegistrationError>;
 }
 
-/// A tool handler over the raw (schema-validated) arguments: any
-/// `Fn(RequestContext, CallToolRequest) -> impl Future<Output = Result<CallToolResult,
-/// HandlerError>>` that is `Send + Sync + 'static` with a `Send` future.
-pub trait ToolHandler: Send + Sync + 'static {
-    /// The handler's future.
-    type Future: Future<Output = Result<CallToolResult, HandlerError>> + Send + 'static;
-    /// Serves one call.
-    fn call(&self, ctx: RequestContext, request: CallToolRequest) -> Self::Future;
+/// Declares a handler trait and its blanket impl for every `Fn(RequestContext, $req) ->
+/// impl Future<Output = Result<$out, HandlerError>>`: the three kinds differ only in the
+/// request they take and the result they give.
+macro_rules! handler_trait {
+    ($(#[$doc:meta])* $name:ident($req:ty) -> $out:ty, $call_doc:literal) => {
+        $(#[$doc])*
+        pub trait $name: Send + Sync + 'static {
+            /// The handler's future.
+            type Future: Future<Output = Result<$out, HandlerError>> + Send + 'static;
+            #[doc = $call_doc]
+            fn call(&self, ctx: RequestContext, request: $req) -> Self::Future;
+        }
+
+        impl<F, Fut> $name for F
+        where
+            F: Fn(RequestContext, $req) -> Fut + Send + Sync + 'static,
+            Fut: Future<Output = Result<$out, HandlerError>> + Send + 'static,
+        {
+            type Future = Fut;
+            fn call(&self, ctx: RequestContext, request: $req) -> Fut {
+                self(ctx, request)
+            }
+        }
+    };
 }
 
-impl<F, Fut> ToolHandler for F
-where
-    F: Fn(RequestContext, CallToolRequest) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<CallToolResult, HandlerError>> + Send + 'static,
-{
-    type Future = Fut;
-    fn call(&self, ctx: RequestContext, request: CallToolRequest) -> Fut {
-        self(ctx, request)
-    }
-}
+handler_trait!(
+    /// A tool handler over the raw (schema-validated) arguments: any
+    /// `Fn(RequestContext, CallToolRequest) -> impl Future<Output = Result<CallToolResult,
+    /// HandlerError>>` that is `Send + Sync + 'static` with a `Send` future.
+    ToolHandler(CallToolRequest) -> CallToolResult,
+    "Serves one call."
+);
 
-/// A prompt handler: any `Fn(RequestContext, GetPromptRequest) -> impl Future<Output =
-/// Result<GetPromptResult, HandlerError>>` that is `Send + Sync + 'static` with a `Send`
-/// future.
-pub trait PromptHandler: Send + Sync + 'static {
-    /// The handler's future.
-    type Future: Future<Output = Result<GetPromptResult, HandlerError>> + Send + 'static;
-    /// Serves one `prompts/get`.
-    fn call(&self, ctx: RequestContext, request: GetPromptRequest) -> Self::Future;
-}
+handler_trait!(
+    /// A prompt handler: any `Fn(RequestContext, GetPromptRequest) -> impl Future<Output =
+    /// Result<GetPromptResult, HandlerError>>` that is `Send + Sync + 'static` with a `Send`
+    /// future.
+    PromptHandler(GetPromptRequest) -> GetPromptResult,
+    "Serves one `prompts/get`."
+);
 
-impl<F, Fut> PromptHandler for F
-where
-    F: Fn(RequestContext, GetPromptRequest) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<GetPromptResult, HandlerError>> + Send + 'static,
-{
-    type Future = Fut;
-    fn call(&self, ctx: RequestContext, request: GetPromptRequest) -> Fut {
-        self(ctx, request)
-    }
-}
-
-/// A resource handler: any `Fn(RequestContext, ReadResourceRequest) -> impl Future<Output =
-/// Result<ReadResourceResult, HandlerError>>` that is `Send + Sync + 'static` with a `Send`
-/// future.
-pub trait ResourceHandler: Send + Sync + 'static {
-    /// The handler's future.
-    type Future: Future<Output = Result<ReadResourceResult, HandlerError>> + Send + 'static;
-    /// Serves one `resources/read`.
-    fn call(&self, ctx: RequestContext, request: ReadResourceRequest) -> Self::Future;
-}
-
-impl<F, Fut> ResourceHandler for F
-where
-    F: Fn(RequestContext, ReadResourceRequest) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<ReadResourceResult, HandlerError>> + Send + 'static,
-{
-    type Future = Fut;
-    fn call(&self, ctx: RequestContext, request: ReadResourceRequest) -> Fut {
-        self(ctx, request)
-    }
-}
+handler_trait!(
+    /// A resource handler: any `Fn(RequestContext, ReadResourceRequest) -> impl Future<Output =
+    /// Result<ReadResourceResult, HandlerError>>` that is `Send + Sync + 'static` with a `Send`
+    /// future.
+    ResourceHandler(ReadResourceRequest) -> ReadResourceResult,
+    "Serves one `resources/read`."
+);
 
 /// A tool and its handler (over the raw, schema-validated arguments). `#[tool]` builds one.
 pub struct ToolRoute<F> {

@@ -24,7 +24,9 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use http::{Request, Response};
@@ -33,6 +35,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, ToSocketAddrs};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
@@ -101,7 +104,7 @@ pub async fn serve_listener(
     handler: StreamableHttpHandler,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    serve_plain(listener, handler, shutdown).await
+    serve_plain(Listener::Tcp(listener), handler, shutdown).await
 }
 
 /// Like [`serve_listener`], with `layer` (e.g. [`AuthLayer`](crate::auth::AuthLayer))
@@ -124,7 +127,8 @@ where
     B::Data: Send,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    serve_layered(listener, handler, layer, shutdown).await
+    let service = layer.layer(handler.clone());
+    serve_layered(Listener::Tcp(listener), handler, service, shutdown).await
 }
 
 /// Like [`serve_listener`], over TLS: each connection's handshake runs in its own task
@@ -137,11 +141,7 @@ pub async fn serve_tls_listener(
     handler: StreamableHttpHandler,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let listener = TlsListener {
-        tls: tls.acceptor(),
-        tcp: listener,
-    };
-    serve_plain(listener, handler, shutdown).await
+    serve_plain(Listener::tls(listener, &tls), handler, shutdown).await
 }
 
 /// [`serve_listener_with`] over TLS, as [`serve_tls_listener`].
@@ -164,16 +164,13 @@ where
     B::Data: Send,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let listener = TlsListener {
-        tls: tls.acceptor(),
-        tcp: listener,
-    };
-    serve_layered(listener, handler, layer, shutdown).await
+    let service = layer.layer(handler.clone());
+    serve_layered(Listener::tls(listener, &tls), handler, service, shutdown).await
 }
 
 /// The handler itself on any listener.
 async fn serve_plain(
-    listener: impl Acceptor,
+    listener: Listener,
     handler: StreamableHttpHandler,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
@@ -185,25 +182,22 @@ async fn serve_plain(
     accept_loop(listener, handler, respond, shutdown).await
 }
 
-/// The handler inside `layer` on any listener.
-async fn serve_layered<L, B>(
-    listener: impl Acceptor,
+/// `service` (the handler inside a layer) on any listener, each request with its
+/// [`ConnectionInfo`] in its extensions.
+async fn serve_layered<S, B>(
+    listener: Listener,
     handler: StreamableHttpHandler,
-    layer: L,
+    service: S,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()>
 where
-    L: tower_layer::Layer<StreamableHttpHandler>,
-    L::Service:
-        tower_service::Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
-    <L::Service as tower_service::Service<Request<Incoming>>>::Future: Send + 'static,
-    <L::Service as tower_service::Service<Request<Incoming>>>::Error:
-        Into<Box<dyn std::error::Error + Send + Sync>> + 'static,
+    S: tower_service::Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>> + 'static,
     B: http_body::Body + Send + 'static,
     B::Data: Send,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let service = layer.layer(handler.clone());
     let respond = move |mut req: Request<Incoming>, info: ConnectionInfo| {
         req.extensions_mut().insert(info);
         let mut s = service.clone();
@@ -219,90 +213,162 @@ where
 /// dropped (a client that connects and stays silent must not hold a task for ever).
 pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A listener the accept loop can take connections from.
-trait Acceptor: Send + 'static {
-    /// What the listener accepts.
-    type Io: Send + 'static;
-    /// What HTTP is spoken over, once [`upgrade`](Acceptor::upgrade)d.
-    type Stream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static;
-
-    /// The next connection and how it looks.
-    fn next(&self) -> impl Future<Output = std::io::Result<(Self::Io, ConnectionInfo)>> + Send;
-
-    /// Makes an accepted connection ready for HTTP (the TLS handshake). Run in the
-    /// connection's own task, so a slow handshake does not hold up the accept loop.
-    fn upgrade(
-        &self,
-        io: Self::Io,
-    ) -> impl Future<Output = std::io::Result<Self::Stream>> + Send + 'static;
+/// What the accept loop takes connections from. One loop serves every kind: only accepting
+/// and the handshake differ, and they differ here.
+enum Listener {
+    /// Plain TCP (HTTP/1.1, or h2c with prior knowledge).
+    Tcp(TcpListener),
+    /// TLS over TCP (h2 or HTTP/1.1 by ALPN). The acceptor shares the configuration, so a
+    /// certificate reload reaches the next handshake.
+    #[cfg(feature = "tls")]
+    Tls(TcpListener, tokio_rustls::TlsAcceptor),
+    /// A Unix socket (no addresses to tell).
+    #[cfg(unix)]
+    Unix(tokio::net::UnixListener),
 }
 
-impl Acceptor for TcpListener {
-    type Io = tokio::net::TcpStream;
-    type Stream = tokio::net::TcpStream;
-
-    async fn next(&self) -> std::io::Result<(Self::Stream, ConnectionInfo)> {
-        let (stream, remote) = self.accept().await?;
-        // Small SSE frames must not wait for Nagle and delayed ACKs (~40 ms each).
-        let _ = stream.set_nodelay(true);
-        let info = ConnectionInfo {
-            local: stream.local_addr().ok(),
-            remote: Some(remote),
-        };
-        Ok((stream, info))
+impl Listener {
+    #[cfg(feature = "tls")]
+    fn tls(tcp: TcpListener, tls: &super::TlsConfig) -> Self {
+        Listener::Tls(tcp, tls.acceptor())
     }
 
-    fn upgrade(
-        &self,
-        io: Self::Io,
-    ) -> impl Future<Output = std::io::Result<Self::Stream>> + Send + 'static {
-        std::future::ready(Ok(io))
-    }
-}
-
-/// TLS over TCP.
-#[cfg(feature = "tls")]
-struct TlsListener {
-    tcp: TcpListener,
-    tls: tokio_rustls::TlsAcceptor,
-}
-
-#[cfg(feature = "tls")]
-impl Acceptor for TlsListener {
-    type Io = tokio::net::TcpStream;
-    type Stream = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
-
-    fn next(&self) -> impl Future<Output = std::io::Result<(Self::Io, ConnectionInfo)>> + Send {
-        self.tcp.next()
-    }
-
-    fn upgrade(
-        &self,
-        io: Self::Io,
-    ) -> impl Future<Output = std::io::Result<Self::Stream>> + Send + 'static {
-        self.tls.accept(io)
+    /// The next connection, with its handshake still to run, and how it looks.
+    async fn next(&self) -> std::io::Result<(Handshake, ConnectionInfo)> {
+        match self {
+            Listener::Tcp(tcp) => {
+                let (stream, info) = accept_tcp(tcp).await?;
+                Ok((Handshake::Ready(Conn::Tcp(stream)), info))
+            }
+            #[cfg(feature = "tls")]
+            Listener::Tls(tcp, tls) => {
+                let (stream, info) = accept_tcp(tcp).await?;
+                Ok((Handshake::Tls(Box::new(tls.accept(stream))), info))
+            }
+            #[cfg(unix)]
+            Listener::Unix(unix) => {
+                let (stream, _) = unix.accept().await?;
+                let info = ConnectionInfo {
+                    local: None,
+                    remote: None,
+                };
+                Ok((Handshake::Ready(Conn::Unix(stream)), info))
+            }
+        }
     }
 }
 
-#[cfg(unix)]
-impl Acceptor for tokio::net::UnixListener {
-    type Io = tokio::net::UnixStream;
-    type Stream = tokio::net::UnixStream;
+/// Accepts a TCP connection and tells its addresses.
+async fn accept_tcp(tcp: &TcpListener) -> std::io::Result<(tokio::net::TcpStream, ConnectionInfo)> {
+    let (stream, remote) = tcp.accept().await?;
+    // Small SSE frames must not wait for Nagle and delayed ACKs (~40 ms each).
+    let _ = stream.set_nodelay(true);
+    let info = ConnectionInfo {
+        local: stream.local_addr().ok(),
+        remote: Some(remote),
+    };
+    Ok((stream, info))
+}
 
-    async fn next(&self) -> std::io::Result<(Self::Stream, ConnectionInfo)> {
-        let (stream, _) = self.accept().await?;
-        let info = ConnectionInfo {
-            local: None,
-            remote: None,
-        };
-        Ok((stream, info))
+/// An accepted connection before HTTP: what is left to do is run in the connection's own
+/// task, so a slow handshake does not hold up the accept loop.
+enum Handshake {
+    /// Nothing to do.
+    Ready(Conn),
+    /// The TLS handshake. Boxed (it is over a kilobyte): a plain connection's task should
+    /// not carry its size.
+    #[cfg(feature = "tls")]
+    Tls(Box<tokio_rustls::Accept<tokio::net::TcpStream>>),
+}
+
+impl Handshake {
+    /// The connection HTTP is spoken over, once the handshake is done.
+    async fn finish(self) -> std::io::Result<Conn> {
+        match self {
+            Handshake::Ready(conn) => Ok(conn),
+            #[cfg(feature = "tls")]
+            Handshake::Tls(accept) => Ok(Conn::Tls(Box::new((*accept).await?))),
+        }
+    }
+}
+
+/// A connection ready for HTTP, whichever kind it is.
+enum Conn {
+    Tcp(tokio::net::TcpStream),
+    // Boxed: a TLS stream is large, and a plain connection should not carry its size.
+    #[cfg(feature = "tls")]
+    Tls(Box<tokio_rustls::server::TlsStream<tokio::net::TcpStream>>),
+    #[cfg(unix)]
+    Unix(tokio::net::UnixStream),
+}
+
+/// Runs `$e` with `$s` bound to the pinned stream inside `$conn`.
+macro_rules! each_conn {
+    ($conn:expr, $s:ident => $e:expr) => {
+        match $conn.get_mut() {
+            Conn::Tcp(s) => {
+                let $s = Pin::new(s);
+                $e
+            }
+            #[cfg(feature = "tls")]
+            Conn::Tls(s) => {
+                let $s = Pin::new(&mut **s);
+                $e
+            }
+            #[cfg(unix)]
+            Conn::Unix(s) => {
+                let $s = Pin::new(s);
+                $e
+            }
+        }
+    };
+}
+
+impl AsyncRead for Conn {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        each_conn!(self, s => s.poll_read(cx, buf))
+    }
+}
+
+impl AsyncWrite for Conn {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        each_conn!(self, s => s.poll_write(cx, buf))
     }
 
-    fn upgrade(
-        &self,
-        io: Self::Io,
-    ) -> impl Future<Output = std::io::Result<Self::Stream>> + Send + 'static {
-        std::future::ready(Ok(io))
+    // Vectored: hyper writes a response head and body chunk in one call when the stream
+    // takes vectors, as all three do.
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        each_conn!(self, s => s.poll_write_vectored(cx, bufs))
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            Conn::Tcp(s) => s.is_write_vectored(),
+            #[cfg(feature = "tls")]
+            Conn::Tls(s) => s.is_write_vectored(),
+            #[cfg(unix)]
+            Conn::Unix(s) => s.is_write_vectored(),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        each_conn!(self, s => s.poll_flush(cx))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        each_conn!(self, s => s.poll_shutdown(cx))
     }
 }
 
@@ -311,14 +377,13 @@ impl Acceptor for tokio::net::UnixListener {
 /// otherwise accept on the main thread and hand every new connection over to a worker
 /// thread: a wake-up and a thread switch per connection. Dropping the returned future aborts
 /// the loop.
-async fn accept_loop<A, F, Fut, B, E>(
-    listener: A,
+async fn accept_loop<F, Fut, B, E>(
+    listener: Listener,
     handler: StreamableHttpHandler,
     respond: F,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()>
 where
-    A: Acceptor,
     F: Fn(Request<Incoming>, ConnectionInfo) -> Fut + Clone + Send + 'static,
     Fut: Future<Output = Result<Response<B>, E>> + Send + 'static,
     E: Into<Box<dyn std::error::Error + Send + Sync>> + 'static,
@@ -339,13 +404,12 @@ where
 /// Accepts until `stop` is cancelled, then ends gracefully: refuse new sessions, end the
 /// handler's streams after `stream_grace`, let in-flight requests finish within
 /// `request_grace` (the handler's options), then close what is left.
-async fn accept_connections<A, F, Fut, B, E>(
-    listener: A,
+async fn accept_connections<F, Fut, B, E>(
+    listener: Listener,
     handler: StreamableHttpHandler,
     respond: F,
     stop: CancellationToken,
 ) where
-    A: Acceptor,
     F: Fn(Request<Incoming>, ConnectionInfo) -> Fut + Clone + Send + 'static,
     Fut: Future<Output = Result<Response<B>, E>> + Send + 'static,
     E: Into<Box<dyn std::error::Error + Send + Sync>> + 'static,
@@ -356,7 +420,7 @@ async fn accept_connections<A, F, Fut, B, E>(
     let graceful = GracefulShutdown::new();
     let builder = Arc::new(builder());
     loop {
-        let (io, info) = tokio::select! {
+        let (handshake, info) = tokio::select! {
             r = listener.next() => match r {
                 Ok(x) => x,
                 // Out of file descriptors and the like: wait a little instead of spinning.
@@ -368,12 +432,13 @@ async fn accept_connections<A, F, Fut, B, E>(
         // Boxed: hyper keeps the slot of a request's future for the connection's whole life,
         // so an unboxed one (~4.5 KiB) would cost every open connection that much.
         let svc = service_fn(move |req| Box::pin(respond(req, info)));
-        let upgrade = listener.upgrade(io);
         // Taken before the handshake, so a shutdown that starts meanwhile waits for it too.
         let watcher = graceful.watcher();
         let builder = builder.clone();
         tokio::spawn(async move {
-            let Ok(Ok(stream)) = tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, upgrade).await else {
+            let Ok(Ok(stream)) =
+                tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, handshake.finish()).await
+            else {
                 return;
             };
             let _ = watcher
@@ -426,7 +491,7 @@ pub async fn serve_unix_listener(
     handler: StreamableHttpHandler,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    serve_plain(listener, handler, shutdown).await
+    serve_plain(Listener::Unix(listener), handler, shutdown).await
 }
 
 /// The address a listener is bound to (for tests and logs).
