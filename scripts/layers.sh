@@ -34,6 +34,7 @@ RULES = {
     "auth":      {"protocol", "error", "sync", "server", "transport", "jose"},
     # extractors, results and routes of handler functions (what the macros expand to)
     "handler":   {"protocol", "error", "sync", "server", "auth"},
+    "otel":      {"transport"},                  # OTLP span export (the crypto provider)
 }
 # Names the crate root re-exports, and the module they belong to.
 ROOT_REEXPORTS = {"Error": "error", "Result": "error"}

@@ -8,6 +8,7 @@ mod metrics_endpoint;
 mod output;
 mod serve;
 mod target;
+mod telemetry;
 
 use clap::{Parser, Subcommand};
 

@@ -237,6 +237,19 @@ pub(crate) struct ServeArgs {
     /// Default: the server's own (`public` for the demos).
     #[arg(long, value_name = "SCOPE", value_parser = ["public", "private"])]
     cache_scope: Option<String>,
+    /// Export each request's span over OTLP/HTTP (protobuf) to the collector at this base
+    /// URL (`http://collector:4318`; spans go to `/v1/traces`), its parent the caller's W3C
+    /// trace context; spans still queued are posted at shutdown.
+    #[arg(long, value_name = "URL", env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+    otlp_endpoint: Option<String>,
+    /// The `service.name` of the exported spans.
+    #[arg(
+        long,
+        value_name = "NAME",
+        env = "OTEL_SERVICE_NAME",
+        default_value = "vellum"
+    )]
+    otlp_service_name: String,
     #[command(flatten)]
     auth: Box<crate::auth_flags::AuthArgs>,
 }
@@ -377,30 +390,17 @@ async fn event_store(
     }
 }
 
-fn logger(level: &str) -> anyhow::Result<Option<tracing::Dispatch>> {
-    if level.eq_ignore_ascii_case("off") {
-        return Ok(None);
-    }
-    let level: tracing::Level = level.parse().map_err(|_| {
-        anyhow::anyhow!("--log: expected error, warn, info, debug, trace or off, got {level:?}")
-    })?;
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_max_level(level)
-        .finish();
-    Ok(Some(tracing::Dispatch::new(subscriber)))
-}
-
 /// Maps the flags to handler options (the only place that does).
 async fn options(
     args: &ServeArgs,
     server: &vellum::server::Server,
+    logger: Option<tracing::Dispatch>,
 ) -> anyhow::Result<(StreamableHttpOptions, Vec<vellum::store::redis::Redis>)> {
     let mut o = StreamableHttpOptions::default();
     let mut redis = RedisPool::default();
     o.stateless = args.stateless;
     o.json_response = args.json_response;
-    o.logger = logger(&args.log)?;
+    o.logger = logger;
     o.event_store = match args.event_store.as_deref() {
         Some(spec) => Some(event_store(spec, &mut redis, args.session_timeout).await?),
         None => None,
@@ -583,6 +583,21 @@ fn network_defaults(
 }
 
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let (logger, otel) = crate::telemetry::logger(
+        &args.log,
+        args.otlp_endpoint.as_deref(),
+        &args.otlp_service_name,
+    )?;
+    if let Some(url) = &args.otlp_endpoint {
+        eprintln!("otlp: exporting request spans to {url}");
+    }
+    let served = serve(args, logger).await;
+    // After the drain: the last requests' spans are queued by now.
+    crate::telemetry::shutdown(otel).await;
+    served
+}
+
+async fn serve(args: ServeArgs, logger: Option<tracing::Dispatch>) -> anyhow::Result<()> {
     let server = build_server(&args)?;
     if args.stdio {
         eprintln!("stdio MCP: serving on stdin/stdout");
@@ -591,7 +606,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             .context("serving on stdio failed")?;
         return Ok(());
     }
-    let (mut options, redis) = options(&args, &server).await?;
+    let (mut options, redis) = options(&args, &server, logger).await?;
     let health = health(redis);
     if let Some(addr) = &args.metrics_addr {
         let bound = crate::metrics_endpoint::serve(addr).await?;

@@ -42,6 +42,7 @@
 //! - [`auth`]: the OAuth 2.1 resource-server layer, behind the `auth` feature.
 //! - `jose` (features `auth` or `client-auth`): JWKs, thumbprints, DPoP proofs, signed JWTs,
 //!   shared by the OAuth client and the resource server.
+//! - `otel` (feature `otel`): OTLP/HTTP export of the handler's request spans.
 //! - [`handler`]: extractors, results and routes of handler functions: what `#[tool]`,
 //!   `#[prompt]`, `#[resource]` and `#[tools]` expand to (the macros are the default
 //!   `macros` feature).
@@ -57,6 +58,7 @@
 //! | `auth` | | [`auth`]: the OAuth 2.1 resource-server layer and its token verifiers |
 //! | `client-auth` | | [`client::auth`]: the OAuth 2.1 client (implies `client`) and `jose` |
 //! | `redis` | | Redis session store, event store and message bus (several instances, one set of sessions) |
+//! | `otel` | | `otel`: the request spans exported over OTLP/HTTP, parented by the caller's W3C trace context |
 //!
 //! `client` and `auth` connect to other hosts over rustls with the `ring` crypto provider
 //! (see `transport::install_crypto_provider`, with either feature).
@@ -73,6 +75,8 @@ pub mod error;
 pub mod handler;
 #[cfg(any(feature = "auth", feature = "client-auth"))]
 pub mod jose;
+#[cfg(feature = "otel")]
+pub mod otel;
 mod peer;
 pub mod protocol;
 pub mod server;

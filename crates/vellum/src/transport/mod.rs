@@ -5,7 +5,7 @@
 //! - [`stdio`]: newline-delimited JSON-RPC on stdin/stdout, server and client.
 //! - [`memory`]: a client wired to a server in the same process.
 //! - [`install_crypto_provider`]: the rustls provider (`ring`) of every HTTP client Vellum
-//!   builds (features `client` and `auth`).
+//!   builds (features `client`, `auth` and `otel`).
 //!
 //! The contract every client transport implements belongs to the client, as
 //! [`vellum::client::Transport`](crate::client::Transport): transports import the client's
@@ -18,7 +18,7 @@ pub mod http_client;
 pub mod memory;
 pub mod stdio;
 
-#[cfg(any(feature = "client", feature = "auth"))]
+#[cfg(any(feature = "client", feature = "auth", feature = "otel"))]
 mod crypto;
-#[cfg(any(feature = "client", feature = "auth"))]
+#[cfg(any(feature = "client", feature = "auth", feature = "otel"))]
 pub use crypto::install_crypto_provider;

@@ -5,7 +5,8 @@
 //! `otel.name` carries the span name (`"{method} {target}"`) for the OpenTelemetry bridge.
 //! A request that carries a W3C trace context (`traceparent`, `tracestate`: in `_meta`, else
 //! in the HTTP headers) has it on its span: `trace_id` and `parent_span_id`, and both
-//! values as sent, so a subscriber (an OpenTelemetry bridge) joins the caller's trace.
+//! values as sent, so a subscriber (an OpenTelemetry bridge) joins the caller's trace; with
+//! the `otel` feature the caller's span is the OpenTelemetry parent itself (`crate::otel`).
 //!
 //! Not here: message observers and request middleware (the server core), which see every
 //! transport.
@@ -70,6 +71,7 @@ impl RequestTrace {
             if let Some(code) = error_code {
                 span.record("error.type", code);
                 span.record("rpc.jsonrpc.error_code", code);
+                span.record("otel.status_code", "error");
                 tracing::info!(
                     duration_us = elapsed.as_micros() as u64,
                     error_code = code,
@@ -90,7 +92,7 @@ fn open_span(dispatch: &Dispatch, info: &RequestInfo<'_>) -> tracing::Span {
             None => info.method.to_owned(),
         };
         let context = info.context;
-        tracing::info_span!(
+        let span = tracing::info_span!(
             "mcp.server.request",
             otel.name = %name,
             otel.kind = "server",
@@ -107,7 +109,18 @@ fn open_span(dispatch: &Dispatch, info: &RequestInfo<'_>) -> tracing::Span {
             tracestate = context.and_then(|c| c.tracestate.as_deref()),
             "error.type" = tracing::field::Empty,
             "rpc.jsonrpc.error_code" = tracing::field::Empty,
-        )
+            otel.status_code = tracing::field::Empty,
+        );
+        // The OpenTelemetry bridge builds the span when it is first entered: its parent
+        // must be set before (a no-op without the bridge in the logger).
+        #[cfg(feature = "otel")]
+        if let Some(parent) = context.filter(|_| !span.is_disabled()) {
+            use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+            if let Some(cx) = parent.otel_context() {
+                let _ = span.set_parent(cx);
+            }
+        }
+        span
     })
 }
 

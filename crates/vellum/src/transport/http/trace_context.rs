@@ -4,7 +4,8 @@
 //! legacy batch holds several requests, each may name its own parent). A malformed
 //! `traceparent` is ignored, as the W3C rules say, and its `tracestate` with it.
 //!
-//! Not here: the span that records it (`trace.rs`).
+//! Not here: the span that records it (`trace.rs`), and that with the `otel` feature takes
+//! [`TraceContext::otel_context`] as its OpenTelemetry parent.
 
 use http::HeaderMap;
 
@@ -84,6 +85,26 @@ impl TraceContext {
     pub(crate) fn parent_id(&self) -> &str {
         &self.traceparent[36..52]
     }
+
+    /// The caller's span as an OpenTelemetry context (remote), to parent the request span
+    /// on. `None` only if the tracestate's members do not parse (then the ids alone would
+    /// still do, but a propagator must not pass on a state it could not read).
+    #[cfg(feature = "otel")]
+    pub(crate) fn otel_context(&self) -> Option<opentelemetry::Context> {
+        use opentelemetry::trace::{
+            SpanContext, SpanId, TraceContextExt as _, TraceFlags, TraceId, TraceState,
+        };
+        // `parse` checked the shape: lowercase hex where the ids and flags are.
+        let trace_id = TraceId::from_hex(self.trace_id()).ok()?;
+        let span_id = SpanId::from_hex(self.parent_id()).ok()?;
+        let flags = u8::from_str_radix(&self.traceparent[53..55], 16).ok()?;
+        let state = match &self.tracestate {
+            Some(s) => s.parse::<TraceState>().ok()?,
+            None => TraceState::NONE,
+        };
+        let remote = SpanContext::new(trace_id, span_id, TraceFlags::new(flags), true, state);
+        Some(opentelemetry::Context::new().with_remote_span_context(remote))
+    }
 }
 
 /// `version-traceid-parentid-flags`: version `00` is exactly 55 characters; a later
@@ -157,5 +178,28 @@ mod tests {
         assert_eq!(c.tracestate.as_deref(), Some("a=b"));
         let none = raw(serde_json::json!({"name": "x"}));
         assert_eq!(TraceContext::from_params(Some(&none)), None);
+    }
+
+    #[cfg(feature = "otel")]
+    #[test]
+    fn the_otel_context_is_the_callers_remote_span() {
+        use opentelemetry::trace::TraceContextExt as _;
+        let c = TraceContext::parse(TP, Some("rojo=00f067aa0ba902b7,congo=t61rcWkgMzE")).unwrap();
+        let cx = c.otel_context().unwrap();
+        let span = cx.span();
+        let sc = span.span_context();
+        assert!(sc.is_remote() && sc.is_sampled());
+        assert_eq!(
+            sc.trace_id().to_string(),
+            "4bf92f3577b34da6a3ce929d0e0e4736"
+        );
+        assert_eq!(sc.span_id().to_string(), "00f067aa0ba902b7");
+        assert_eq!(sc.trace_state().get("congo"), Some("t61rcWkgMzE"));
+        let unsampled = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00";
+        let cx = TraceContext::parse(unsampled, None)
+            .unwrap()
+            .otel_context()
+            .unwrap();
+        assert!(!cx.span().span_context().is_sampled());
     }
 }
