@@ -14,8 +14,10 @@ fn obj(v: Value) -> JsonObject {
     }
 }
 
-/// (schema, formats asserted, [(instance, valid)]).
-fn corpus() -> Vec<(Value, bool, Vec<(Value, bool)>)> {
+/// A schema, whether formats are asserted, and instances with their verdicts.
+type Case = (Value, bool, Vec<(Value, bool)>);
+
+fn corpus() -> Vec<Case> {
     vec![
         // What `#[derive(JsonSchema)]` writes for the seed's input.
         (
