@@ -120,8 +120,6 @@ struct Figures {
     resumed: AtomicU64,
     retries: AtomicU64,
     retried_503: AtomicU64,
-    /// Resumes refused with 409 (a reader still attached), retried.
-    resume_conflicts: AtomicU64,
     /// The longest time from a call's first attempt to its answer, µs.
     max_call_us: AtomicU64,
     /// When the last answer to a quick-calls client came (µs after `start`), and the
@@ -386,10 +384,12 @@ impl Session {
                 .await;
             match sent {
                 Ok(resp) if resp.status() == 200 => return SseReader::new(resp),
-                // The instance still sees a reader on the stream (the dropped connection
-                // reaches it late through the proxy): docs/http-status.md says to retry.
+                // The dropped connection may reach the instance late through the proxy, or
+                // never: the resume takes the stream over from it all the same.
                 Ok(resp) if resp.status() == 409 => {
-                    figures.resume_conflicts.fetch_add(1, Ordering::Relaxed);
+                    panic!(
+                        "call {id}: a resume was refused with 409 instead of taking the stream over"
+                    )
                 }
                 Ok(resp) => {
                     let _ = self.status(&resp, "resume");
@@ -621,7 +621,7 @@ async fn rolling_update(store: Store) {
     }
     let f = &figures;
     eprintln!(
-        "rolling update: {} sessions, {} calls ({} streaming, {} resumed streams), {} retries ({} of them 503, {} a resume refused with 409), \
+        "rolling update: {} sessions, {} calls ({} streaming, {} resumed streams), {} retries ({} of them 503), \
          {} connections the proxy moved to another instance, longest call {} ms, longest pause in quick answers {} ms, {:.1} s in all",
         sessions.len(),
         f.calls.load(Ordering::Relaxed),
@@ -629,7 +629,6 @@ async fn rolling_update(store: Store) {
         f.resumed.load(Ordering::Relaxed),
         f.retries.load(Ordering::Relaxed),
         f.retried_503.load(Ordering::Relaxed),
-        f.resume_conflicts.load(Ordering::Relaxed),
         proxy.skipped.load(Ordering::Relaxed),
         f.max_call_us.load(Ordering::Relaxed) / 1000,
         f.max_gap_us.load(Ordering::Relaxed) / 1000,

@@ -7,11 +7,16 @@
 // Test code: a panic is how a test fails (clippy.toml allows it only inside #[test] fns).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::future::BoxFuture;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
+use tokio::sync::broadcast;
+use vellum::store::{BusMessage, MessageBus, StoreError};
 use vellum::transport::http::{StreamableHttpHandler, StreamableHttpOptions};
+use vellum_demos::hello_world::hello_world_server;
 
 use vellum_testkit::fixture::{Fixture, test_server};
 use vellum_testkit::http::{
@@ -77,6 +82,57 @@ async fn stateless_mints_and_checks_no_session_id() {
         );
     }
     assert_eq!(srv.handler.session_count(), 0, "stateless kept sessions");
+}
+
+/// A bus in one process that can say how many receivers hear it (one per server).
+struct CountingBus(broadcast::Sender<BusMessage>);
+
+impl MessageBus for CountingBus {
+    fn instance_id(&self) -> &str {
+        "counting"
+    }
+
+    fn publish(&self, message: BusMessage) -> BoxFuture<'static, Result<(), StoreError>> {
+        let _ = self.0.send(message);
+        Box::pin(async { Ok(()) })
+    }
+
+    fn subscribe(&self) -> broadcast::Receiver<BusMessage> {
+        self.0.subscribe()
+    }
+}
+
+/// A factory that makes a new server for every request (the Go SDK's `getServer` style),
+/// with a bus: each server hears the bus while it lives and stops when it goes, so many
+/// stateless requests leave no receiver (and no task) behind.
+#[tokio::test]
+async fn servers_a_factory_makes_stop_hearing_the_bus_when_they_go() {
+    let bus = Arc::new(CountingBus(broadcast::channel(16).0));
+    let mut o = options().stateless(true);
+    o.bus = Some(bus.clone());
+    let handler = StreamableHttpHandler::new(|_| hello_world_server().ok(), o);
+    let srv = TestHttpServer::start_handler(handler).await;
+    for n in 0..20 {
+        let c = srv.client();
+        let r = c
+            .request(
+                "tools/call",
+                json!({"name": "hello_world", "arguments": {"user_name": format!("n{n}")}}),
+            )
+            .await;
+        assert_eq!(text_of(&r), format!("Hello World, n{n}"));
+    }
+    // One receiver is the handler's own (messages about sessions). The last server's task
+    // may still be ending: wait for it, with a deadline.
+    let deadline = tokio::time::Instant::now() + vellum_testkit::DEADLINE;
+    while bus.0.receiver_count() > 1 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{} bus receivers left behind by 20 requests",
+            bus.0.receiver_count()
+        );
+        tokio::task::yield_now().await;
+    }
 }
 
 #[tokio::test]

@@ -62,6 +62,10 @@ pub(crate) struct ServerInner {
     /// The bus to the other instances of a deployment, once a transport attached it: list
     /// changes and resource updates then reach their streams too.
     bus: OnceLock<Arc<dyn MessageBus>>,
+    /// Ends the task hearing the bus when the server goes: a per-request factory makes one
+    /// server a request, and each would otherwise leave a task and a bus receiver behind
+    /// until the next bus message.
+    bus_listener: OnceLock<tokio_util::sync::DropGuard>,
     sessions: Mutex<HashMap<u64, Weak<Session>>>,
     next_session_key: AtomicU64,
     change_scheduled: [AtomicBool; 3],
@@ -103,6 +107,7 @@ impl Server {
                 middleware: RwLock::default(),
                 listeners: Arc::default(),
                 bus: OnceLock::new(),
+                bus_listener: OnceLock::new(),
                 tasks: Arc::default(),
                 sessions: Mutex::new(HashMap::new()),
                 next_session_key: AtomicU64::new(1),
@@ -311,7 +316,9 @@ impl Server {
         let mut rx = bus.subscribe();
         let me = bus.instance_id().to_owned();
         let weak = Arc::downgrade(&self.inner);
-        rt.spawn(async move {
+        let gone = tokio_util::sync::CancellationToken::new();
+        let _ = self.inner.bus_listener.set(gone.clone().drop_guard());
+        rt.spawn(gone.run_until_cancelled_owned(async move {
             loop {
                 let message = match rx.recv().await {
                     Ok(m) => m,
@@ -321,7 +328,7 @@ impl Server {
                 let Some(inner) = weak.upgrade() else { return };
                 Server { inner }.on_bus(&me, message);
             }
-        });
+        }));
     }
 
     /// A server-wide announcement from another instance.

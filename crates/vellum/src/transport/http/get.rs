@@ -21,8 +21,9 @@ use super::response::sse_response;
 use super::resume_stream::{Live, ResumeStream};
 use super::sse_writer::{self, SseStream};
 
-/// How long a resuming GET waits for the POST response still writing its stream to notice
-/// that its connection is gone, before a 409.
+/// How long a resuming GET waits for the POST response it takes the stream over from to
+/// end (at the response's next poll, immediate unless its connection is not writable),
+/// before a 409.
 const RESUME_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Inner {

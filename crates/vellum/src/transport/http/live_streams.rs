@@ -1,7 +1,7 @@
 //! The streams of one legacy session that a GET can read: the standalone stream, and POST
 //! streams whose response was cut short while their requests still run. A stream has at
-//! most one reader; a resume (`Last-Event-ID`) takes a stream over from a reader whose
-//! connection the client already gave up.
+//! most one reader; a resume (`Last-Event-ID`) takes a stream over from a reader, GET or
+//! POST response, whose connection the client already gave up.
 //!
 //! Not here: the events themselves and their store (`post_events.rs`, `resume_stream.rs`,
 //! the event store), and the sessions (`session_table.rs`).
@@ -28,6 +28,9 @@ pub(crate) struct LiveSlot {
     pub(crate) attached: bool,
     /// When a GET reads it: that reader's number and how to make it let go.
     reader: Option<(u64, CancellationToken)>,
+    /// When the POST response that opened it still writes it: how to make that response end
+    /// (its requests then go on in the background, and it lets go).
+    writer: Option<CancellationToken>,
     /// The events for the GET reading (or about to resume) this stream.
     pub(crate) sink: Option<LiveQueue>,
     /// All its requests are answered (kept only until a GET reads what is held).
@@ -82,17 +85,21 @@ impl LiveStreams {
         StreamId(self.local_streams.fetch_add(1, Ordering::AcqRel) + 1)
     }
 
-    /// Registers a POST stream as attached to its response.
-    pub(crate) fn open(&self, stream: StreamId) {
+    /// Registers a POST stream as attached to its response. The response ends when the
+    /// token is cancelled: a resume took its stream over.
+    pub(crate) fn open(&self, stream: StreamId) -> CancellationToken {
+        let superseded = CancellationToken::new();
         lock(&self.slots).map.insert(
             stream,
             LiveSlot {
                 attached: true,
                 reader: None,
+                writer: Some(superseded.clone()),
                 sink: None,
                 finished: false,
             },
         );
+        superseded
     }
 
     /// All requests of a POST stream are answered. A GET reading it ends once it has read
@@ -125,6 +132,7 @@ impl LiveStreams {
     pub(crate) fn release(&self, stream: StreamId) {
         if let Some(s) = lock(&self.slots).map.get_mut(&stream) {
             s.attached = false;
+            s.writer = None;
             s.sink.get_or_insert_with(LiveQueue::default);
         }
         self.let_go.notify_waiters();
@@ -133,7 +141,10 @@ impl LiveStreams {
     /// Attaches a GET. `Ok(None)` when the stream is not live here (finished or unknown:
     /// replay only); `Err` when another connection already reads it. With `take_over` (a
     /// resume: the client lost the connection that reads it, though the server may not know
-    /// yet) a GET reading the stream is replaced; a POST response still writing it is not.
+    /// yet: an idle stream writes nothing, so a dead connection goes unseen, the more so
+    /// behind a proxy) a GET reading the stream is replaced at once, and a POST response
+    /// still writing it is told to end: `Err` until it has let go (see
+    /// [`attach_within`](Self::attach_within)).
     pub(crate) fn attach(
         self: &Arc<Self>,
         stream: StreamId,
@@ -146,8 +157,12 @@ impl LiveStreams {
             None => return Ok(None),
         };
         if slot.attached {
-            match (&slot.reader, take_over) {
-                (Some((_, old)), true) => old.cancel(),
+            match (&slot.reader, &slot.writer, take_over) {
+                (Some((_, old)), _, true) => old.cancel(),
+                (None, Some(response), true) => {
+                    response.cancel();
+                    return Err(StreamBusy);
+                }
                 _ => return Err(StreamBusy),
             }
         }

@@ -234,7 +234,7 @@ impl Inner {
         let Some((stream, store)) = stream else {
             return prefix;
         };
-        h.live.open(stream);
+        let superseded = h.live.open(stream);
         if h.core.protocol_version() >= ProtocolVersion::V2025_11_25 {
             prefix.push_back(sse_writer::priming(
                 EventId::start_of(stream),
@@ -249,6 +249,7 @@ impl Inner {
                 live: h.live.clone(),
             },
             std::mem::take(&mut first.buffered),
+            superseded,
         );
         prefix
     }
