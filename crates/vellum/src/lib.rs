@@ -58,7 +58,22 @@
 //! | `auth` | | [`auth`]: the OAuth 2.1 resource-server layer and its token verifiers |
 //! | `client-auth` | | [`client::auth`]: the OAuth 2.1 client (implies `client`) and `jose` |
 //! | `redis` | | Redis session store, event store and message bus (several instances, one set of sessions) |
-//! | `otel` | | `otel`: the request spans exported over OTLP/HTTP, parented by the caller's W3C trace context |
+//! | `tls` | | TLS on the server's own accept loop (rustls, `ring`), the certificate reloadable |
+//! | `metrics` | | metrics of the Streamable HTTP handler through the `metrics` facade |
+//! | `otel` | | [`otel`]: the request spans exported over OTLP/HTTP, parented by the caller's W3C trace context |
+//! | `json-schema` | | validation of tool arguments, tool output and elicitation answers by the `jsonschema` crate instead of the built-in validator |
+//!
+//! Tool arguments, structured tool output and accepted elicitation answers are always
+//! validated against their schemas. Without `json-schema` the built-in validator does it:
+//! draft 2020-12 (and the draft 6, 7 and 2019-09 spellings: tuple `items`,
+//! `additionalItems`, `dependencies`, `definitions`) with every assertion keyword except
+//! `unevaluatedProperties`, `unevaluatedItems` and dynamic or recursive refs; local `$ref`s;
+//! `pattern` in the `regex` crate's syntax (no lookaround or backreferences); and the
+//! formats `email`, `uri`, `date`, `date-time` where formats are asserted (elicitation). A
+//! schema that needs more is refused when its tool is registered
+//! (`RegistrationError::InvalidSchema` names the feature), so nothing is checked by half.
+//! `json-schema` brings every draft, ECMA-262 regexes and every format, at the price of
+//! about a third of a small server's cold build.
 //!
 //! `client` and `auth` connect to other hosts over rustls with the `ring` crypto provider
 //! (see `transport::install_crypto_provider`, with either feature).

@@ -6,13 +6,14 @@
 
 use serde_json::Value;
 
+use super::schema::Validator;
 use crate::error::Error;
 use crate::protocol::{ElicitAction, ElicitResult, JsonObject};
 
 /// A checked form schema and its compiled validator.
 pub(crate) struct FormSchema {
     schema: JsonObject,
-    validator: jsonschema::Validator,
+    validator: Validator,
 }
 
 fn invalid(why: impl std::fmt::Display) -> Error {
@@ -45,10 +46,8 @@ pub(crate) fn check_schema(schema: &JsonObject) -> Result<FormSchema, Error> {
             }
         }
     }
-    let validator = jsonschema::options()
-        .should_validate_formats(true)
-        .build(&Value::Object(schema.clone()))
-        .map_err(invalid)?;
+    // Formats are assertions here: a form asks for an `email` and must get one.
+    let validator = Validator::new(schema, true).map_err(invalid)?;
     Ok(FormSchema {
         schema: schema.clone(),
         validator,
@@ -71,7 +70,7 @@ pub(crate) fn accept_content(form: &FormSchema, answer: &mut ElicitResult) -> Re
         }
     }
     let value = Value::Object(content.clone());
-    if let Some(e) = form.validator.iter_errors(&value).next() {
+    if let Some(e) = form.validator.violations(&value, 1).first() {
         return Err(Error::Protocol(format!(
             "the accepted elicitation content does not match the requested schema: {e}"
         )));

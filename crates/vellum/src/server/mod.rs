@@ -37,6 +37,7 @@ mod registry;
 mod reply;
 mod request;
 mod resource;
+mod schema;
 pub(crate) mod scopes;
 #[allow(clippy::module_inception)]
 mod server;

@@ -19,6 +19,7 @@ use serde_json::{Map, Value};
 use super::context::RequestContext;
 use super::handler_error::HandlerError;
 use super::request::RequestShared;
+use super::schema::Validator;
 use crate::protocol::{
     CallToolResult, ContentBlock, ErrorObject, InvalidParamHeader, JsonObject, Meta, ParamHeader,
     TaskMetadata, Tool,
@@ -194,8 +195,8 @@ pub(crate) trait DynToolHandler: Send + Sync {
 pub(crate) struct ToolEntry {
     pub(crate) tool: Tool,
     pub(crate) handler: Arc<dyn DynToolHandler>,
-    input_validator: jsonschema::Validator,
-    output_validator: Option<jsonschema::Validator>,
+    input_validator: Validator,
+    output_validator: Option<Validator>,
     /// The arguments mirrored into `Mcp-Param-*` headers (SEP-2243); empty for most tools,
     /// which then cost nothing per call.
     pub(crate) param_headers: Box<[ParamHeader]>,
@@ -205,16 +206,13 @@ fn compile(
     tool: &str,
     which: &'static str,
     schema: &JsonObject,
-) -> Result<jsonschema::Validator, RegistrationError> {
-    // Default features are off: no network `$ref`s are ever fetched.
-    jsonschema::options()
-        .should_validate_formats(false)
-        .build(&Value::Object(schema.clone()))
-        .map_err(|e| RegistrationError::InvalidSchema {
-            tool: tool.to_owned(),
-            which,
-            message: e.to_string(),
-        })
+) -> Result<Validator, RegistrationError> {
+    // `format` is an annotation for tools, as in the spec's default dialect.
+    Validator::new(schema, false).map_err(|message| RegistrationError::InvalidSchema {
+        tool: tool.to_owned(),
+        which,
+        message,
+    })
 }
 
 impl ToolEntry {
@@ -269,18 +267,11 @@ impl ToolEntry {
     }
 }
 
-fn describe_errors(v: &jsonschema::Validator, instance: &Value) -> String {
-    let mut parts = Vec::new();
-    for e in v.iter_errors(instance).take(8) {
-        let path = e.instance_path().to_string();
-        let at = if path.is_empty() {
-            "(root)".to_owned()
-        } else {
-            path
-        };
-        parts.push(format!("{at}: {e}"));
-    }
-    format!("invalid arguments: {}", parts.join("; "))
+fn describe_errors(v: &Validator, instance: &Value) -> String {
+    format!(
+        "invalid arguments: {}",
+        v.violations(instance, 8).join("; ")
+    )
 }
 
 /// A typed handler: deserializes the validated arguments into `In`.
