@@ -38,7 +38,7 @@ step "import layers (scripts/layers.sh: the rule table, no circles between files
 bash scripts/layers.sh --self-test
 bash scripts/layers.sh
 
-step "node packages of the TypeScript SDK interop tests (tests/interop/ts)"
+step "node packages: the TypeScript SDK interop tests (tests/interop/ts), the browser tests, the JSON Schema Test Suite"
 # `npm ci` installs exactly the pinned lock file; a stamp of the lock file's hash skips it
 # when node_modules already matches.
 npm_ci() {
@@ -57,6 +57,7 @@ npm_ci() {
 }
 npm_ci tests/interop/ts
 npm_ci tests/browser
+npm_ci tests/json-schema-suite  # the official JSON Schema Test Suite (server/schema/suite.rs)
 
 step "node packages of the client interop tests (tests/interop/ts-servers)"
 npm_ci tests/interop/ts-servers

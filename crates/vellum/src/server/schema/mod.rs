@@ -28,6 +28,8 @@ pub(crate) mod lite;
 #[cfg_attr(feature = "json-schema", allow(dead_code))]
 mod lite_check;
 #[cfg(test)]
+mod suite;
+#[cfg(test)]
 mod tests;
 
 /// A compiled schema.
