@@ -29,6 +29,59 @@ fn limited(burst: u32) -> StreamableHttpOptions {
     o
 }
 
+/// A client of `url` from 127.0.0.2: another caller address, still loopback.
+fn from_another_address(url: &str) -> McpHttp {
+    vellum::transport::install_crypto_provider();
+    let other = reqwest::Client::builder()
+        .no_proxy()
+        .local_address(std::net::IpAddr::from([127, 0, 0, 2]))
+        .build()
+        .unwrap();
+    McpHttp::with_client(url, other)
+}
+
+/// An `initialize` POST made as `who` (the instrumented server's test principal).
+fn as_principal(c: &McpHttp, who: &str) -> reqwest::RequestBuilder {
+    c.builder(Method::POST)
+        .header("x-test-principal", format!("https://issuer {who}"))
+        .body(initialize().to_string())
+}
+
+/// Three instances sharing one Redis limiter, each with `options()`.
+#[cfg(feature = "redis")]
+async fn three_instances_on(
+    redis: &vellum_testkit::redis::RedisServer,
+    options: impl Fn() -> StreamableHttpOptions,
+) -> Vec<TestHttpServer> {
+    use vellum::store::redis::{Redis, RedisOptions};
+    let mut servers = Vec::new();
+    for _ in 0..3 {
+        let r = Redis::connect(&redis.url(), RedisOptions::default())
+            .await
+            .unwrap();
+        let mut o = options();
+        o.rate_limiter = Some(Arc::new(r.rate_limiter()));
+        servers.push(TestHttpServer::start(test_server().server, o).await);
+    }
+    servers
+}
+
+/// The rate-limit buckets in `redis`.
+#[cfg(feature = "redis")]
+async fn bucket_keys(redis: &vellum_testkit::redis::RedisServer) -> Vec<String> {
+    use vellum::store::redis::{Redis, RedisOptions};
+    let probe = Redis::connect(&redis.url(), RedisOptions::default())
+        .await
+        .unwrap();
+    probe
+        .keys()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|k| k.contains(":rl:"))
+        .collect()
+}
+
 fn assert_limited(a: &Answer) {
     assert_rejected(a, StatusCode::TOO_MANY_REQUESTS, -32603);
     let secs: u64 = a
@@ -48,13 +101,7 @@ async fn each_client_address_has_its_bucket() {
     }
     assert_limited(&c.post(&initialize()).await);
     // Another address (still loopback) is not held back by the first one's spending.
-    vellum::transport::install_crypto_provider();
-    let other = reqwest::Client::builder()
-        .no_proxy()
-        .local_address(std::net::IpAddr::from([127, 0, 0, 2]))
-        .build()
-        .unwrap();
-    let o = McpHttp::with_client(&srv.url, other);
+    let o = from_another_address(&srv.url);
     assert_eq!(o.post(&initialize()).await.status, StatusCode::OK);
 }
 
@@ -72,31 +119,20 @@ async fn each_principal_has_its_bucket_whatever_its_address() {
     let handler = StreamableHttpHandler::for_server(test_server().server, limited(1));
     let srv = TestHttpServer::start_instrumented(handler).await;
     let c = srv.client();
-    let as_ = |who: &str| {
-        c.builder(Method::POST)
-            .header("x-test-principal", format!("https://issuer {who}"))
-            .body(initialize().to_string())
-    };
-    assert_eq!(c.send(as_("alice")).await.status, StatusCode::OK);
-    assert_limited(&c.send(as_("alice")).await);
+    assert_eq!(
+        c.send(as_principal(&c, "alice")).await.status,
+        StatusCode::OK
+    );
+    assert_limited(&c.send(as_principal(&c, "alice")).await);
     // Same address, another principal.
-    assert_eq!(c.send(as_("bob")).await.status, StatusCode::OK);
+    assert_eq!(c.send(as_principal(&c, "bob")).await.status, StatusCode::OK);
 }
 
 #[cfg(feature = "redis")]
 #[tokio::test]
 async fn a_redis_limiter_holds_one_bucket_across_three_instances() {
-    use vellum::store::redis::{Redis, RedisOptions};
     let redis = vellum_testkit::redis::RedisServer::start();
-    let mut servers = Vec::new();
-    for _ in 0..3 {
-        let r = Redis::connect(&redis.url(), RedisOptions::default())
-            .await
-            .unwrap();
-        let mut o = limited(3);
-        o.rate_limiter = Some(Arc::new(r.rate_limiter()));
-        servers.push(TestHttpServer::start(test_server().server, o).await);
-    }
+    let servers = three_instances_on(&redis, || limited(3)).await;
     // One token spent on each instance: the shared bucket of three is empty.
     for s in &servers {
         assert_eq!(s.client().post(&initialize()).await.status, StatusCode::OK);
@@ -105,16 +141,7 @@ async fn a_redis_limiter_holds_one_bucket_across_three_instances() {
         assert_limited(&s.client().post(&initialize()).await);
     }
     // The bucket is one Redis key with a hash tag, and it expires.
-    let probe = Redis::connect(&redis.url(), RedisOptions::default())
-        .await
-        .unwrap();
-    let keys: Vec<String> = probe
-        .keys()
-        .await
-        .unwrap()
-        .into_iter()
-        .filter(|k| k.contains(":rl:"))
-        .collect();
+    let keys = bucket_keys(&redis).await;
     assert_eq!(keys.len(), 1, "{keys:?}");
     assert!(keys[0].contains(":rl:{ip:"), "{keys:?}");
 }
@@ -198,44 +225,31 @@ async fn each_address_and_each_principal_has_its_own_method_bucket() {
     assert_eq!(c.post(&initialize()).await.status, StatusCode::OK);
     assert_limited(&c.post(&initialize()).await);
     // Another loopback address: a bucket of its own.
-    vellum::transport::install_crypto_provider();
-    let other = reqwest::Client::builder()
-        .no_proxy()
-        .local_address(std::net::IpAddr::from([127, 0, 0, 2]))
-        .build()
-        .unwrap();
-    let o = McpHttp::with_client(&srv.url, other);
+    let o = from_another_address(&srv.url);
     assert_eq!(o.post(&initialize()).await.status, StatusCode::OK);
     assert_limited(&o.post(&initialize()).await);
     // Principals from the first address: each its own bucket, not the address's.
-    let as_ = |who: &str| {
-        c.builder(Method::POST)
-            .header("x-test-principal", format!("https://issuer {who}"))
-            .body(initialize().to_string())
-    };
-    assert_eq!(c.send(as_("alice")).await.status, StatusCode::OK);
-    assert_limited(&c.send(as_("alice")).await);
-    assert_eq!(c.send(as_("bob")).await.status, StatusCode::OK);
+    assert_eq!(
+        c.send(as_principal(&c, "alice")).await.status,
+        StatusCode::OK
+    );
+    assert_limited(&c.send(as_principal(&c, "alice")).await);
+    assert_eq!(c.send(as_principal(&c, "bob")).await.status, StatusCode::OK);
 }
 
 #[cfg(feature = "redis")]
 #[tokio::test]
 async fn a_redis_limiter_holds_a_tool_bucket_across_three_instances() {
-    use vellum::store::redis::{Redis, RedisOptions};
     let redis = vellum_testkit::redis::RedisServer::start();
+    let servers = three_instances_on(&redis, || {
+        limited_calls(RateLimits::new().tool("hello_world", few(3)))
+    })
+    .await;
     let mut clients = Vec::new();
-    let mut servers = Vec::new();
-    for _ in 0..3 {
-        let r = Redis::connect(&redis.url(), RedisOptions::default())
-            .await
-            .unwrap();
-        let mut o = limited_calls(RateLimits::new().tool("hello_world", few(3)));
-        o.rate_limiter = Some(Arc::new(r.rate_limiter()));
-        let s = TestHttpServer::start(test_server().server, o).await;
+    for s in &servers {
         let mut c = s.client();
         c.connect("2025-11-25").await;
         clients.push(c);
-        servers.push(s);
     }
     for c in &clients {
         assert_eq!(c.post(&hello(c)).await.status, StatusCode::OK);
@@ -245,16 +259,7 @@ async fn a_redis_limiter_holds_a_tool_bucket_across_three_instances() {
         assert_eq!(c.post(&add(c)).await.status, StatusCode::OK);
     }
     // One key, for the configured tool only: `add` (unlimited) and `initialize` have none.
-    let probe = Redis::connect(&redis.url(), RedisOptions::default())
-        .await
-        .unwrap();
-    let keys: Vec<String> = probe
-        .keys()
-        .await
-        .unwrap()
-        .into_iter()
-        .filter(|k| k.contains(":rl:"))
-        .collect();
+    let keys = bucket_keys(&redis).await;
     assert_eq!(keys.len(), 1, "{keys:?}");
     assert!(keys[0].contains(":rl:{ip:"), "{keys:?}");
     assert!(keys[0].ends_with(":t:hello_world}"), "{keys:?}");

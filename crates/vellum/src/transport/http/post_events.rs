@@ -7,14 +7,13 @@
 //! Not here: deciding JSON or SSE (`post_response.rs`) and writing SSE (`sse_writer.rs`).
 
 use std::collections::VecDeque;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
-use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
+use tokio_util::sync::CancellationToken;
 
 use crate::protocol::ErrorObject;
 use crate::protocol::encode_error;
@@ -80,9 +79,9 @@ pub(crate) struct PostEvents {
     /// Where the next poll starts among the requests: one past the last that produced an
     /// event, so that serving a batch of n requests costs O(n) polls, not O(n²).
     cursor: usize,
-    /// Resolves when a resume took the stream over: the response then ends, and its
+    /// Cancelled when a resume takes the stream over: the response then ends, and its
     /// requests go on in the background for the GET that resumed them.
-    superseded: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
+    taken_over: Option<CancellationToken>,
 }
 
 impl PostEvents {
@@ -100,7 +99,7 @@ impl PostEvents {
             done: false,
             detached: false,
             cursor: 0,
-            superseded: None,
+            taken_over: None,
         }
     }
 
@@ -120,16 +119,16 @@ impl PostEvents {
     }
 
     /// Makes the stream resumable from here on; `earlier` (the events already produced)
-    /// are emitted again first, now with ids. The response ends once `superseded` is
+    /// are emitted again first, now with ids. The response ends once `taken_over` is
     /// cancelled.
     pub(crate) fn make_resumable(
         &mut self,
         stored: StoredStream,
         earlier: Vec<PostEvent>,
-        superseded: CancellationToken,
+        taken_over: CancellationToken,
     ) {
         self.stored = Some(stored);
-        self.superseded = Some(Box::pin(superseded.cancelled_owned()));
+        self.taken_over = Some(taken_over);
         self.requeued = earlier
             .into_iter()
             .filter(|e| !e.silent)
@@ -326,7 +325,7 @@ impl PostEvents {
             done: false,
             detached: true,
             cursor: 0,
-            superseded: None,
+            taken_over: None,
         };
         rt.spawn(async move {
             let drive = async {
@@ -352,13 +351,6 @@ impl PostEvents {
 
 impl EventSource for PostEvents {
     fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<SseEvent>> {
-        if let Some(s) = self.superseded.as_mut()
-            && s.as_mut().poll(cx).is_ready()
-        {
-            // A resume took the stream over: end this response (dropping it detaches the
-            // requests still running, see `Drop`).
-            return Poll::Ready(None);
-        }
         loop {
             match self.poll_post_event(cx) {
                 Poll::Ready(Some(e)) if e.silent => continue,
@@ -369,6 +361,11 @@ impl EventSource for PostEvents {
 
     fn close_requested(&self) -> Option<Duration> {
         self.close_request()
+    }
+
+    fn taken_over(&self) -> Option<CancellationToken> {
+        // Ending the response drops this, which detaches the requests still running.
+        self.taken_over.clone()
     }
 
     fn ends_on_shutdown(&self) -> bool {

@@ -5,13 +5,11 @@
 //! Not here: attaching to a stream (`live_streams.rs`) and the GET's checks (`get.rs`).
 
 use std::collections::VecDeque;
-use std::future::Future;
-use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use futures_util::stream::BoxStream;
-use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
+use tokio_util::sync::CancellationToken;
 
 use crate::protocol::ErrorObject;
 use crate::protocol::encode_error;
@@ -40,8 +38,8 @@ pub(crate) struct ResumeStream {
     orphans: VecDeque<Bytes>,
     /// The last seq delivered, so live events that the replay already had are skipped.
     last_seq: Option<u64>,
-    /// Set when this GET reads a live stream here: ends when a newer GET takes it over.
-    superseded: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
+    /// Set when this GET reads a live stream here: cancelled when a newer GET takes it over.
+    taken_over: Option<CancellationToken>,
     _attachment: Option<Attachment>,
     _activity: ActivityGuard,
 }
@@ -54,13 +52,13 @@ impl ResumeStream {
         attachment: Option<(Attachment, CancellationToken)>,
         activity: ActivityGuard,
     ) -> Self {
-        let (attachment, superseded) = attachment.unzip();
+        let (attachment, taken_over) = attachment.unzip();
         ResumeStream {
             replay: replay.into(),
             live,
             orphans: VecDeque::new(),
             last_seq: after.map(|a| a.seq),
-            superseded: superseded.map(|t| Box::pin(t.cancelled_owned())),
+            taken_over,
             _attachment: attachment,
             _activity: activity,
         }
@@ -80,13 +78,11 @@ impl ResumeStream {
 }
 
 impl EventSource for ResumeStream {
+    fn taken_over(&self) -> Option<CancellationToken> {
+        self.taken_over.clone()
+    }
+
     fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<SseEvent>> {
-        if let Some(s) = self.superseded.as_mut()
-            && s.as_mut().poll(cx).is_ready()
-        {
-            // A newer GET reads this stream now (its client gave up on this connection).
-            return Poll::Ready(None);
-        }
         if let Some(ev) = self.replay.pop_front() {
             self.last_seq = Some(ev.id.seq);
             return Poll::Ready(Some(SseEvent {

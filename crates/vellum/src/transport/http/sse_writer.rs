@@ -122,6 +122,12 @@ pub(crate) trait EventSource: Send + 'static {
         None
     }
 
+    /// Cancelled when a resume takes the stream over (another connection reads it now):
+    /// the response then ends, without a `retry` hint. Read once, when the stream starts.
+    fn taken_over(&self) -> Option<CancellationToken> {
+        None
+    }
+
     /// Whether the stream ends (with a `retry` hint) when the server shuts down; streams
     /// still answering requests run to the end instead (within the shutdown grace).
     fn ends_on_shutdown(&self) -> bool {
@@ -144,6 +150,7 @@ pub(crate) struct SseStream {
     keep_alive: Option<(Duration, Pin<Box<Sleep>>)>,
     shutdown: Pin<Box<WaitForCancellationFutureOwned>>,
     session_closed: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
+    taken_over: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
     retry: Duration,
     done: bool,
     /// Kept alive as long as the body (an activity guard, a stream slot).
@@ -162,6 +169,7 @@ impl SseStream {
         hold: Option<Box<dyn Send>>,
     ) -> Self {
         SseStream {
+            taken_over: source.taken_over().map(|t| Box::pin(t.cancelled_owned())),
             source: Some(source),
             out: prefix,
             keep_alive: keep_alive.map(|d| (d, Box::pin(tokio::time::sleep(d)))),
@@ -211,10 +219,13 @@ impl SseStream {
                 this.stop(this.retry);
                 continue;
             }
-            if let Some(c) = this.session_closed.as_mut()
-                && c.as_mut().poll(cx).is_ready()
-            {
-                // The session is gone: no retry, the client must re-initialize.
+            let ended = |f: &mut Option<Pin<Box<WaitForCancellationFutureOwned>>>,
+                         cx: &mut Context<'_>| {
+                f.as_mut().is_some_and(|f| f.as_mut().poll(cx).is_ready())
+            };
+            if ended(&mut this.session_closed, cx) || ended(&mut this.taken_over, cx) {
+                // The session is gone (the client must re-initialize), or another connection
+                // reads the stream now: no retry either way.
                 this.done = true;
                 this.source = None;
                 continue;
