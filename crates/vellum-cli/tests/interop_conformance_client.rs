@@ -25,8 +25,10 @@ use std::process::Command;
 use std::sync::Mutex;
 
 /// One suite run at a time: alpha.12 runs a mode's 48 clients in parallel, and 0.1.16's
-/// `sse-retry` times the client's reconnection, which that load can upset (its standalone GET
-/// then reaches the mock after the tool call, and is taken for the reconnection).
+/// `sse-retry` times the client's reconnection against a 500 ms `retry`, which that load can
+/// upset. (Its other hazard, the standalone GET reaching the mock after the tool call and
+/// being taken for the reconnection, is gone: `connect` returns only once the GET is
+/// answered.)
 static ONE_RUN: Mutex<()> = Mutex::new(());
 
 /// The 0.1.16 client scenarios that run: every one except the `auth/*` ones.

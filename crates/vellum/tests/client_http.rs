@@ -1,6 +1,7 @@
 //! The client over Streamable HTTP against a Vellum server on loopback: both eras, JSON and
 //! SSE answers, sessions (DELETE on close, re-initialisation after a 404), stateless
-//! servers, and resumption of a stream the server ends mid-call.
+//! servers, resumption of a stream the server ends mid-call, and the standalone stream open
+//! before `connect` returns (bounded by the connect timeout).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -404,5 +405,115 @@ async fn listen_delivers_only_the_asked_list_changes() {
         .collect();
     assert!(names.iter().any(|n| n == "late"), "{names:?}");
     listen.close();
+    client.close().await;
+}
+
+/// A layer that holds every GET until `gate` gives a permit, announcing each on `arrived`.
+fn holding_gets(
+    gate: Arc<tokio::sync::Semaphore>,
+    arrived: Arc<tokio::sync::Notify>,
+) -> impl tower::Layer<
+    StreamableHttpHandler,
+    Service = tower::util::BoxCloneSyncService<
+        http::Request<hyper::body::Incoming>,
+        http::Response<vellum::transport::http::ResponseBody>,
+        std::convert::Infallible,
+    >,
+> + Send
++ 'static {
+    use tower::ServiceExt;
+    tower::layer::layer_fn(move |inner: StreamableHttpHandler| {
+        let (gate, arrived) = (gate.clone(), arrived.clone());
+        tower::util::BoxCloneSyncService::new(tower::service_fn(
+            move |req: http::Request<hyper::body::Incoming>| {
+                let (inner, gate, arrived) = (inner.clone(), gate.clone(), arrived.clone());
+                async move {
+                    if req.method() == http::Method::GET {
+                        arrived.notify_one();
+                        if let Ok(p) = gate.acquire().await {
+                            p.forget();
+                        }
+                    }
+                    inner.oneshot(req).await
+                }
+            },
+        ))
+    })
+}
+
+#[tokio::test]
+async fn connect_returns_once_the_standalone_stream_is_open() {
+    // Without an event store, a notification sent before the GET is open would be lost:
+    // connect must not return before the server has answered the GET.
+    let server = test_server().server;
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let arrived = Arc::new(tokio::sync::Notify::new());
+    let layer = holding_gets(gate.clone(), arrived.clone());
+    let http = TestHttpServer::start_with_layer(
+        StreamableHttpHandler::for_server(server.clone(), StreamableHttpOptions::default()),
+        |_| layer,
+    )
+    .await;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let connecting = tokio::spawn(
+        Client::builder()
+            .protocol(ProtocolChoice::Legacy)
+            .on_notification(move |n| {
+                let _ = tx.send(n);
+            })
+            .connect(StreamableHttpClientTransport::new(&http.url).unwrap()),
+    );
+    vellum_testkit::within("the standalone GET", arrived.notified()).await;
+    assert!(
+        !connecting.is_finished(),
+        "connect returned while the standalone GET was unanswered"
+    );
+    gate.add_permits(1);
+    let client = vellum_testkit::within("connect", connecting)
+        .await
+        .unwrap()
+        .unwrap();
+    server
+        .add_raw_tool(
+            Tool::new("late", "added right after connect"),
+            |_c: RequestContext, _r| async move { Ok::<_, HandlerError>("late") },
+        )
+        .unwrap();
+    vellum_testkit::within("the list change on the standalone stream", async {
+        while let Some(n) = rx.recv().await {
+            if matches!(n, ServerNotification::ToolsListChanged) {
+                return;
+            }
+        }
+        panic!("the notification channel closed");
+    })
+    .await;
+    client.close().await;
+}
+
+#[tokio::test]
+async fn a_standalone_get_left_unanswered_delays_connect_by_the_connect_timeout_at_most() {
+    let server = test_server().server;
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let arrived = Arc::new(tokio::sync::Notify::new());
+    let layer = holding_gets(gate, arrived.clone());
+    let http = TestHttpServer::start_with_layer(
+        StreamableHttpHandler::for_server(server, StreamableHttpOptions::default()),
+        |_| layer,
+    )
+    .await;
+    let mut options = HttpClientOptions::default();
+    options.connect_timeout = Duration::from_millis(300);
+    let transport = StreamableHttpClientTransport::with_options(&http.url, options).unwrap();
+    let client = vellum_testkit::within(
+        "connect, with the GET never answered",
+        Client::builder()
+            .protocol(ProtocolChoice::Legacy)
+            .connect(transport),
+    )
+    .await
+    .unwrap();
+    vellum_testkit::within("the standalone GET", arrived.notified()).await;
+    client.ping().await.unwrap();
     client.close().await;
 }

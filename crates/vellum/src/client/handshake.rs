@@ -122,7 +122,7 @@ impl Client {
             tool_headers: HashMap::new(),
         });
         self.notify(methods::INITIALIZED, None).await?;
-        self.inner.transport.session_started(&version);
+        self.inner.transport.session_started(&version).await;
         let level = *read(&self.inner.log_level);
         if let Some(level) = level
             && self.server_capabilities().logging.is_some()

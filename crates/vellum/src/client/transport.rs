@@ -94,8 +94,13 @@ pub trait Transport: Send + Sync + 'static {
     fn recv(&self) -> BoxFuture<'_, Option<Incoming>>;
 
     /// Called once a legacy session is initialized (after `notifications/initialized` went
-    /// out), with the negotiated version. Streamable HTTP opens its standalone GET stream here.
-    fn session_started(&self, _protocol_version: &str) {}
+    /// out), with the negotiated version; the handshake awaits it. Streamable HTTP opens its
+    /// standalone GET stream here and returns once the server has answered that GET (or
+    /// `connect_timeout` passed), so the server can reach the client from the moment
+    /// `connect` returns, and the client's first calls never overtake the GET.
+    fn session_started(&self, _protocol_version: &str) -> BoxFuture<'_, ()> {
+        Box::pin(std::future::ready(()))
+    }
 
     /// Called when the client gives up the session to start a new one (after
     /// [`TransportError::SessionExpired`]): forget the session id and its streams.

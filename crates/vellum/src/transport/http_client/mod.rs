@@ -8,7 +8,8 @@
 //!                  └─ SSE body ─► events ───────────────────► recv()
 //!                        └ broken before the response (legacy): GET + Last-Event-ID,
 //!                          after `retry` / backoff with jitter, at most N attempts
-//! session_started ─► GET standalone stream (reopened when it ends; 405 = none offered)
+//! session_started ─► GET standalone stream, awaited until answered (reopened when it
+//!                   ends; 405 = none offered)
 //! close ─► DELETE the session (bounded)
 //! ```
 //!
@@ -240,14 +241,27 @@ impl Transport for StreamableHttpClientTransport {
         })
     }
 
-    fn session_started(&self, protocol_version: &str) {
+    fn session_started(&self, protocol_version: &str) -> BoxFuture<'_, ()> {
         let shared = &self.shared;
         *write(&shared.version) = Some(protocol_version.to_owned());
         let fallback = read(&shared.fallback).is_some();
-        if shared.options.standalone_stream && shared.session_id().is_some() && !fallback {
-            let token = lock(&shared.session_stop).clone();
-            tokio::spawn(standalone(shared.clone(), token));
-        }
+        let opened = (shared.options.standalone_stream
+            && shared.session_id().is_some()
+            && !fallback)
+            .then(|| {
+                let token = lock(&shared.session_stop).clone();
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                tokio::spawn(standalone(shared.clone(), token, tx));
+                rx
+            });
+        let wait = shared.options.connect_timeout;
+        Box::pin(async move {
+            if let Some(rx) = opened {
+                // Any outcome will do (answered, refused, the task gone): only the order
+                // matters, and a silent server costs at most the connect timeout.
+                let _ = tokio::time::timeout(wait, rx).await;
+            }
+        })
     }
 
     fn session_reset(&self) {

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use http::StatusCode;
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::authorize::send_request;
@@ -14,15 +15,23 @@ use super::response::content_type;
 use super::response_stream::{backoff, pump};
 use super::shared::Shared;
 
-/// Runs the standalone stream until `token` (the session) or the transport stops.
-pub(super) async fn standalone(shared: Arc<Shared>, token: CancellationToken) {
+/// Runs the standalone stream until `token` (the session) or the transport stops; `opened`
+/// hears when the first GET has its answer (or failed).
+pub(super) async fn standalone(
+    shared: Arc<Shared>,
+    token: CancellationToken,
+    opened: oneshot::Sender<()>,
+) {
     let mut cursor = Cursor::default();
     let mut attempt = 0u32;
+    let mut opened = Some(opened);
     let run = async {
         loop {
-            let resp = match send_request(&shared, shared.get(cursor.last_event_id.as_deref()))
-                .await
-            {
+            let sent = send_request(&shared, shared.get(cursor.last_event_id.as_deref())).await;
+            if let Some(tx) = opened.take() {
+                let _ = tx.send(());
+            }
+            let resp = match sent {
                 Ok(r) => r,
                 Err(e) => {
                     tracing::debug!("the standalone stream failed: {}", crate::error::chain(&e));
