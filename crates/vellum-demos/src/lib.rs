@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | `hello-world` | [`hello_world`] | the seed: one typed tool, `hello_world` (`#[tool]`) |
 //! | | [`hello_world_builder`] | the same tool with the closure API (an example only) |
-//! | `everything` | [`everything`] (with [`everything_stateless`], [`everything_mrtr`], [`everything_tasks`], [`everything_skills`]) | every fixture of the official conformance suite, plus `hello_world` |
+//! | `everything` | `everything` (with `everything_stateless`, `everything_mrtr`, `everything_tasks`, `everything_skills`; feature `everything`) | every fixture of the official conformance suite, plus `hello_world` |
 //! | `bench` | [`bench`](mod@bench) | the benchmark's fixtures: `hello_world`, `stream`, `blob`, `touch` (bench/README.md) |
 //!
 //! Each module is also a complete program: the same file is the example of that name
@@ -24,11 +24,16 @@ use vellum::server::{RegistrationError, Server};
 
 pub mod bench;
 // Each module's `main` is its example's entry point (see the crate docs).
+#[cfg(feature = "everything")]
 #[allow(dead_code)]
 pub mod everything;
+#[cfg(feature = "everything")]
 pub mod everything_mrtr;
+#[cfg(feature = "everything")]
 pub mod everything_skills;
+#[cfg(feature = "everything")]
 pub mod everything_stateless;
+#[cfg(feature = "everything")]
 pub mod everything_tasks;
 #[allow(dead_code)]
 pub mod hello_world;
@@ -53,6 +58,7 @@ pub const DEMOS: &[Demo] = &[
         about: "The seed: one `hello_world` tool",
         build: hello_world::hello_world_server,
     },
+    #[cfg(feature = "everything")]
     Demo {
         name: "everything",
         about: "Every fixture of the official conformance suite, plus `hello_world`",

@@ -58,6 +58,8 @@
 //! | `auth` | | [`auth`]: the OAuth 2.1 resource-server layer and its token verifiers |
 //! | `client-auth` | | [`client::auth`]: the OAuth 2.1 client (implies `client`) and `jose` |
 //! | `redis` | | Redis session store, event store and message bus (several instances, one set of sessions) |
+//! | `skills` | | Agent Skills: `Server::add_skill` with `SkillFiles`, `skills/list`, `skills/get`, `resources/directory/read`; the client's verified `load_skill` (a YAML parser for the frontmatter) |
+//! | `http2` | | HTTP/2 beside HTTP/1.1 on the server's accept loop (h2c by prior knowledge, h2 by ALPN with `tls`) |
 //! | `tls` | | TLS on the server's own accept loop (rustls, `ring`), the certificate reloadable |
 //! | `metrics` | | metrics of the Streamable HTTP handler through the `metrics` facade |
 //! | `otel` | | [`otel`]: the request spans exported over OTLP/HTTP, parented by the caller's W3C trace context |

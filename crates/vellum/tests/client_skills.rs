@@ -2,6 +2,7 @@
 //! page by page reads no file, loading verifies `SKILL.md` (size, digest, frontmatter)
 //! against the entry, supporting files are verified when read, and a server serving
 //! tampered files, or an entry that does not match, is refused with a typed error.
+#![cfg(feature = "skills")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;

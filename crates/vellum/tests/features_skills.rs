@@ -2,6 +2,7 @@
 //! wire: the extension in `server/discover`, `skills/list` page by page, `skills/get`, the
 //! files as `skill://` resources (digests and sizes of their bytes), and
 //! `resources/directory/read`.
+#![cfg(feature = "skills")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use serde_json::{Value, json};

@@ -93,6 +93,7 @@ async fn a_session_and_a_call_over_tls() {
     assert!(r.is_err(), "plain HTTP was answered: {r:?}");
 }
 
+#[cfg(feature = "http2")]
 #[tokio::test]
 async fn alpn_picks_h2_and_http1_still_works() {
     let ca = TestCa::new();

@@ -28,7 +28,7 @@ const FORMAT: u64 = 57;
 const CRATES: &[(&str, &[&str])] = &[
     ("vellum", &["--all-features"]),
     ("vellum-macros", &[]),
-    ("vellum-demos", &[]),
+    ("vellum-demos", &["--all-features"]),
 ];
 
 fn workspace() -> PathBuf {

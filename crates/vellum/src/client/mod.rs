@@ -52,6 +52,7 @@ mod handshake;
 mod input_rounds;
 mod mirror;
 mod reader;
+#[cfg(feature = "skills")]
 mod skills;
 mod subscriptions;
 pub(crate) mod transport;
@@ -64,6 +65,7 @@ pub use callbacks::{
 };
 pub use config::ProtocolChoice;
 pub use handle::Client;
+#[cfg(feature = "skills")]
 pub use skills::{LoadedSkill, SkillLoadError};
 pub use subscriptions::Listen;
 

@@ -5,6 +5,7 @@
 use serde::de::{self, Deserializer};
 use serde::ser::Serializer;
 use serde::{Deserialize, Serialize};
+#[cfg(feature = "skills")]
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -142,9 +143,11 @@ pub struct ReadDirectoryResult {
 }
 
 /// The most bytes of YAML frontmatter read (a budget against pathological documents).
+#[cfg(feature = "skills")]
 pub const MAX_FRONTMATTER_BYTES: usize = 64 * 1024;
 
 /// Why a `SKILL.md` has no usable frontmatter.
+#[cfg(feature = "skills")]
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("SKILL.md has no valid YAML frontmatter: {0}")]
 pub struct FrontmatterError(pub String);
@@ -164,6 +167,7 @@ pub fn skill_digest(bytes: &[u8]) -> String {
 /// The YAML frontmatter of a `SKILL.md` (after an optional BOM: a `---` line, the YAML, a
 /// `---` line), as a JSON object. Servers build a skill's entry with it; clients compare a
 /// fetched `SKILL.md` against the entry they hold with it, so both read YAML the same way.
+#[cfg(feature = "skills")]
 pub fn parse_skill_frontmatter(md: &str) -> Result<JsonObject, FrontmatterError> {
     let text = md.strip_prefix('\u{feff}').unwrap_or(md);
     let bad = |why: &str| FrontmatterError(why.to_owned());

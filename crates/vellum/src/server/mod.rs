@@ -42,7 +42,9 @@ pub(crate) mod scopes;
 #[allow(clippy::module_inception)]
 mod server;
 mod session;
+#[cfg(feature = "skills")]
 mod skill_files;
+#[cfg(feature = "skills")]
 mod skills;
 mod task_store;
 mod tool;
@@ -61,6 +63,7 @@ pub use reply::Outcome;
 pub use resource::ReadResourceRequest;
 pub use scopes::{InsufficientScope, ScopeRules};
 pub use server::Server;
+#[cfg(feature = "skills")]
 pub use skill_files::{MAX_SKILL_BYTES, MAX_SKILL_FILES, SkillError, SkillFiles};
 pub use tool::{
     CallToolRequest, IntoToolResult, NoArgs, RegistrationError, Structured, is_valid_tool_name,

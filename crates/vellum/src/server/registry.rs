@@ -13,6 +13,7 @@ use bytes::Bytes;
 
 use super::prompt::{DynCompletionHandler, PromptEntry};
 use super::resource::{ResourceEntry, TemplateEntry};
+#[cfg(feature = "skills")]
 use super::skill_files::SkillFiles;
 use super::tool::ToolEntry;
 
@@ -27,7 +28,18 @@ pub(crate) struct Registry {
     /// Completers of single arguments, by (prompt or template, argument).
     pub(crate) completers: HashMap<(String, String), Arc<dyn DynCompletionHandler>>,
     /// Agent Skills (the skills extension), by the URI of their `SKILL.md`.
+    #[cfg(feature = "skills")]
     pub(crate) skills: BTreeMap<String, Arc<SkillFiles>>,
+}
+
+impl Registry {
+    /// Whether any Agent Skill is published (never, without the feature `skills`).
+    pub(crate) fn has_skills(&self) -> bool {
+        #[cfg(feature = "skills")]
+        return !self.skills.is_empty();
+        #[cfg(not(feature = "skills"))]
+        false
+    }
 }
 
 /// Encoded pages of the lists, rebuilt after a change, so that `tools/list` is a copy of

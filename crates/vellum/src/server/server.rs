@@ -234,7 +234,7 @@ impl Server {
                 }))
                 .unwrap_or_default()
             }),
-            extensions: (tasks || !r.skills.is_empty()).then(|| {
+            extensions: (tasks || r.has_skills()).then(|| {
                 let mut e = JsonObject::new();
                 if tasks {
                     e.insert(
@@ -242,7 +242,7 @@ impl Server {
                         Value::Object(JsonObject::new()),
                     );
                 }
-                if !r.skills.is_empty() {
+                if r.has_skills() {
                     // Skills are served by the SDK, directories included.
                     e.insert(
                         crate::protocol::SKILLS_EXTENSION.into(),

@@ -156,6 +156,7 @@ pub enum RegistrationError {
     #[error("invalid resource {0:?}: {1}")]
     InvalidResource(String, String),
     /// An Agent Skill could not be built (see [`SkillFiles`](super::SkillFiles)).
+    #[cfg(feature = "skills")]
     #[error(transparent)]
     Skill(#[from] super::SkillError),
     /// An `x-mcp-header` annotation of the input schema breaks SEP-2243's rules.

@@ -18,9 +18,9 @@ use serde::de::DeserializeOwned;
 use super::reply::Outcome;
 use super::request::{RequestShared, Scope};
 use crate::protocol::{
-    CallToolParams, CompleteParams, ErrorObject, GetPromptParams, GetSkillParams, InitializeParams,
-    PaginatedParams, RawJson, ReadDirectoryParams, ReadResourceParams, SetLevelParams,
-    SubscribeParams, SubscriptionsListenParams, TaskIdParams, methods,
+    CallToolParams, CompleteParams, ErrorObject, GetPromptParams, InitializeParams,
+    PaginatedParams, RawJson, ReadResourceParams, SetLevelParams, SubscribeParams,
+    SubscriptionsListenParams, TaskIdParams, methods,
 };
 
 mod completion;
@@ -28,6 +28,7 @@ mod input;
 mod lifecycle;
 mod listen;
 mod lists;
+#[cfg(feature = "skills")]
 mod skills;
 pub(crate) mod tasks;
 
@@ -86,6 +87,7 @@ fn ignored(_: Option<&RawJson>) -> Result<(), ErrorObject> {
 /// called through a pointer) and the list of methods served before `initialize`.
 macro_rules! method_table {
     ($(
+        $(#[$attr:meta])*
         $name:ident $(+ $early:ident)?, $eras:ident, $decode:ident($params:ty),
             |$s:ident, $raw:ident, $p:ident| $serve:expr;
     )*) => {
@@ -100,7 +102,7 @@ macro_rules! method_table {
         ) -> Result<Outcome, ErrorObject> {
             let modern = shared.is_modern();
             match shared.method.as_str() {
-                $(methods::$name if Eras::$eras.admit(modern) => {
+                $($(#[$attr])* methods::$name if Eras::$eras.admit(modern) => {
                     let $p: $params = $decode(raw)?;
                     let ($s, $raw) = (shared, raw);
                     let _ = $raw;
@@ -155,11 +157,15 @@ method_table! {
         |s, raw, p| tasks::cancel(s, p).await;
     TASKS_UPDATE, Modern, required(tasks::TaskUpdateParams),
         |s, raw, p| tasks::update(s, p).await;
+    // Without the feature `skills`: method not found, as for any method not served.
+    #[cfg(feature = "skills")]
     SKILLS_LIST, Both, optional(PaginatedParams),
         |s, raw, p| skills::list(s, p);
-    SKILLS_GET, Both, required(GetSkillParams),
+    #[cfg(feature = "skills")]
+    SKILLS_GET, Both, required(crate::protocol::GetSkillParams),
         |s, raw, p| skills::get(s, p);
-    RESOURCES_DIRECTORY_READ, Both, required(ReadDirectoryParams),
+    #[cfg(feature = "skills")]
+    RESOURCES_DIRECTORY_READ, Both, required(crate::protocol::ReadDirectoryParams),
         |s, raw, p| skills::read_directory(s, p);
     SUBSCRIPTIONS_LISTEN, Modern, required(SubscriptionsListenParams),
         |s, raw, p| listen::listen(s, p).await;

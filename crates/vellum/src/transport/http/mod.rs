@@ -63,11 +63,12 @@ pub use options::{DEFAULT_SHUTDOWN_GRACE, StreamableHttpOptions};
 pub use rate_limit::RateLimits;
 pub use security::{ConnectionInfo, CrossOriginProtection, InvalidOrigin, is_loopback_host};
 pub use security_layer::{SecurityBody, SecurityLayer, SecurityService};
+#[cfg(feature = "http2")]
 pub use serve::{
     H2_KEEP_ALIVE, H2_MAX_CONCURRENT_STREAMS, H2_MAX_HEADER_LIST_BYTES,
-    H2_MAX_LOCAL_ERROR_RESET_STREAMS, H2_MAX_PENDING_ACCEPT_RESET_STREAMS, TLS_HANDSHAKE_TIMEOUT,
-    local_addr, serve, serve_listener, serve_listener_with,
+    H2_MAX_LOCAL_ERROR_RESET_STREAMS, H2_MAX_PENDING_ACCEPT_RESET_STREAMS,
 };
+pub use serve::{TLS_HANDSHAKE_TIMEOUT, local_addr, serve, serve_listener, serve_listener_with};
 #[cfg(feature = "tls")]
 pub use serve::{serve_tls_listener, serve_tls_listener_with};
 #[cfg(unix)]

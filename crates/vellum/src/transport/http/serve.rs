@@ -2,11 +2,12 @@
 //! with the settings that matter (TCP_NODELAY on every socket, a header-read timeout, a
 //! handshake deadline, graceful shutdown).
 //!
-//! Every connection speaks HTTP/1.1 or HTTP/2, told apart by the client's first bytes (the
-//! HTTP/2 preface): h2c with prior knowledge on plain TCP and Unix sockets, h2 by ALPN over
-//! TLS. (Telling them apart costs about 7.6 KiB more per HTTP/1.1 connection than a
-//! HTTP/1.1-only server, measured with 1,000 open GET streams: 29.7 against 22.0 KiB per
-//! session and stream.) HTTP/2's limits, each against a known abuse:
+//! Connections speak HTTP/1.1. With the feature `http2` they speak HTTP/1.1 or HTTP/2, told
+//! apart by the client's first bytes (the HTTP/2 preface): h2c with prior knowledge on plain
+//! TCP and Unix sockets, h2 by ALPN over TLS. (Telling them apart costs about 7.6 KiB more
+//! per HTTP/1.1 connection than a HTTP/1.1-only server, measured with 1,000 open GET
+//! streams: 29.7 against 22.0 KiB per session and stream; it is one reason the feature is
+//! not on by default.) HTTP/2's limits, each against a known abuse:
 //!
 //! | limit | value | against |
 //! |---|---|---|
@@ -32,8 +33,7 @@ use std::time::Duration;
 use http::{Request, Response};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, ToSocketAddrs};
@@ -52,37 +52,50 @@ pub async fn serve(
     serve_listener(listener, handler, std::future::pending()).await
 }
 
+#[cfg(feature = "http2")]
 /// The most streams one HTTP/2 connection may have open at once (each MCP request and each
 /// GET stream is one; a client beyond it waits for a stream to end).
 pub const H2_MAX_CONCURRENT_STREAMS: u32 = 256;
 
+#[cfg(feature = "http2")]
 /// The largest HTTP/2 header list accepted, in bytes (the HTTP/1.1 head is bounded at
 /// 64 KiB too).
 pub const H2_MAX_HEADER_LIST_BYTES: u32 = 64 * 1024;
 
+#[cfg(feature = "http2")]
 /// How many streams an HTTP/2 client may reset before the server got to them, at once,
 /// before the connection is closed (rapid reset).
 pub const H2_MAX_PENDING_ACCEPT_RESET_STREAMS: usize = 20;
 
+#[cfg(feature = "http2")]
 /// How many streams the server may have to reset for a client's protocol errors before it
 /// closes the connection.
 pub const H2_MAX_LOCAL_ERROR_RESET_STREAMS: usize = 256;
 
+#[cfg(feature = "http2")]
 /// The interval of HTTP/2 keep-alive PINGs, and how long an answer may take.
 pub const H2_KEEP_ALIVE: Duration = Duration::from_secs(20);
+
+// The HTTP/1.1 settings of `builder`, on whichever builder carries them (the two builders
+// are different types with the same methods).
+macro_rules! http1_settings_of {
+    ($b:expr) => {
+        $b.timer(TokioTimer::new())
+            .header_read_timeout(Duration::from_secs(30))
+            .max_buf_size(2 * super::headers::MAX_HEAD_BYTES)
+    };
+}
 
 /// The connection settings. HTTP/1.1: a 30 s header-read timeout (slowloris), at most
 /// 128 KiB of buffered request head (twice the handler's 64 KiB head limit, so that the
 /// handler, not the connection, refuses a head between the two with its JSON-RPC 431), at
 /// most 100 headers (hyper's default: setting it, even to the same 100, makes hyper
-/// initialise a header array per parse, about 1.7k instructions per request). HTTP/2: the
-/// limits of the module documentation.
-fn builder() -> auto::Builder<TokioExecutor> {
-    let mut b = auto::Builder::new(TokioExecutor::new());
-    b.http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(Duration::from_secs(30))
-        .max_buf_size(2 * super::headers::MAX_HEAD_BYTES);
+/// initialise a header array per parse, about 1.7k instructions per request). HTTP/2
+/// (feature `http2`): the limits of the module documentation.
+#[cfg(feature = "http2")]
+fn builder() -> hyper_util::server::conn::auto::Builder<hyper_util::rt::TokioExecutor> {
+    let mut b = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
+    http1_settings_of!(b.http1());
     b.http2()
         .timer(TokioTimer::new())
         .max_concurrent_streams(H2_MAX_CONCURRENT_STREAMS)
@@ -91,6 +104,15 @@ fn builder() -> auto::Builder<TokioExecutor> {
         .max_local_error_reset_streams(H2_MAX_LOCAL_ERROR_RESET_STREAMS)
         .keep_alive_interval(H2_KEEP_ALIVE)
         .keep_alive_timeout(H2_KEEP_ALIVE);
+    b
+}
+
+/// The connection settings without the feature `http2`: HTTP/1.1 only, with no HTTP/2
+/// preface to look for.
+#[cfg(not(feature = "http2"))]
+fn builder() -> hyper::server::conn::http1::Builder {
+    let mut b = hyper::server::conn::http1::Builder::new();
+    http1_settings_of!(b);
     b
 }
 
@@ -216,9 +238,9 @@ pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// What the accept loop takes connections from. One loop serves every kind: only accepting
 /// and the handshake differ, and they differ here.
 enum Listener {
-    /// Plain TCP (HTTP/1.1, or h2c with prior knowledge).
+    /// Plain TCP (HTTP/1.1, or h2c with prior knowledge with `http2`).
     Tcp(TcpListener),
-    /// TLS over TCP (h2 or HTTP/1.1 by ALPN). The acceptor shares the configuration, so a
+    /// TLS over TCP (h2 with `http2`, or HTTP/1.1, by ALPN). The acceptor shares the configuration, so a
     /// certificate reload reaches the next handshake.
     #[cfg(feature = "tls")]
     Tls(TcpListener, tokio_rustls::TlsAcceptor),

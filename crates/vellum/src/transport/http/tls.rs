@@ -66,8 +66,13 @@ impl fmt::Debug for TlsConfig {
 }
 
 impl TlsConfig {
-    /// The ALPN protocols offered, most preferred first: HTTP/2, then HTTP/1.1.
+    /// The ALPN protocols offered, most preferred first: HTTP/2 (with the feature `http2`),
+    /// then HTTP/1.1.
+    #[cfg(feature = "http2")]
     pub const ALPN: &[&[u8]] = &[b"h2", b"http/1.1"];
+    /// The ALPN protocols offered: HTTP/1.1 (HTTP/2 needs the feature `http2`).
+    #[cfg(not(feature = "http2"))]
+    pub const ALPN: &[&[u8]] = &[b"http/1.1"];
 
     /// Loads the certificate chain (`cert`, PEM, leaf first) and its private key (`key`,
     /// PEM: PKCS#8, PKCS#1 or SEC1), checks that they belong together, and offers TLS 1.3
@@ -91,7 +96,8 @@ impl TlsConfig {
     }
 
     /// A configuration of your own (client certificates, other resolvers). Offer `h2` in
-    /// its `alpn_protocols` for HTTP/2; without ALPN, connections speak HTTP/1.1.
+    /// its `alpn_protocols` for HTTP/2 (feature `http2`); without ALPN, connections speak
+    /// HTTP/1.1.
     pub fn from_rustls(config: Arc<ServerConfig>) -> Self {
         TlsConfig { config, cert: None }
     }
