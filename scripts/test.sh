@@ -115,6 +115,11 @@ echo "$VELLUM_TEST_REDIS_CLUSTER"
 step "unit and integration tests (debug builds of the binary and examples included)"
 cargo test --workspace --all-features
 
+step "the default build's accept loop (no feature http2: HTTP/1.1 only): foundation, limits, drain"
+# Everything above runs with every feature, so the HTTP/1.1-only connection that a default
+# build serves with would otherwise never carry a request here.
+cargo test -p vellum --test http_foundation --test http_limits --test http_drain
+
 step "benchmark harness smoke (bench/: builds it, one short window per scenario)"
 bash bench/smoke.sh
 

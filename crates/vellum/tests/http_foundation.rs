@@ -352,3 +352,29 @@ fn sse_parser_follows_the_event_stream_rules() {
     assert_eq!(events[0].data, "{\"a\":\n1}");
     assert_eq!(events[1].data, "{\"b\":2}");
 }
+
+/// The default build (no feature `http2`) serves HTTP/1.1 only: a client that opens with the
+/// HTTP/2 preface gets an HTTP/1.1 error or a closed connection, never a hang, and the
+/// server goes on serving. (`scripts/test.sh` runs this file without features for it.)
+#[cfg(not(feature = "http2"))]
+#[tokio::test]
+async fn without_http2_an_h2c_preface_is_refused_and_http1_still_serves() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let srv = seed_server().await;
+    let mut tcp = tokio::net::TcpStream::connect(srv.addr).await.unwrap();
+    tcp.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    within("the connection to close", tcp.read_to_end(&mut answer))
+        .await
+        .unwrap();
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(
+        answer.is_empty() || answer.starts_with("HTTP/1.1 4") || answer.starts_with("HTTP/1.1 5"),
+        "{answer}"
+    );
+    let mut c = srv.client();
+    c.connect("2025-11-25").await;
+    assert!(c.greet().await.contains("Alice"));
+}
