@@ -6,6 +6,10 @@
 //! proof at the same moment cannot both accept it. The key expires with the proof's
 //! remaining lifetime, so Redis holds no more proofs than are still acceptable.
 //!
+//! It has a connection of its own ([`RedisReplayCache::connect`], one node), or shares the
+//! stores' [`Redis`] handle ([`RedisReplayCache::shared`]: one node, a cluster, whatever
+//! that handle's URL names), so one URL serves every store of a process.
+//!
 //! Not here: what makes the key and the lifetime (`dpop.rs`).
 
 use std::time::Duration;
@@ -13,6 +17,7 @@ use std::time::Duration;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 use super::dpop::{DpopReplayCache, ReplayCacheError, ReplayFuture};
+use crate::store::redis::Redis;
 
 /// A [`DpopReplayCache`] in Redis: several resource-server instances given the same Redis
 /// (and prefix) accept each proof once between them.
@@ -30,8 +35,17 @@ use super::dpop::{DpopReplayCache, ReplayCacheError, ReplayFuture};
 /// ```
 #[derive(Clone)]
 pub struct RedisReplayCache {
-    conn: ConnectionManager,
+    conn: Backend,
     prefix: String,
+}
+
+/// Where the commands go.
+#[derive(Clone)]
+enum Backend {
+    /// A connection of this cache's own.
+    Own(ConnectionManager),
+    /// The stores' connection.
+    Shared(Redis),
 }
 
 impl std::fmt::Debug for RedisReplayCache {
@@ -59,9 +73,21 @@ impl RedisReplayCache {
             .await
             .map_err(|e| ReplayCacheError::Backend(format!("cannot reach Redis at {url}: {e}")))?;
         Ok(RedisReplayCache {
-            conn,
+            conn: Backend::Own(conn),
             prefix: prefix.to_owned(),
         })
+    }
+
+    /// On the stores' connection `redis` (see [`Redis::connect`]: one node or a Redis
+    /// Cluster), so a process given one Redis URL keeps its sessions, events, tasks, rate
+    /// limits and DPoP proofs there with one connection. Keys are `<prefix>:dpop:{<digest>}`;
+    /// outages behave as with [`connect`](Self::connect) (the handle's command timeout, then
+    /// 503).
+    pub fn shared(redis: &Redis, prefix: &str) -> Self {
+        RedisReplayCache {
+            conn: Backend::Shared(redis.clone()),
+            prefix: prefix.to_owned(),
+        }
     }
 
     /// The Redis key of a proof. The digest is the hash tag: in a Redis Cluster the keys
@@ -74,18 +100,20 @@ impl RedisReplayCache {
 impl DpopReplayCache for RedisReplayCache {
     fn first_use<'a>(&'a self, key: &'a str, ttl: Duration) -> ReplayFuture<'a> {
         Box::pin(async move {
-            let mut conn = self.conn.clone();
             // At least a millisecond: PX 0 is an error.
             let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
-            let set: Option<String> = redis::cmd("SET")
-                .arg(self.key(key))
-                .arg(1)
-                .arg("NX")
-                .arg("PX")
-                .arg(ms)
-                .query_async(&mut conn)
-                .await
-                .map_err(|e| ReplayCacheError::Backend(e.to_string()))?;
+            let mut cmd = redis::cmd("SET");
+            cmd.arg(self.key(key)).arg(1).arg("NX").arg("PX").arg(ms);
+            let set: Option<String> = match &self.conn {
+                Backend::Own(conn) => cmd
+                    .query_async(&mut conn.clone())
+                    .await
+                    .map_err(|e| ReplayCacheError::Backend(e.to_string()))?,
+                Backend::Shared(redis) => redis
+                    .query(&cmd)
+                    .await
+                    .map_err(|e| ReplayCacheError::Backend(e.to_string()))?,
+            };
             // `OK` when the key was written (first use), nil when it was already there.
             Ok(set.is_some())
         })

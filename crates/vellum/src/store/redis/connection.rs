@@ -268,6 +268,20 @@ impl Redis {
             .map_err(backend)
     }
 
+    /// One command on the shared connection (routed by its first key on a cluster), once
+    /// more after a reconnect: for a store of another module that keeps one kind of key here
+    /// (the DPoP replay cache of `auth`).
+    pub(crate) async fn query<T: redis::FromRedisValue>(
+        &self,
+        cmd: &redis::Cmd,
+    ) -> Result<T, StoreError> {
+        retrying(
+            self.conn(),
+            |mut c| async move { cmd.query_async(&mut c).await },
+        )
+        .await
+    }
+
     /// Every key under the prefix (for tests and operators: after sessions end, only
     /// instance heartbeats remain).
     pub async fn keys(&self) -> Result<Vec<String>, StoreError> {
