@@ -51,18 +51,6 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}"
 fi
 
-step "format and lints"
-cargo fmt --all -- --check
-cargo clippy --workspace --all-targets --all-features -- -D warnings
-
-step "the crates as users get them (scripts/release-checks.sh: each feature alone, one crypto provider, docs -D warnings, publish dry run)"
-bash scripts/release-checks.sh
-
-step "import layers (scripts/layers.sh: the rule table, no circles between files; self-test first)"
-bash scripts/layers.sh --self-test
-bash scripts/layers.sh
-
-step "node packages: the TypeScript SDK interop tests (tests/interop/ts), the browser tests, the JSON Schema Test Suite"
 # `npm ci` installs exactly the pinned lock file; a stamp of the lock file's hash skips it
 # when node_modules already matches.
 npm_ci() {
@@ -79,30 +67,57 @@ npm_ci() {
     echo "$want" >"$stamp"
   fi
 }
-npm_ci tests/interop/ts
-npm_ci tests/browser
-npm_ci tests/json-schema-suite  # the official JSON Schema Test Suite (server/schema/suite.rs)
 
-step "node packages of the client interop tests (tests/interop/ts-servers)"
-npm_ci tests/interop/ts-servers
+# The node packages and the Python venv the tests need, installed while the builds below
+# keep both cores busy (installs wait on the network, builds on the CPU); the tests wait for
+# them (`installed`).
+install_packages() {
+  echo "- the TypeScript SDK interop tests (tests/interop/ts), the browser tests, the JSON Schema Test Suite"
+  npm_ci tests/interop/ts
+  npm_ci tests/browser
+  npm_ci tests/json-schema-suite  # the official JSON Schema Test Suite (server/schema/suite.rs)
+  echo "- the client interop tests (tests/interop/ts-servers)"
+  npm_ci tests/interop/ts-servers
+  echo "- the official conformance suite's client scenarios (tests/interop/conformance, Node 22 from npm)"
+  npm_ci tests/interop/conformance
+  echo "- official clients against vellum serve: TypeScript v2 and both Inspector CLIs (tests/interop/clients)"
+  npm_ci tests/interop/clients
+  echo "- official clients: the Python SDK (tests/interop/python/.venv)"
+  # A stamp of requirements.txt's hash skips pip when the venv already matches.
+  local py=tests/interop/python want
+  want=$(sha256sum "$py/requirements.txt" | cut -d' ' -f1)
+  if [[ -x $py/.venv/bin/python && -f $py/.venv/.vellum-req.sha256 && $(cat "$py/.venv/.vellum-req.sha256") == "$want" ]]; then
+    echo "$py/.venv is up to date"
+  else
+    python3 -m venv "$py/.venv"
+    "$py/.venv/bin/pip" install --quiet --disable-pip-version-check -r "$py/requirements.txt"
+    echo "$want" >"$py/.venv/.vellum-req.sha256"
+  fi
+}
+installs_log=$(mktemp)
+( set -euo pipefail; install_packages ) >"$installs_log" 2>&1 &
+installs_pid=$!
+installs_started=$SECONDS
+# Waits for the installs and shows what they printed; fails when they failed.
+installed() {
+  local status=0
+  wait "$installs_pid" || status=$?
+  echo "(in the background for $((SECONDS - installs_started)) s, exit $status)"
+  cat "$installs_log"
+  return "$status"
+}
+step "node packages and the Python venv: installing in the background (shown before the tests)"
 
-step "the official conformance suite's client scenarios (tests/interop/conformance, Node 22 from npm)"
-npm_ci tests/interop/conformance
+step "format and lints"
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --all-features -- -D warnings
 
-step "official clients against vellum serve: TypeScript v2 and both Inspector CLIs (tests/interop/clients)"
-npm_ci tests/interop/clients
+step "the crates as users get them (scripts/release-checks.sh: each feature alone, one crypto provider, docs -D warnings, publish dry run)"
+bash scripts/release-checks.sh
 
-step "official clients: the Python SDK (tests/interop/python/.venv)"
-# A stamp of requirements.txt's hash skips pip when the venv already matches.
-py=tests/interop/python
-want=$(sha256sum "$py/requirements.txt" | cut -d' ' -f1)
-if [[ -x $py/.venv/bin/python && -f $py/.venv/.vellum-req.sha256 && $(cat "$py/.venv/.vellum-req.sha256") == "$want" ]]; then
-  echo "$py/.venv is up to date"
-else
-  python3 -m venv "$py/.venv"
-  "$py/.venv/bin/pip" install --quiet --disable-pip-version-check -r "$py/requirements.txt"
-  echo "$want" >"$py/.venv/.vellum-req.sha256"
-fi
+step "import layers (scripts/layers.sh: the rule table, no circles between files; self-test first)"
+bash scripts/layers.sh --self-test
+bash scripts/layers.sh
 
 step "official clients: rmcp's client (tests/interop/rmcp-client, its own cargo project)"
 cargo build --quiet --locked --manifest-path tests/interop/rmcp-client/Cargo.toml \
@@ -112,7 +127,7 @@ step "a Redis Cluster of three masters for the cluster tests (scripts/redis-clus
 # The cluster tests (cluster_redis, cluster_slots, tasks_cluster, cluster_rolling) run on one node and on this cluster;
 # under CI=true they fail when VELLUM_TEST_REDIS_CLUSTER is unset.
 cluster_dir=$(mktemp -d)
-trap 'status=$?; bash scripts/redis-cluster.sh stop "$cluster_dir"; [ $status -eq 0 ] || echo "scripts/test.sh failed (exit $status); $(skip_note)"' EXIT
+trap 'status=$?; kill "$installs_pid" 2>/dev/null; bash scripts/redis-cluster.sh stop "$cluster_dir"; [ $status -eq 0 ] || echo "scripts/test.sh failed (exit $status); $(skip_note)"' EXIT
 # Three free ports whose cluster-bus ports (port + 10000) are free too: a node on a port above
 # 55535 cannot start at all, so the kernel's ephemeral ports (up to 60999) will not do.
 read -r -a ports <<<"$(python3 - <<'PY'
@@ -136,12 +151,22 @@ VELLUM_TEST_REDIS_CLUSTER=$(bash scripts/redis-cluster.sh start "$cluster_dir" "
 export VELLUM_TEST_REDIS_CLUSTER
 echo "$VELLUM_TEST_REDIS_CLUSTER"
 
-step "unit and integration tests (debug builds of the binary and examples included)"
-cargo test --workspace --all-features
+step "node packages and the Python venv (installed in the background since the lint step)"
+installed
+
+step "unit and integration tests (cargo-nextest: test binaries side by side; debug builds of the binary and examples included)"
+# nextest (.config/nextest.toml) runs the test binaries side by side; `cargo test` runs one
+# binary at a time. It is on CI's machines; installed when missing.
+cargo nextest --version >/dev/null 2>&1 || cargo install cargo-nextest --locked
+cargo nextest run --workspace --all-features
+
+step "doc tests (nextest does not run them): the README's snippets and every rustdoc example"
+cargo test --workspace --all-features --doc
 
 step "the official JSON Schemas: every emitted message validated (spec_schema's ignored tests)"
 if $schemas; then
-  cargo test -p vellum --all-features --test spec_schema -- --ignored
+  # The same feature set as the run above (--workspace): nothing is built again.
+  cargo nextest run --workspace --all-features --run-ignored only -E 'binary(spec_schema)'
 else
   echo "SKIPPED: ${skipped[0]}"
 fi
@@ -149,7 +174,7 @@ fi
 step "the default build's accept loop (no feature http2: HTTP/1.1 only): foundation, limits, drain"
 # Everything above runs with every feature, so the HTTP/1.1-only connection that a default
 # build serves with would otherwise never carry a request here.
-cargo test -p vellum --test http_foundation --test http_limits --test http_drain
+cargo nextest run -p vellum --test http_foundation --test http_limits --test http_drain
 
 step "benchmark harness smoke (bench/: builds it, one short window per scenario)"
 bash bench/smoke.sh
