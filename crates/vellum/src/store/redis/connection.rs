@@ -271,6 +271,7 @@ impl Redis {
     /// One command on the shared connection (routed by its first key on a cluster), once
     /// more after a reconnect: for a store of another module that keeps one kind of key here
     /// (the DPoP replay cache of `auth`).
+    #[cfg(feature = "auth")]
     pub(crate) async fn query<T: redis::FromRedisValue>(
         &self,
         cmd: &redis::Cmd,
