@@ -68,9 +68,9 @@ npm_ci() {
   fi
 }
 
-# The node packages and the Python venv the tests need, installed while the builds below
-# keep both cores busy (installs wait on the network, builds on the CPU); the tests wait for
-# them (`installed`).
+# The node packages, the Python venv and rmcp's client that the tests need, made while the
+# lint and release-check builds run (installs wait on the network, and those builds often
+# keep only one core busy); the tests wait for them (`installed`).
 install_packages() {
   echo "- the TypeScript SDK interop tests (tests/interop/ts), the browser tests, the JSON Schema Test Suite"
   npm_ci tests/interop/ts
@@ -93,6 +93,11 @@ install_packages() {
     "$py/.venv/bin/pip" install --quiet --disable-pip-version-check -r "$py/requirements.txt"
     echo "$want" >"$py/.venv/.vellum-req.sha256"
   fi
+  # Its own cargo project and target dir: it builds on the core that the release checks'
+  # one-crate clippy runs leave idle.
+  echo "- official clients: rmcp's client (tests/interop/rmcp-client, its own cargo project)"
+  cargo build --quiet --locked --manifest-path tests/interop/rmcp-client/Cargo.toml \
+    --target-dir tests/interop/rmcp-client/target
 }
 installs_log=$(mktemp)
 ( set -euo pipefail; install_packages ) >"$installs_log" 2>&1 &
@@ -106,7 +111,7 @@ installed() {
   cat "$installs_log"
   return "$status"
 }
-step "node packages and the Python venv: installing in the background (shown before the tests)"
+step "node packages, the Python venv, rmcp's client: installing in the background (shown before the tests)"
 
 step "format and lints"
 cargo fmt --all -- --check
@@ -118,10 +123,6 @@ bash scripts/release-checks.sh
 step "import layers (scripts/layers.sh: the rule table, no circles between files; self-test first)"
 bash scripts/layers.sh --self-test
 bash scripts/layers.sh
-
-step "official clients: rmcp's client (tests/interop/rmcp-client, its own cargo project)"
-cargo build --quiet --locked --manifest-path tests/interop/rmcp-client/Cargo.toml \
-  --target-dir tests/interop/rmcp-client/target
 
 step "a Redis Cluster of three masters for the cluster tests (scripts/redis-cluster.sh)"
 # The cluster tests (cluster_redis, cluster_slots, tasks_cluster, cluster_rolling) run on one node and on this cluster;
@@ -151,7 +152,7 @@ VELLUM_TEST_REDIS_CLUSTER=$(bash scripts/redis-cluster.sh start "$cluster_dir" "
 export VELLUM_TEST_REDIS_CLUSTER
 echo "$VELLUM_TEST_REDIS_CLUSTER"
 
-step "node packages and the Python venv (installed in the background since the lint step)"
+step "node packages, the Python venv, rmcp's client (made in the background since the lint step)"
 installed
 
 step "unit and integration tests (cargo-nextest: test binaries side by side; debug builds of the binary and examples included)"
