@@ -100,15 +100,14 @@ install_packages() {
     --target-dir tests/interop/rmcp-client/target
 }
 installs_log=$(mktemp)
-( set -euo pipefail; install_packages ) >"$installs_log" 2>&1 &
+( set -euo pipefail; t=$SECONDS; install_packages; echo "(done in $((SECONDS - t)) s)" ) >"$installs_log" 2>&1 &
 installs_pid=$!
-installs_started=$SECONDS
 # Waits for the installs and shows what they printed; fails when they failed.
 installed() {
   local status=0
   wait "$installs_pid" || status=$?
-  echo "(in the background for $((SECONDS - installs_started)) s, exit $status)"
   cat "$installs_log"
+  echo "(exit $status)"
   return "$status"
 }
 step "node packages, the Python venv, rmcp's client: installing in the background (shown before the tests)"
