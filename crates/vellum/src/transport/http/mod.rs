@@ -7,6 +7,8 @@
 //!         ─► one writer: JSON body or SSE stream
 //! ```
 //!
+//! Each stage is a file that imports the next (`endpoint.rs` names them in order).
+//!
 //! - [`StreamableHttpHandler`]: the endpoint, a tower `Service` (usable from hyper or axum).
 //! - [`SecurityLayer`]: its Host/Origin checks and CORS as a tower layer, for the
 //!   authorization layer and for anything else served beside the endpoint.
@@ -35,9 +37,9 @@ mod modern_headers;
 mod options;
 mod post;
 mod post_events;
-mod post_response;
 mod rate_limit;
 mod rejection;
+mod respond;
 mod response;
 mod resume_stream;
 mod security;
@@ -47,13 +49,14 @@ mod session_hooks;
 mod session_routing;
 mod session_table;
 mod sse_writer;
+mod state;
 #[cfg(feature = "tls")]
 mod tls;
 mod trace;
 mod trace_context;
 
 pub use body::ResponseBody;
-pub use endpoint::StreamableHttpHandler;
+pub use endpoint::{HandlerFuture, StreamableHttpHandler};
 pub use health::{
     Health, HealthBody, HealthFuture, HealthLayer, HealthService, READINESS_CHECK_TIMEOUT,
 };
@@ -62,7 +65,7 @@ pub use metrics::{describe_metrics, names as metric_names};
 pub use options::{DEFAULT_SHUTDOWN_GRACE, StreamableHttpOptions};
 pub use rate_limit::RateLimits;
 pub use security::{ConnectionInfo, CrossOriginProtection, InvalidOrigin, is_loopback_host};
-pub use security_layer::{SecurityBody, SecurityLayer, SecurityService};
+pub use security_layer::{SecurityBody, SecurityFuture, SecurityLayer, SecurityService};
 #[cfg(feature = "http2")]
 pub use serve::{
     H2_KEEP_ALIVE, H2_MAX_CONCURRENT_STREAMS, H2_MAX_HEADER_LIST_BYTES,

@@ -22,7 +22,6 @@
 //!
 //! Not here: what a request does (`endpoint.rs`); the TLS configuration (`tls.rs`).
 
-use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -199,7 +198,7 @@ async fn serve_plain(
     let h = handler.clone();
     let respond = move |req, info| {
         let h = h.clone();
-        async move { Ok::<_, Infallible>(h.handle_on(req, Some(info)).await) }
+        h.call_on(req, Some(info))
     };
     accept_loop(listener, handler, respond, shutdown).await
 }
