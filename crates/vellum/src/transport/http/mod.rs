@@ -13,9 +13,9 @@
 //! - [`SecurityLayer`]: its Host/Origin checks and CORS as a tower layer, for the
 //!   authorization layer and for anything else served beside the endpoint.
 //! - [`StreamableHttpOptions`]: every option of the Go SDK's handler, and a few more.
-//! - [`serve`], [`serve_listener`], [`serve_unix`], and `serve_tls_listener` with its
-//!   `TlsConfig` (feature `tls`): accept loops with the right socket settings and graceful
-//!   shutdown.
+//! - [`serve`]`(listener, handler)`: the accept loop, with the right socket settings, on TCP
+//!   or a Unix socket; [`Serve`]'s builder methods add a layer, TLS (`TlsConfig`, feature
+//!   `tls`) and a graceful shutdown.
 //!
 //! Every rejection and its HTTP status and JSON-RPC code are listed in
 //! `docs/http-status.md`.
@@ -31,6 +31,7 @@ mod endpoint;
 mod get;
 pub mod headers;
 mod health;
+mod listener;
 mod live_streams;
 mod metrics;
 mod modern_headers;
@@ -60,6 +61,7 @@ pub use endpoint::{HandlerFuture, StreamableHttpHandler};
 pub use health::{
     Health, HealthBody, HealthFuture, HealthLayer, HealthService, READINESS_CHECK_TIMEOUT,
 };
+pub use listener::{Listener, TLS_HANDSHAKE_TIMEOUT};
 #[cfg(feature = "metrics")]
 pub use metrics::{describe_metrics, names as metric_names};
 pub use options::{DEFAULT_SHUTDOWN_GRACE, StreamableHttpOptions};
@@ -71,10 +73,6 @@ pub use serve::{
     H2_KEEP_ALIVE, H2_MAX_CONCURRENT_STREAMS, H2_MAX_HEADER_LIST_BYTES,
     H2_MAX_LOCAL_ERROR_RESET_STREAMS, H2_MAX_PENDING_ACCEPT_RESET_STREAMS,
 };
-pub use serve::{TLS_HANDSHAKE_TIMEOUT, local_addr, serve, serve_listener, serve_listener_with};
-#[cfg(feature = "tls")]
-pub use serve::{serve_tls_listener, serve_tls_listener_with};
-#[cfg(unix)]
-pub use serve::{serve_unix, serve_unix_listener};
+pub use serve::{Layered, Serve, ServeFuture, ServeLayer, local_addr, serve};
 #[cfg(feature = "tls")]
 pub use tls::{TlsConfig, TlsError};

@@ -146,7 +146,9 @@ impl SecurityLayer {
     }
 
     /// Checks a request (its connection read from its extensions) and marks it admitted for
-    /// the layers inside; `Err` is the refusal to send (boxed: it is the rare path).
+    /// the layers inside; `Err` is the refusal to send (boxed: it is the rare path). For the
+    /// auth layer, which answers some requests itself before the handler sees them.
+    #[cfg(any(feature = "auth", test))]
     pub(crate) fn admit<B>(&self, req: &mut Request<B>) -> Result<(), Box<Response<ResponseBody>>> {
         let connection = req.extensions().get::<ConnectionInfo>().copied();
         self.check(
