@@ -170,9 +170,14 @@ impl StreamableHttpHandler {
     {
         self.inner.listen_to_bus();
         let inner = self.inner.clone();
+        let logger = self.inner.options.logger.as_ref();
+        let refuse = |method: &Method, rejection| refused(logger, method, rejection);
         let next = move |req| -> ByMethod { Box::pin(by_method(inner, req, connection)) };
         HandlerFuture {
-            inner: self.inner.security.serve(req, connection.as_ref(), next),
+            inner: self
+                .inner
+                .security
+                .serve(req, connection.as_ref(), refuse, next),
         }
     }
 }

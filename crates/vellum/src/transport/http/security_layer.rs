@@ -17,12 +17,11 @@ use std::task::{Context, Poll, ready};
 
 use http::{Extensions, HeaderMap, HeaderValue, Method, Request, Response, Uri, header};
 use http_body_util::Either;
-use tracing::Dispatch;
 
 use super::body::ResponseBody;
 use super::cors;
 use super::options::StreamableHttpOptions;
-use super::rejection::{Rejection, refused};
+use super::rejection::Rejection;
 use super::security::{ConnectionInfo, CrossOriginProtection, check_host_present, check_localhost};
 
 /// The checks and the CORS rule, as configured from a handler's options.
@@ -49,15 +48,6 @@ struct Admitted(Arc<Policy>);
 #[derive(Debug, Clone)]
 pub struct SecurityLayer {
     policy: Arc<Policy>,
-    /// The handler's own layer logs and counts its refusals as the handler's others (under
-    /// the handler's logger, if any); a layer built with [`SecurityLayer::new`] only answers.
-    reports: Option<Reports>,
-}
-
-/// Where the handler's own layer reports its refusals.
-#[derive(Debug, Clone)]
-struct Reports {
-    logger: Option<Dispatch>,
 }
 
 impl SecurityLayer {
@@ -69,28 +59,18 @@ impl SecurityLayer {
                 origin: options.cross_origin_protection.clone().unwrap_or_default(),
                 cors: options.cors,
             }),
-            reports: None,
         }
     }
 
-    /// The layer a handler runs around itself: [`SecurityLayer::new`], reporting its refusals
-    /// as the handler's other refusals are reported (logged, counted in the metrics).
-    pub(crate) fn for_handler(options: &StreamableHttpOptions) -> Self {
-        SecurityLayer {
-            reports: Some(Reports {
-                logger: options.logger.clone(),
-            }),
-            ..Self::new(options)
-        }
-    }
-
-    /// Runs one request through the layer: refused when the checks fail it, a CORS preflight
-    /// answered, or handed to `next`, whose answer gets the CORS headers. The one
-    /// implementation of the layer: its service and the handler both run requests through it.
+    /// Runs one request through the layer: refused (the answer `refuse` makes of the
+    /// rejection) when the checks fail it, a CORS preflight answered, or handed to `next`,
+    /// whose answer gets the CORS headers. The one implementation of the layer: its service
+    /// and the handler (which logs and counts its refusals) both run requests through it.
     pub(crate) fn serve<B, F>(
         &self,
         req: Request<B>,
         connection: Option<&ConnectionInfo>,
+        refuse: impl FnOnce(&Method, Rejection) -> Response<ResponseBody>,
         next: impl FnOnce(Request<B>) -> F,
     ) -> SecurityFuture<F> {
         let cors_origin = self.cors_origin(req.headers());
@@ -103,17 +83,11 @@ impl SecurityLayer {
             connection,
         );
         let state = match (checked, &cors_origin) {
-            (Err(rejection), _) => {
-                let answer = match &self.reports {
-                    Some(r) => refused(r.logger.as_ref(), req.method(), rejection),
-                    None => rejection.into_response(),
-                };
-                State::Answered {
-                    answer: std::future::ready(answer),
-                }
-            }
+            (Err(rejection), _) => State::Answered {
+                answer: std::future::ready(Box::new(refuse(req.method(), rejection))),
+            },
             (Ok(()), Some(origin)) if req.method() == Method::OPTIONS => State::Answered {
-                answer: std::future::ready(cors::preflight(req.headers(), origin)),
+                answer: std::future::ready(Box::new(cors::preflight(req.headers(), origin))),
             },
             (Ok(()), _) => State::Next { future: next(req) },
         };
@@ -228,11 +202,13 @@ where
         let mut inner = std::mem::replace(&mut self.inner, ready);
         let connection = req.extensions().get::<ConnectionInfo>().copied();
         let mark = Admitted(self.layer.policy.clone());
-        self.layer.serve(req, connection.as_ref(), move |mut req| {
-            // Admitted: the layers inside with the same settings need not judge it again.
-            req.extensions_mut().insert(mark);
-            inner.call(req)
-        })
+        let refuse = |_: &Method, rejection: Rejection| rejection.into_response();
+        self.layer
+            .serve(req, connection.as_ref(), refuse, move |mut req| {
+                // Admitted: the layers inside with the same settings need not judge it again.
+                req.extensions_mut().insert(mark);
+                inner.call(req)
+            })
     }
 }
 
@@ -249,8 +225,9 @@ pin_project_lite::pin_project! {
 pin_project_lite::pin_project! {
     #[project = StateProj]
     enum State<F> {
-        // Answered by the layer.
-        Answered { answer: Ready<Response<ResponseBody>> },
+        // Answered by the layer (boxed: the rare path, and hyper keeps a connection's
+        // response future for the connection's life, so the future stays small).
+        Answered { answer: Ready<Box<Response<ResponseBody>>> },
         // Passed on.
         Next { #[pin] future: F },
     }
@@ -265,7 +242,9 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let mut resp = match this.state.project() {
-            StateProj::Answered { answer } => ready!(Pin::new(answer).poll(cx)).map(Either::Right),
+            StateProj::Answered { answer } => {
+                (*ready!(Pin::new(answer).poll(cx))).map(Either::Right)
+            }
             StateProj::Next { future } => match ready!(future.poll(cx)) {
                 Ok(resp) => resp.map(Either::Left),
                 Err(e) => return Poll::Ready(Err(e)),

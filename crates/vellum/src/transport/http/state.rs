@@ -61,7 +61,7 @@ impl Inner {
         });
         Inner {
             factory,
-            security: SecurityLayer::for_handler(&options),
+            security: SecurityLayer::new(&options),
             sessions: Arc::new(SessionTable::new(
                 cluster,
                 options.max_in_flight_per_session,
