@@ -33,21 +33,28 @@ impl SessionStore for RedisSessionStore {
         let conn = self.0.conn();
         let key = format!("{}:session", self.0.base(id));
         let json = serde_json::to_string(record);
+        let wait = self.0.wait();
         Box::pin(async move {
             let json = json.map_err(|e| StoreError::Backend(e.to_string()))?;
             let ms = ttl.as_millis() as u64;
+            // `NX`: run twice (a retry over a lost answer), the second finds it there.
             retrying(conn, |mut c| {
-                let (key, json) = (key.clone(), json.clone());
-                async move {
-                    redis::cmd("SET")
-                        .arg(key)
-                        .arg(json)
-                        .arg("NX")
-                        .arg("PX")
-                        .arg(ms)
-                        .query_async::<Option<String>>(&mut c)
-                        .await
+                let mut pipe = redis::pipe();
+                pipe.cmd("SET")
+                    .arg(&key)
+                    .arg(&json)
+                    .arg("NX")
+                    .arg("PX")
+                    .arg(ms)
+                    .ignore();
+                if let Some(w) = wait {
+                    // A new session survives a failover once a replica has it.
+                    pipe.cmd("WAIT")
+                        .arg(w.replicas)
+                        .arg(w.timeout.as_millis() as u64)
+                        .ignore();
                 }
+                async move { pipe.query_async::<()>(&mut c).await }
             })
             .await?;
             Ok(())

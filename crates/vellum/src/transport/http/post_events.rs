@@ -65,7 +65,8 @@ pub(crate) struct PostEvents {
     /// The requests, each with its span when the handler logs.
     exchanges: Vec<(Exchange, Option<RequestTrace>)>,
     stored: Option<StoredStream>,
-    /// The last event number given out, when events are numbered here.
+    /// The last event number given out: by the store (the next append expects the one
+    /// after it), or here when events are numbered here.
     local_seq: u64,
     /// Events produced before the stream became resumable, to emit (with ids) first.
     requeued: VecDeque<(Bytes, Option<Option<i64>>)>,
@@ -145,7 +146,12 @@ impl PostEvents {
                 ..
             }) => {
                 super::metrics::event_stored(message.len());
-                let f = store.append(session, *stream, message.clone());
+                let f = store.append_expecting(
+                    session,
+                    *stream,
+                    message.clone(),
+                    self.local_seq + 1,
+                );
                 self.appending = Some((f, message, fin));
                 None
             }
@@ -185,6 +191,9 @@ impl PostEvents {
                 };
                 // A store failure must not lose the live message: send it without an id.
                 let id = res.ok();
+                if let Some(id) = id {
+                    self.local_seq = id.seq;
+                }
                 return Poll::Ready(Some(PostEvent {
                     event: SseEvent { id, message },
                     fin,
