@@ -221,10 +221,7 @@ fn async_stream_follow(
             match follow_step(&mut st).await {
                 Ok(()) => st.failing_since = None,
                 Err(StoreError::Backend(_))
-                    if st
-                        .failing_since
-                        .get_or_insert_with(Instant::now)
-                        .elapsed()
+                    if st.failing_since.get_or_insert_with(Instant::now).elapsed()
                         < st.redis.conn().timeout() =>
                 {
                     st.conn = None;
@@ -315,13 +312,14 @@ async fn follow_step(st: &mut FollowState) -> Result<(), StoreError> {
 }
 
 /// Whether a writer whose heartbeat is missing now counts as gone: only once it stayed
-/// missing a beat longer, while this instance's own link worked for three beats (the
+/// missing two beats longer, while this instance's own link worked for three beats (the
 /// heartbeat's lifetime). An outage or a failover hides every instance's heartbeats for a
-/// while; a writer that lives beats again as soon as its link is back.
+/// while; a writer that lives beats again as soon as its link is back, and this instance's
+/// supervisor notices a failover (and restarts the three beats) well within two beats.
 fn writer_gone(st: &mut FollowState) -> bool {
     let beat = st.redis.options().heartbeat;
     let first = *st.missing_since.get_or_insert_with(Instant::now);
-    first.elapsed() >= beat && st.redis.conn().steady_for() >= beat * 3
+    first.elapsed() >= beat * 2 && st.redis.conn().steady_for() >= beat * 3
 }
 
 fn parse_range(v: Value, stream: StreamId) -> Result<Vec<StoredEvent>, StoreError> {

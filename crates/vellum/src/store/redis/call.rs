@@ -38,6 +38,7 @@ where
             r = attempt => match r {
                 Ok(r) => r,
                 Err(_) => {
+                    conn.note_timeout();
                     return Err(StoreError::Backend(format!(
                         "Redis did not answer within the store timeout ({timeout:?})"
                     )));
@@ -113,7 +114,10 @@ impl Call {
         self
     }
 
-    pub(in crate::store) async fn run<T: FromRedisValue>(self, conn: Conn) -> Result<T, StoreError> {
+    pub(in crate::store) async fn run<T: FromRedisValue>(
+        self,
+        conn: Conn,
+    ) -> Result<T, StoreError> {
         let key = self.key.as_ref().or(self.args.first());
         retrying(conn, |mut c| {
             let mut inv = self.script.prepare_invoke();
@@ -123,7 +127,9 @@ impl Call {
             for a in &self.args {
                 inv.arg(a.as_slice());
             }
-            let wait = self.wait.filter(|w| w.replicas > 0);
+            let wait = self
+                .wait
+                .filter(|w| w.replicas > 0 && key.is_some_and(|k| c.replicas_for(k)));
             let (script, args) = (self.script, &self.args);
             async move {
                 let Some(wait) = wait else {
@@ -138,19 +144,25 @@ impl Call {
                 for a in args {
                     eval.arg(a.as_slice());
                 }
+                // Nothing ignored: a cluster connection follows a `MOVED` only in the
+                // answers it hands back.
                 pipe.cmd("WAIT")
                     .arg(wait.replicas)
-                    .arg(wait.timeout.as_millis() as u64)
-                    .ignore();
-                match pipe.query_async::<(T,)>(&mut c).await {
-                    Ok((v,)) => Ok(v),
+                    .arg(wait.timeout.as_millis() as u64);
+                let answer = match pipe.query_async::<(T, i64)>(&mut c).await {
                     // A node that never ran the script (a replica just promoted): load it.
                     Err(e) if e.kind() == ServerErrorKind::NoScript.into() => {
                         inv.load_async(&mut c).await?;
-                        pipe.query_async::<(T,)>(&mut c).await.map(|(v,)| v)
+                        pipe.query_async::<(T, i64)>(&mut c).await
                     }
-                    Err(e) => Err(e),
-                }
+                    other => other,
+                };
+                answer.map(|(v, acked)| {
+                    if acked < i64::from(wait.replicas) {
+                        c.short_of_replicas();
+                    }
+                    v
+                })
             }
         })
         .await

@@ -161,7 +161,7 @@ impl Redis {
             .await
             .map_err(|_| unreachable("no answer in time".into()))?
             .map_err(|e| unreachable(e.to_string()))?;
-        let conn = Conn::new(link, options.command_timeout);
+        let conn = Conn::new(link, options.command_timeout, options.topology_interval);
         let mut raw = [0u8; 9];
         getrandom::fill(&mut raw)
             .map_err(|e| unreachable(format!("no randomness for the instance id: {e}")))?;
@@ -208,9 +208,12 @@ impl Redis {
         let timeout = self.inner.options.command_timeout;
         match tokio::time::timeout(timeout, redis::cmd("PING").query_async::<Value>(&mut c)).await {
             Ok(r) => r.map(|_| ()).map_err(backend),
-            Err(_) => Err(StoreError::Backend(format!(
-                "Redis did not answer within the store timeout ({timeout:?})"
-            ))),
+            Err(_) => {
+                self.inner.conn.note_timeout();
+                Err(StoreError::Backend(format!(
+                    "Redis did not answer within the store timeout ({timeout:?})"
+                )))
+            }
         }
     }
 

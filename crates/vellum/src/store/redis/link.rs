@@ -97,11 +97,20 @@ struct Shared {
     generation: watch::Sender<u64>,
     /// The longest one store operation may take, retries included.
     timeout: Duration,
+    /// A cluster's slot ranges and whether each has a replica (as the supervisor last saw).
+    replicated: RwLock<Option<Vec<(u16, u16, bool)>>>,
+    /// Milliseconds since `epoch` until which writes do not wait for replicas: one node's
+    /// `WAIT` found none (they are looked for again after `recheck`).
+    unreplicated_until: AtomicU64,
+    recheck: Duration,
 }
 
 impl Conn {
-    pub(in crate::store) fn new(link: Link, timeout: Duration) -> Conn {
+    pub(in crate::store) fn new(link: Link, timeout: Duration, recheck: Duration) -> Conn {
         Conn(Arc::new(Shared {
+            replicated: RwLock::new(None),
+            unreplicated_until: AtomicU64::new(0),
+            recheck,
             link: RwLock::new(link),
             failing_since: AtomicU64::new(0),
             recovered_at: AtomicU64::new(0),
@@ -164,6 +173,16 @@ impl Conn {
         (self.0.epoch.elapsed().as_millis() as u64).max(1)
     }
 
+    /// Records an operation that got no answer within the store timeout (its command was
+    /// abandoned before the link's own timeout could report it).
+    pub(in crate::store) fn note_timeout(&self) {
+        let e = RedisError::from(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "no answer within the store timeout",
+        ));
+        self.note::<()>(&Err(e));
+    }
+
     /// Records how a command went.
     pub(in crate::store) fn note<T>(&self, result: &Result<T, RedisError>) {
         match result {
@@ -187,6 +206,38 @@ impl Conn {
         }
     }
 
+    /// Records a cluster's slot ranges and whether each has a replica.
+    pub(in crate::store) fn set_replicated(&self, ranges: Vec<(u16, u16, bool)>) {
+        *write(&self.0.replicated) = Some(ranges);
+    }
+
+    /// Whether a write of `key` should wait for replicas: there is one to wait for (a
+    /// master without replicas would only make every write wait out the timeout).
+    pub(in crate::store) fn replicas_for(&self, key: &[u8]) -> bool {
+        if self.now_ms() < self.0.unreplicated_until.load(Ordering::Acquire) {
+            return false;
+        }
+        match &*read(&self.0.replicated) {
+            Some(ranges) => {
+                let slot = slot_of(key);
+                ranges
+                    .iter()
+                    .find(|(a, b, _)| (*a..=*b).contains(&slot))
+                    .is_none_or(|(_, _, r)| *r)
+            }
+            None => true,
+        }
+    }
+
+    /// A `WAIT` was acknowledged by fewer replicas than asked. One node (no slot map): its
+    /// writes stop waiting until the next look; a cluster's map says where replicas are.
+    pub(in crate::store) fn short_of_replicas(&self) {
+        if read(&self.0.replicated).is_none() {
+            let until = self.now_ms() + self.0.recheck.as_millis() as u64;
+            self.0.unreplicated_until.store(until, Ordering::Release);
+        }
+    }
+
     /// Resolves when a failure was recorded (for the supervisor).
     pub(in crate::store) async fn failed(&self) {
         self.0.wake.notified().await
@@ -196,6 +247,22 @@ impl Conn {
     pub(in crate::store) fn generations(&self) -> watch::Receiver<u64> {
         self.0.generation.subscribe()
     }
+}
+
+/// The Redis Cluster hash slot of `key` (of its `{hash tag}` when it has one).
+pub(in crate::store) fn slot_of(key: &[u8]) -> u16 {
+    let tagged = key
+        .iter()
+        .position(|b| *b == b'{')
+        .and_then(|open| {
+            let rest = &key[open + 1..];
+            rest.iter()
+                .position(|b| *b == b'}')
+                .filter(|close| *close > 0)
+                .map(|close| &rest[..close])
+        })
+        .unwrap_or(key);
+    crc16::State::<crc16::XMODEM>::calculate(tagged) % 16384
 }
 
 impl ConnectionLike for Conn {
@@ -224,5 +291,19 @@ impl ConnectionLike for Conn {
 
     fn get_db(&self) -> i64 {
         read(&self.0.link).get_db()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::slot_of;
+
+    #[test]
+    fn slots_follow_hash_tags() {
+        // CLUSTER KEYSLOT answers of Redis 7.0.
+        assert_eq!(slot_of(b"foo"), 12182);
+        assert_eq!(slot_of(b"vellum:{abc}:session"), slot_of(b"abc"));
+        assert_eq!(slot_of(b"{}x"), 10595, "an empty tag: the whole key");
+        assert_eq!(slot_of(b"{user1000}.following"), slot_of(b"user1000"));
     }
 }

@@ -37,8 +37,8 @@ mod supervisor;
 mod target;
 
 pub(in crate::store) use call::{Call, backend, retrying};
-pub use connection::{Redis, RedisOptions, RedisSetupError};
 pub(in crate::store) use connection::Envelope;
+pub use connection::{Redis, RedisOptions, RedisSetupError};
 pub(in crate::store) use link::{Conn, Link};
 pub use target::{CLUSTER_SCHEME, SENTINEL_SCHEME, URL_FORMS, is_redis_url};
 

@@ -27,6 +27,8 @@ pub(super) const FAST: Duration = Duration::from_millis(200);
 pub(super) struct Topology {
     routing: Vec<String>,
     masters: Vec<String>,
+    /// A cluster's slot ranges, and whether each has a replica (to wait for).
+    replicated: Vec<(u16, u16, bool)>,
 }
 
 /// What a probe keeps between looks: a connection to one cluster node.
@@ -58,8 +60,11 @@ async fn cluster_slots(
     };
     let mut routing = Vec::new();
     let mut masters = Vec::new();
+    let mut replicated = Vec::new();
     for r in ranges {
-        let Value::Array(r) = r else { return Err(bad()) };
+        let Value::Array(r) = r else {
+            return Err(bad());
+        };
         let (Some(Value::Int(start)), Some(Value::Int(end)), Some(Value::Array(m))) =
             (r.first(), r.get(1), r.get(2))
         else {
@@ -69,6 +74,7 @@ async fn cluster_slots(
             return Err(bad());
         };
         routing.push(format!("{start}-{end}@{host}:{port}"));
+        replicated.push((*start as u16, *end as u16, r.len() > 3));
         let url = node_url(auth, &host, *port as u16);
         if !masters.contains(&url) {
             masters.push(url);
@@ -79,7 +85,11 @@ async fn cluster_slots(
     }
     routing.sort();
     masters.sort();
-    Ok(Topology { routing, masters })
+    Ok(Topology {
+        routing,
+        masters,
+        replicated,
+    })
 }
 
 impl Probe {
@@ -95,6 +105,7 @@ impl Probe {
                 Ok(Topology {
                     routing: Vec::new(),
                     masters: Vec::new(),
+                    replicated: Vec::new(),
                 })
             }
             Kind::Sentinel { .. } => {
@@ -102,6 +113,7 @@ impl Probe {
                 Ok(Topology {
                     routing: vec![master.get_connection_info().addr().to_string()],
                     masters: Vec::new(),
+                    replicated: Vec::new(),
                 })
             }
             Kind::Cluster { .. } => {
@@ -141,6 +153,26 @@ impl Probe {
     }
 }
 
+/// Whether every master of `t` answers a `PING` on a fresh connection (a cluster whose
+/// link fails for a reason a new link would not fix, a master down, does not).
+async fn masters_answer(t: &Topology, timeout: Duration) -> bool {
+    let config = probe_config(timeout);
+    let pings = t.masters.iter().map(|url| {
+        let config = config.clone();
+        async move {
+            let client = redis::Client::open(url.as_str())?;
+            let mut c = client
+                .get_multiplexed_async_connection_with_config(&config)
+                .await?;
+            redis::cmd("PING").query_async::<Value>(&mut c).await
+        }
+    });
+    futures_util::future::join_all(pings)
+        .await
+        .iter()
+        .all(Result::is_ok)
+}
+
 /// Watches the target and replaces `conn`'s link when needed (see the module); runs until
 /// aborted. `interval` is how often a cluster or Sentinel target is looked at while all is
 /// well.
@@ -170,15 +202,25 @@ pub(super) async fn supervise(target: std::sync::Arc<Target>, conn: Conn, interv
         first = false;
         last_look = Instant::now();
         let budget = target.store_timeout();
-        let Ok(Ok(found)) = tokio::time::timeout(budget, probe.look(&target)).await else {
+        let looked = tokio::time::timeout(budget, probe.look(&target)).await;
+        let Ok(Ok(found)) = looked else {
             continue; // Nothing answers: nothing better to connect to.
         };
         target.learn_masters(found.masters.clone());
+        if target.is_cluster() {
+            conn.set_replicated(found.replicated.clone());
+        }
         let moved = known.as_ref().is_some_and(|k| k.routing != found.routing);
-        // A link that still fails while a fresh connection got answers is replaced (not more
-        // than once a second: a rebuilt link needs a moment to prove itself).
-        let broken = conn.failing_for().is_some_and(|d| d >= FAST)
+        // A link that still fails while fresh connections get answers (the look's own; on a
+        // cluster, every master's) is replaced, not more than once a second: a rebuilt link
+        // needs a moment to prove itself.
+        let mut broken = conn.failing_for().is_some_and(|d| d >= FAST)
             && last_replace.elapsed() >= Duration::from_secs(1);
+        if broken && target.is_cluster() {
+            broken = tokio::time::timeout(budget, masters_answer(&found, budget))
+                .await
+                .unwrap_or(false);
+        }
         if known.is_none() && !broken {
             known = Some(found);
             continue;

@@ -120,11 +120,7 @@ fn sentinel_url(rest: &str) -> Result<SentinelUrl, String> {
         None => (String::new(), a.to_owned()),
     });
     Ok(SentinelUrl {
-        sentinels: l
-            .hosts
-            .iter()
-            .map(|(h, p)| ((*h).to_owned(), *p))
-            .collect(),
+        sentinels: l.hosts.iter().map(|(h, p)| ((*h).to_owned(), *p)).collect(),
         master: master.to_owned(),
         auth,
     })

@@ -53,6 +53,30 @@ pub(crate) struct PostEvent {
     pub(crate) silent: bool,
 }
 
+/// How long a request running detached (its client gone, to resume elsewhere) keeps trying
+/// to store an event, or to mark its stream complete, while the event store is unreachable:
+/// nobody reads these events live, so an event that is not stored is lost to the resume,
+/// and a stream never marked complete keeps its followers waiting for the writer to die.
+const DETACHED_PATIENCE: Duration = Duration::from_secs(30);
+
+/// Runs `op` until it succeeds, fails for good (not [`StoreError::Backend`]), or
+/// [`DETACHED_PATIENCE`] is over.
+async fn patiently<T, F, Fut>(op: F) -> Result<T, StoreError>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<T, StoreError>>,
+{
+    let started = tokio::time::Instant::now();
+    loop {
+        match op().await {
+            Err(StoreError::Backend(_)) if started.elapsed() < DETACHED_PATIENCE => {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
 /// The answer a JSON body gives for a request that was cancelled before it finished.
 fn cancelled_error() -> ErrorObject {
     ErrorObject::internal(
@@ -146,12 +170,18 @@ impl PostEvents {
                 ..
             }) => {
                 super::metrics::event_stored(message.len());
-                let f = store.append_expecting(
-                    session,
-                    *stream,
-                    message.clone(),
-                    self.local_seq + 1,
-                );
+                let expected = self.local_seq + 1;
+                let f = if self.detached {
+                    // Nobody reads it live: storing it is the only delivery it gets.
+                    let (store, session, stream, m) =
+                        (store.clone(), session.clone(), *stream, message.clone());
+                    Box::pin(async move {
+                        patiently(|| store.append_expecting(&session, stream, m.clone(), expected))
+                            .await
+                    })
+                } else {
+                    store.append_expecting(session, *stream, message.clone(), expected)
+                };
                 self.appending = Some((f, message, fin));
                 None
             }
@@ -189,8 +219,19 @@ impl PostEvents {
                 let Some((_, message, fin)) = self.appending.take() else {
                     continue;
                 };
-                // A store failure must not lose the live message: send it without an id.
-                let id = res.ok();
+                // A store failure must not lose the live message. When the store could not
+                // be reached (the append may have landed all the same, its answer lost), the
+                // event goes out under the id it was to get: the next append takes the one
+                // after it (see `EventStore::append_expecting`), so a resume from here never
+                // repeats it. When the store refused it (the stream is gone), without an id.
+                let id = match res {
+                    Ok(id) => Some(id),
+                    Err(StoreError::Backend(_)) => self.stored.as_ref().map(|s| EventId {
+                        stream: s.stream,
+                        seq: self.local_seq + 1,
+                    }),
+                    Err(_) => None,
+                };
                 if let Some(id) = id {
                     self.local_seq = id.seq;
                 }
@@ -280,9 +321,12 @@ impl PostEvents {
             if let Some(s) = &self.stored {
                 s.live.finish(s.stream);
                 if let Some(store) = &s.store {
-                    let f = store.close_stream(&s.session, s.stream);
+                    let (store, session, stream) = (store.clone(), s.session.clone(), s.stream);
                     if let Ok(rt) = tokio::runtime::Handle::try_current() {
-                        rt.spawn(f);
+                        // Followers on other instances end only once it is marked complete.
+                        rt.spawn(async move {
+                            patiently(|| store.close_stream(&session, stream)).await
+                        });
                     }
                 }
             }
