@@ -14,6 +14,8 @@ use vellum::transport::http::{
 };
 use vellum_demos::{DEMOS, Demo};
 
+use crate::redis_flags::RedisPool;
+
 /// Parses `--server NAME` into one of [`DEMOS`], listing them all in `--help`.
 #[derive(Debug, Clone, Copy)]
 struct DemoParser;
@@ -91,22 +93,9 @@ pub(crate) struct ServeArgs {
     /// tasks/list (the same URL as the other stores shares one connection).
     #[arg(long, value_name = "memory|REDIS_URL")]
     task_store: Option<String>,
-    /// The store timeout: the longest one Redis operation may take, retries over a
-    /// reconnect or a failover included; past it the request gets 503 with Retry-After.
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "2s")]
-    redis_timeout: Duration,
-    /// How often the Redis topology is checked while all is well (a cluster's slot map, the
-    /// master the Sentinels name); a failed command has it checked at once.
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "1s")]
-    redis_topology_interval: Duration,
-    /// Replicas that must acknowledge each stored event and new session (Redis `WAIT`)
-    /// before it counts as written, so a failover cannot lose it (0: do not wait).
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    redis_wait_replicas: u32,
-    /// How long a write waits for `--redis-wait-replicas`; past it the write is kept on the
-    /// master alone, as without waiting.
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "100ms")]
-    redis_wait_timeout: Duration,
+    /// How Redis operations are bounded and failovers followed.
+    #[command(flatten)]
+    redis: crate::redis_flags::RedisArgs,
     /// With a Redis task store: a running task whose instance sent no heartbeat for this
     /// long is failed (the instance died).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "5s")]
@@ -350,39 +339,6 @@ fn one_second_burst(rate: f64) -> vellum::store::RateLimit {
     vellum::store::RateLimit::new(rate, rate.ceil().max(1.0) as u32)
 }
 
-/// Connects to each Redis URL once, with the Redis flags' settings.
-struct RedisPool {
-    connected: Vec<(String, vellum::store::redis::Redis)>,
-    options: vellum::store::redis::RedisOptions,
-}
-
-impl RedisPool {
-    fn new(args: &ServeArgs) -> RedisPool {
-        let mut options = vellum::store::redis::RedisOptions::default();
-        if let Some(ttl) = args.session_timeout {
-            options.event_ttl = ttl;
-        }
-        options.command_timeout = args.redis_timeout;
-        options.topology_interval = args.redis_topology_interval;
-        options.wait_replicas = args.redis_wait_replicas;
-        options.wait_timeout = args.redis_wait_timeout;
-        RedisPool {
-            connected: Vec::new(),
-            options,
-        }
-    }
-
-    async fn get(&mut self, url: &str) -> anyhow::Result<vellum::store::redis::Redis> {
-        if let Some((_, r)) = self.connected.iter().find(|(u, _)| u == url) {
-            return Ok(r.clone());
-        }
-        let options = self.options.clone();
-        let r = vellum::store::redis::Redis::connect(url, options).await?;
-        self.connected.push((url.to_owned(), r.clone()));
-        Ok(r)
-    }
-}
-
 async fn event_store(
     spec: &str,
     redis: &mut RedisPool,
@@ -416,7 +372,7 @@ async fn options(
     logger: Option<tracing::Dispatch>,
 ) -> anyhow::Result<(StreamableHttpOptions, Vec<vellum::store::redis::Redis>)> {
     let mut o = StreamableHttpOptions::default();
-    let mut redis = RedisPool::new(args);
+    let mut redis = RedisPool::new(&args.redis, args.session_timeout);
     o.stateless = args.stateless;
     o.json_response = args.json_response;
     o.logger = logger;
@@ -501,7 +457,7 @@ async fn options(
     }
     o.request_grace = args.request_grace;
     o.stream_grace = args.stream_grace;
-    Ok((o, redis.connected.into_iter().map(|(_, r)| r).collect()))
+    Ok((o, redis.into_connections()))
 }
 
 /// Readiness: not draining, and every Redis connection answering.

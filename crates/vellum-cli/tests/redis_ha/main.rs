@@ -1,7 +1,8 @@
 //! Redis failures under `vellum serve`, against real `redis-server` processes: a Redis
-//! Cluster master killed and its replica promoted, a Sentinel-managed master killed, packets
-//! to Redis dropped inside a network namespace, and a chaos run (instances killed and
-//! restarted, a master failed over) behind a round-robin proxy.
+//! Cluster master that stops answering (SIGSTOP: a hung host, whose connections neither
+//! answer nor reset) and its replica promoted, a Sentinel-managed master killed, packets to
+//! Redis dropped inside a network namespace, and a chaos run (instances killed and
+//! restarted, a master killed and failed over) behind a round-robin proxy.
 //!
 //! The bounds asserted are the ones docs/cluster.md ("Failures") promises: every instance
 //! serves again within 5 s of a promotion and within 2 s of a partition healing; every
@@ -41,7 +42,7 @@ fn tag(session: &str) -> String {
 
 /// How one failover went, as measured.
 struct Measured {
-    promoted_after_kill: Duration,
+    promoted_after_failure: Duration,
     back_after_promotion: Vec<Duration>,
     slowest_attempt: Duration,
     refused: usize,
@@ -49,7 +50,7 @@ struct Measured {
     events_with_ids: usize,
 }
 
-/// Requests made on every instance from just before the kill until `stop`: each must be
+/// Requests made on every instance from just before the failure until `stop`: each must be
 /// answered, or refused with 503 + Retry-After, within the store timeout.
 fn probe_while(
     urls: &[String],
@@ -77,13 +78,13 @@ fn probe_while(
         .collect()
 }
 
-/// Kills a master (`kill`), waits for `promoted`, and checks what docs/cluster.md says of
+/// Fails a master (`fail`), waits for `promoted`, and checks what docs/cluster.md says of
 /// a failover, on `fleet` whose sessions `doomed` live on that master.
 async fn failover(
     name: &str,
     fleet: &[ServerProcess],
     doomed: &[Legacy],
-    kill: impl FnOnce(),
+    fail: impl FnOnce(),
     promoted: impl Fn() -> bool,
 ) -> Measured {
     let urls: Vec<String> = fleet.iter().map(ServerProcess::mcp_url).collect();
@@ -97,17 +98,20 @@ async fn failover(
     seen.read(&mut live, 1, |d| d.progress.len() >= 5)
         .await
         .unwrap();
-    let resume_from = seen.last_id.clone().expect("an event id before the kill");
-    let before_kill = seen.progress.len();
-    // Ten more events (a second): every session above is at least that old at the kill.
-    seen.read(&mut live, 1, |d| d.progress.len() >= before_kill + 10)
+    let resume_from = seen
+        .last_id
+        .clone()
+        .expect("an event id before the failure");
+    let before = seen.progress.len();
+    // Ten more events (a second): every session above is at least that old at the failure.
+    seen.read(&mut live, 1, |d| d.progress.len() >= before + 10)
         .await
         .unwrap();
 
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let probes = probe_while(&urls, stop.clone());
-    let killed = Instant::now();
-    blocking(kill);
+    let failed = Instant::now();
+    blocking(fail);
     let reader = tokio::spawn(async move {
         seen.read(&mut live, 1, |_| false).await.unwrap();
         seen
@@ -170,7 +174,7 @@ async fn failover(
         "{name}: an attempt took {slowest:?}, past the store timeout"
     );
 
-    // Sessions made a second before the kill answer on every instance.
+    // Sessions made a second before the failure answer on every instance.
     for (k, s) in doomed.iter().enumerate() {
         for u in &urls {
             let a = s
@@ -185,7 +189,7 @@ async fn failover(
         }
     }
 
-    // The call read live went on; resumed from an id given before the kill, it replays
+    // The call read live went on; resumed from an id given before the failure, it replays
     // every event that was given an id, once each, in order.
     let live = reader.await.expect("the live stream");
     assert!(
@@ -231,7 +235,7 @@ async fn failover(
         "{name}: the replay lacks the answer"
     );
     Measured {
-        promoted_after_kill: promotion.duration_since(killed),
+        promoted_after_failure: promotion.duration_since(failed),
         back_after_promotion: back,
         slowest_attempt: slowest,
         refused: attempts.iter().filter(|(_, r)| *r).count(),
@@ -242,9 +246,9 @@ async fn failover(
 
 fn report(name: &str, m: &Measured, started: Instant) {
     eprintln!(
-        "redis ha: {name}: promoted {} ms after the kill; instances serving again {:?} ms after the promotion; \
+        "redis ha: {name}: promoted {} ms after the failure; instances serving again {:?} ms after the promotion; \
          {} of {} attempts refused with 503, the slowest answered in {} ms; {} of 80 events with ids; {:.1} s in all",
-        m.promoted_after_kill.as_millis(),
+        m.promoted_after_failure.as_millis(),
         m.back_after_promotion
             .iter()
             .map(Duration::as_millis)
@@ -269,7 +273,7 @@ async fn a_cluster_master_fails_over() {
         .collect();
     let http = http(true);
     let entry = fleet[0].mcp_url();
-    // Sessions whose keys live on one master: the one to kill.
+    // Sessions whose keys live on one master: the one to stop.
     let first = Legacy::open(&http, &entry).await.unwrap();
     let victim = blocking(|| cluster.master_of(cluster.slot(&tag(&first.id))));
     let replica = blocking(|| cluster.replica_of(victim));
@@ -284,14 +288,14 @@ async fn a_cluster_master_fails_over() {
         "cluster",
         &fleet,
         &doomed,
-        || cluster.nodes.kill(victim),
+        || cluster.nodes.signal(victim, "-STOP"),
         || cluster.role(replica).as_deref() == Some("master"),
     )
     .await;
-    report("cluster master killed", &m, started);
-    // Whole again for the next test: the old master rejoins as a replica.
+    report("cluster master stopped (SIGSTOP)", &m, started);
+    // Whole again for the next test: the old master, running again, turns replica.
     blocking(|| {
-        cluster.nodes.restart(victim);
+        cluster.nodes.signal(victim, "-CONT");
         cluster.wait_whole(Duration::from_secs(30));
     });
 }
@@ -330,7 +334,7 @@ async fn a_sentinel_master_fails_over() {
         || set.role(replica).as_deref() == Some("master") && set.master() == replica,
     )
     .await;
-    report("Sentinel master killed", &m, started);
+    report("Sentinel master killed (SIGKILL)", &m, started);
     blocking(|| {
         set.nodes.restart(master);
         set.wait_whole(Duration::from_secs(30));

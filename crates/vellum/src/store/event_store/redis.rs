@@ -262,7 +262,7 @@ async fn follow_step(st: &mut FollowState) -> Result<(), StoreError> {
         .query_async(conn)
         .await
         .map_err(backend)?;
-    let got = parse_xread(reply, st.last.stream)?;
+    let got = contiguous(st.last.seq, parse_xread(reply, st.last.stream)?)?;
     let got_any = !got.is_empty();
     st.pending.extend(got);
     if got_any {
@@ -298,7 +298,8 @@ async fn follow_step(st: &mut FollowState) -> Result<(), StoreError> {
             .query_async(conn)
             .await
             .map_err(backend)?;
-        st.pending.extend(parse_range(rest, st.last.stream)?);
+        st.pending
+            .extend(contiguous(st.last.seq, parse_range(rest, st.last.stream)?)?);
         st.finished = true;
     } else if alive == 0 {
         if writer_gone(st) {
@@ -320,6 +321,20 @@ fn writer_gone(st: &mut FollowState) -> bool {
     let beat = st.redis.options().heartbeat;
     let first = *st.missing_since.get_or_insert_with(Instant::now);
     first.elapsed() >= beat * 2 && st.redis.conn().steady_for() >= beat * 3
+}
+
+/// `events` if they follow `after` without a hole; a hole (events a failover lost, the
+/// writer went on past them) ends the follower: never a silently partial stream (the
+/// client's next resume hears why).
+fn contiguous(after: u64, events: Vec<StoredEvent>) -> Result<Vec<StoredEvent>, StoreError> {
+    let holes = events
+        .iter()
+        .zip(after + 1..)
+        .any(|(ev, want)| ev.id.seq != want);
+    if holes {
+        return Err(StoreError::Evicted);
+    }
+    Ok(events)
 }
 
 fn parse_range(v: Value, stream: StreamId) -> Result<Vec<StoredEvent>, StoreError> {

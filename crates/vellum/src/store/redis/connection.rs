@@ -20,7 +20,7 @@ use tokio::task::JoinHandle;
 
 use redis::Value;
 
-use super::call::{Wait, backend};
+use super::call::{Wait, backend, retrying};
 use super::link::Conn;
 use super::supervisor::supervise;
 use super::target::Target;
@@ -215,6 +215,27 @@ impl Redis {
                 )))
             }
         }
+    }
+
+    /// Sets `key` (the whole key: no prefix is added) for `ttl` unless it exists (`SET NX
+    /// PX`): `true` when it was set, `false` when it was there. One atomic command, retried
+    /// on a fresh link within the store timeout (a retry that finds its own first write
+    /// answers `false`: callers that remember a first use count it as used). For caches of
+    /// first uses, such as the DPoP replay cache.
+    pub async fn set_if_absent(&self, key: &str, ttl: Duration) -> Result<bool, StoreError> {
+        let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+        let set: Option<String> = retrying(self.conn(), |mut c| async move {
+            redis::cmd("SET")
+                .arg(key)
+                .arg(1)
+                .arg("NX")
+                .arg("PX")
+                .arg(ms)
+                .query_async(&mut c)
+                .await
+        })
+        .await?;
+        Ok(set.is_some())
     }
 
     /// Every key under the prefix (for tests and operators: after sessions end, only

@@ -81,7 +81,7 @@ return seq
 
 /// Replays: ARGV = base, stream, after seq. Returns `{0, seq1, msg1, …}`, `{-1}` for an
 /// unknown stream or an id past a finished stream's end, `{-2}` when events after `after`
-/// were trimmed. An id past the end of a stream still being written is an empty replay:
+/// were trimmed or lost (a hole in the sequence). An id past the end of a stream still being written is an empty replay:
 /// after a failover lost the latest events, the writer goes on past them (see `APPEND`).
 pub(in crate::store) static REPLAY: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
@@ -105,8 +105,13 @@ if after < last then
   if first ~= after + 1 then return {-2} end
 end
 local out = {0}
+local want = after + 1
 for _, e in ipairs(entries) do
-  out[#out + 1] = tonumber(string.match(e[1], '%-(%d+)$'))
+  local seq = tonumber(string.match(e[1], '%-(%d+)$'))
+  -- A hole: events a failover lost (the writer went on past them). Never a partial replay.
+  if seq ~= want then return {-2} end
+  want = seq + 1
+  out[#out + 1] = seq
   out[#out + 1] = e[2][2]
 end
 return out

@@ -219,19 +219,11 @@ impl PostEvents {
                 let Some((_, message, fin)) = self.appending.take() else {
                     continue;
                 };
-                // A store failure must not lose the live message. When the store could not
-                // be reached (the append may have landed all the same, its answer lost), the
-                // event goes out under the id it was to get: the next append takes the one
-                // after it (see `EventStore::append_expecting`), so a resume from here never
-                // repeats it. When the store refused it (the stream is gone), without an id.
-                let id = match res {
-                    Ok(id) => Some(id),
-                    Err(StoreError::Backend(_)) => self.stored.as_ref().map(|s| EventId {
-                        stream: s.stream,
-                        seq: self.local_seq + 1,
-                    }),
-                    Err(_) => None,
-                };
+                // A store failure must not lose the live message: it goes out without an id
+                // (its write may still have landed, its answer lost: a resume from an
+                // earlier id may then carry it again; the next append does not reuse its
+                // position, see `EventStore::append_expecting`).
+                let id = res.ok();
                 if let Some(id) = id {
                     self.local_seq = id.seq;
                 }
