@@ -51,8 +51,10 @@ impl RedisReplayCache {
     /// reason) when the URL is not a Redis URL or Redis does not answer; later outages make
     /// proofs wait for the store timeout (2 s) and then get 503, never an unchecked pass.
     pub async fn connect(url: &str, prefix: &str) -> Result<Self, ReplayCacheError> {
-        let mut options = RedisOptions::default();
-        options.prefix = prefix.to_owned();
+        let options = RedisOptions {
+            prefix: prefix.to_owned(),
+            ..RedisOptions::default()
+        };
         let redis = Redis::connect(url, options)
             .await
             .map_err(|e| ReplayCacheError::Backend(e.to_string()))?;
