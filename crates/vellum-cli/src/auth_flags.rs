@@ -68,13 +68,10 @@ pub(crate) struct AuthArgs {
     #[arg(long, value_name = "SECONDS")]
     auth_dpop_nonce: Option<u64>,
     /// Where accepted DPoP proofs are remembered (each is accepted once): `memory` (this
-    /// process) or `redis://HOST:PORT`, shared by every instance given the same Redis, so
+    /// process) or a Redis URL (`redis://HOST:PORT`, `redis-cluster://…`,
+    /// `redis-sentinel://…/MASTER_NAME`), shared by every instance given the same Redis, so
     /// that a proof replayed to another instance is refused too.
-    #[arg(
-        long,
-        value_name = "memory|redis://HOST:PORT",
-        default_value = "memory"
-    )]
+    #[arg(long, value_name = "memory|REDIS_URL", default_value = "memory")]
     auth_dpop_replay: String,
     /// Remember up to N verified JWT access tokens, so that a repeated token skips the
     /// signature check (expiry, DPoP and scopes are still checked on every request);
@@ -162,14 +159,17 @@ impl AuthArgs {
         }
         match self.auth_dpop_replay.as_str() {
             "memory" => {}
-            url if url.starts_with("redis://") || url.starts_with("rediss://") => {
+            url if vellum::store::redis::is_redis_url(url) => {
                 let cache = RedisReplayCache::connect(url, "vellum")
                     .await
                     .context("--auth-dpop-replay")?;
                 b = b.dpop_replay_cache(Arc::new(cache));
             }
             other => {
-                bail!("--auth-dpop-replay: expected memory or redis://HOST:PORT, got {other:?}")
+                bail!(
+                    "--auth-dpop-replay: expected memory or a Redis URL ({}), got {other:?}",
+                    vellum::store::redis::URL_FORMS
+                )
             }
         }
         b.build().context("authorization")

@@ -6,6 +6,7 @@ mod commands;
 mod login;
 mod metrics_endpoint;
 mod output;
+mod redis_flags;
 mod serve;
 mod target;
 mod telemetry;

@@ -14,6 +14,8 @@ use vellum::transport::http::{
 };
 use vellum_demos::{DEMOS, Demo};
 
+use crate::redis_flags::RedisPool;
+
 /// Parses `--server NAME` into one of [`DEMOS`], listing them all in `--help`.
 #[derive(Debug, Clone, Copy)]
 struct DemoParser;
@@ -74,30 +76,26 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "LEVEL|off", default_value = "off")]
     log: String,
     /// Keep SSE events for `Last-Event-ID` resumption: `memory`, `memory:BYTES`, or a
-    /// Redis URL shared by several instances: one node (`redis://HOST:PORT`) or a Redis
-    /// Cluster (`redis-cluster://HOST:PORT[,HOST:PORT...]`, any nodes of it as seeds).
-    #[arg(
-        long,
-        value_name = "memory[:BYTES]|redis://HOST:PORT|redis-cluster://HOST:PORT[,HOST:PORT...]"
-    )]
+    /// Redis URL shared by several instances: one node (`redis://HOST:PORT`), a Redis
+    /// Cluster (`redis-cluster://HOST:PORT[,HOST:PORT...]`, any nodes of it as seeds) or
+    /// the master Redis Sentinels name (`redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTER_NAME`).
+    #[arg(long, value_name = "memory[:BYTES]|REDIS_URL")]
     event_store: Option<String>,
     /// Share sessions with other instances (and survive restarts) through Redis:
-    /// `redis://HOST:PORT` or `redis-cluster://HOST:PORT[,HOST:PORT...]` (the same URL as
+    /// `redis://HOST:PORT`, `redis-cluster://HOST:PORT[,HOST:PORT...]` or
+    /// `redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTER_NAME` (the same URL as
     /// `--event-store` shares one connection).
-    #[arg(
-        long,
-        value_name = "redis://HOST:PORT|redis-cluster://HOST:PORT[,HOST:PORT...]"
-    )]
+    #[arg(long, value_name = "REDIS_URL")]
     session_store: Option<String>,
     /// Keep tasks where every instance finds them: `memory` (this process; the default) or
-    /// `redis://HOST:PORT` or `redis-cluster://HOST:PORT[,HOST:PORT...]`, so any instance
-    /// answers tasks/get, tasks/update, tasks/cancel, tasks/result and tasks/list (the same
-    /// URL as the other stores shares one connection).
-    #[arg(
-        long,
-        value_name = "memory|redis://HOST:PORT|redis-cluster://HOST:PORT[,HOST:PORT...]"
-    )]
+    /// a Redis URL (`redis://HOST:PORT`, `redis-cluster://…`, `redis-sentinel://…/MASTER_NAME`),
+    /// so any instance answers tasks/get, tasks/update, tasks/cancel, tasks/result and
+    /// tasks/list (the same URL as the other stores shares one connection).
+    #[arg(long, value_name = "memory|REDIS_URL")]
     task_store: Option<String>,
+    /// How Redis operations are bounded and failovers followed.
+    #[command(flatten)]
+    redis: crate::redis_flags::RedisArgs,
     /// With a Redis task store: a running task whose instance sent no heartbeat for this
     /// long is failed (the instance died).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "5s")]
@@ -341,36 +339,12 @@ fn one_second_burst(rate: f64) -> vellum::store::RateLimit {
     vellum::store::RateLimit::new(rate, rate.ceil().max(1.0) as u32)
 }
 
-/// Connects to each Redis URL once.
-#[derive(Default)]
-struct RedisPool(Vec<(String, vellum::store::redis::Redis)>);
-
-impl RedisPool {
-    async fn get(
-        &mut self,
-        url: &str,
-        ttl: Option<Duration>,
-    ) -> anyhow::Result<vellum::store::redis::Redis> {
-        if let Some((_, r)) = self.0.iter().find(|(u, _)| u == url) {
-            return Ok(r.clone());
-        }
-        let mut options = vellum::store::redis::RedisOptions::default();
-        if let Some(ttl) = ttl {
-            options.event_ttl = ttl;
-        }
-        let r = vellum::store::redis::Redis::connect(url, options).await?;
-        self.0.push((url.to_owned(), r.clone()));
-        Ok(r)
-    }
-}
-
 async fn event_store(
     spec: &str,
     redis: &mut RedisPool,
-    ttl: Option<Duration>,
 ) -> anyhow::Result<Arc<dyn vellum::store::EventStore>> {
     if vellum::store::redis::is_redis_url(spec) {
-        return Ok(Arc::new(redis.get(spec, ttl).await?.event_store()));
+        return Ok(Arc::new(redis.get(spec).await?.event_store()));
     }
     let (kind, arg) = spec.split_once(':').unwrap_or((spec, ""));
     match kind {
@@ -385,7 +359,8 @@ async fn event_store(
             Ok(Arc::new(MemoryEventStore::new(bytes)))
         }
         other => bail!(
-            "--event-store: unknown store {other:?} (expected memory[:BYTES], redis://HOST:PORT or redis-cluster://HOST:PORT[,HOST:PORT...])"
+            "--event-store: unknown store {other:?} (expected memory[:BYTES] or a Redis URL: {})",
+            vellum::store::redis::URL_FORMS
         ),
     }
 }
@@ -397,35 +372,35 @@ async fn options(
     logger: Option<tracing::Dispatch>,
 ) -> anyhow::Result<(StreamableHttpOptions, Vec<vellum::store::redis::Redis>)> {
     let mut o = StreamableHttpOptions::default();
-    let mut redis = RedisPool::default();
+    let mut redis = RedisPool::new(&args.redis, args.session_timeout);
     o.stateless = args.stateless;
     o.json_response = args.json_response;
     o.logger = logger;
     o.event_store = match args.event_store.as_deref() {
-        Some(spec) => Some(event_store(spec, &mut redis, args.session_timeout).await?),
+        Some(spec) => Some(event_store(spec, &mut redis).await?),
         None => None,
     };
     if let Some(url) = &args.session_store {
         if !vellum::store::redis::is_redis_url(url) {
             bail!(
-                "--session-store: expected a Redis URL (redis://HOST:PORT or \
-                 redis-cluster://HOST:PORT[,HOST:PORT...]), got {url:?}"
+                "--session-store: expected a Redis URL ({}), got {url:?}",
+                vellum::store::redis::URL_FORMS
             );
         }
-        let r = redis.get(url, args.session_timeout).await?;
+        let r = redis.get(url).await?;
         o.session_store = Some(Arc::new(r.session_store()));
         o.bus = Some(Arc::new(r.bus()));
     }
     match args.task_store.as_deref() {
         None | Some("memory") => {}
         Some(url) if vellum::store::redis::is_redis_url(url) => {
-            let r = redis.get(url, args.session_timeout).await?;
+            let r = redis.get(url).await?;
             server.set_task_store(Arc::new(r.task_store(args.task_heartbeat_window)));
         }
         Some(other) => {
             bail!(
-                "--task-store: expected memory or a Redis URL (redis://HOST:PORT or \
-                 redis-cluster://HOST:PORT[,HOST:PORT...]), got {other:?}"
+                "--task-store: expected memory or a Redis URL ({}), got {other:?}",
+                vellum::store::redis::URL_FORMS
             )
         }
     }
@@ -471,15 +446,18 @@ async fn options(
                 "--rate-limit-store needs a limit to hold: --rate-limit, --rate-limit-method or --rate-limit-tool"
             );
         }
-        if !(url.starts_with("redis://") || url.starts_with("rediss://")) {
-            bail!("--rate-limit-store: expected a Redis URL (redis://HOST:PORT), got {url:?}");
+        if !vellum::store::redis::is_redis_url(url) {
+            bail!(
+                "--rate-limit-store: expected a Redis URL ({}), got {url:?}",
+                vellum::store::redis::URL_FORMS
+            );
         }
-        let r = redis.get(url, args.session_timeout).await?;
+        let r = redis.get(url).await?;
         o.rate_limiter = Some(Arc::new(r.rate_limiter()));
     }
     o.request_grace = args.request_grace;
     o.stream_grace = args.stream_grace;
-    Ok((o, redis.0.into_iter().map(|(_, r)| r).collect()))
+    Ok((o, redis.into_connections()))
 }
 
 /// Readiness: not draining, and every Redis connection answering.
