@@ -44,6 +44,9 @@ step() {
 step "system packages the tests need"
 need=()
 command -v redis-server >/dev/null || need+=(redis-server)
+command -v redis-sentinel >/dev/null || need+=(redis-sentinel)  # the Sentinel failover test
+command -v ip >/dev/null || need+=(iproute2)     # the partition test's network namespace
+command -v iptables >/dev/null || need+=(iptables)  # ... and the packets it drops
 command -v chromium >/dev/null || need+=(chromium)  # the browser tests (tests/browser)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=; [ "$(id -u)" -eq 0 ] || SUDO=sudo
@@ -123,13 +126,15 @@ step "import layers (scripts/layers.sh: the rule table, the import graph with no
 bash scripts/layers.sh --self-test
 bash scripts/layers.sh
 
-step "a Redis Cluster of three masters for the cluster tests (scripts/redis-cluster.sh)"
-# The cluster tests (cluster_redis, cluster_slots, tasks_cluster, cluster_rolling) run on one node and on this cluster;
-# under CI=true they fail when VELLUM_TEST_REDIS_CLUSTER is unset.
-cluster_dir=$(mktemp -d)
-trap 'status=$?; kill "$installs_pid" 2>/dev/null; bash scripts/redis-cluster.sh stop "$cluster_dir"; [ $status -eq 0 ] || echo "scripts/test.sh failed (exit $status); $(skip_note)"' EXIT
-# Three free ports whose cluster-bus ports (port + 10000) are free too: a node on a port above
-# 55535 cannot start at all, so the kernel's ephemeral ports (up to 60999) will not do.
+step "Redis for the cluster tests: a three-master cluster, a cluster with replicas, a Sentinel set"
+# The cluster tests (cluster_redis, cluster_slots, tasks_cluster, cluster_rolling) run on one node and on
+# the three-master cluster; the failover tests (crates/vellum-cli/tests/redis_ha) kill nodes of the
+# cluster with replicas and of the Sentinel set (and leave them whole). Under CI=true a test
+# fails when the variable naming its set is unset.
+cluster_dir=$(mktemp -d); ha_dir=$(mktemp -d); sentinel_dir=$(mktemp -d)
+trap 'status=$?; kill "$installs_pid" 2>/dev/null; bash scripts/redis-cluster.sh stop "$cluster_dir"; bash scripts/redis-cluster.sh stop "$ha_dir"; bash scripts/redis-sentinel.sh stop "$sentinel_dir"; [ $status -eq 0 ] || echo "scripts/test.sh failed (exit $status); $(skip_note)"' EXIT
+# Free ports whose cluster-bus ports (port + 10000) are free too, all below the kernel's
+# ephemeral ports (32768 and up), which outgoing connections may take while the tests run.
 read -r -a ports <<<"$(python3 - <<'PY'
 import random, socket
 def free(p):
@@ -140,16 +145,20 @@ def free(p):
             return False
     return True
 ports = []
-while len(ports) < 3:
-    p = random.randint(20000, 45000)
-    if p not in ports and free(p) and free(p + 10000):
+while len(ports) < 14:
+    p = random.randint(12000, 22700)
+    if {p, p + 10000, p - 10000}.isdisjoint(ports) and free(p) and free(p + 10000):
         ports.append(p)
 print(*ports)
 PY
 )"
-VELLUM_TEST_REDIS_CLUSTER=$(bash scripts/redis-cluster.sh start "$cluster_dir" "${ports[@]}")
+VELLUM_TEST_REDIS_CLUSTER=$(bash scripts/redis-cluster.sh start "$cluster_dir" "${ports[@]:0:3}")
 export VELLUM_TEST_REDIS_CLUSTER
 echo "$VELLUM_TEST_REDIS_CLUSTER"
+bash scripts/redis-cluster.sh start "$ha_dir" --replicas 1 "${ports[@]:3:6}"
+export VELLUM_TEST_REDIS_HA_CLUSTER=$ha_dir
+bash scripts/redis-sentinel.sh start "$sentinel_dir" "${ports[@]:9:5}"
+export VELLUM_TEST_REDIS_SENTINEL=$sentinel_dir
 
 step "node packages, the Python venv, rmcp's client (made in the background since the lint step)"
 installed

@@ -69,9 +69,10 @@ pub(crate) struct AuthArgs {
     #[arg(long, value_name = "SECONDS")]
     auth_dpop_nonce: Option<u64>,
     /// Where accepted DPoP proofs are remembered (each is accepted once): `memory` (this
-    /// process) or a Redis URL (`redis://HOST:PORT`, `redis-cluster://…`), shared by every
-    /// instance given the same Redis, so that a proof replayed to another instance is
-    /// refused too. Default: `--redis`, else memory.
+    /// process) or a Redis URL (`redis://HOST:PORT`, `redis-cluster://…`,
+    /// `redis-sentinel://…/MASTER_NAME`), shared by every instance given the same Redis, so
+    /// that a proof replayed to another instance is refused too. Default: `--redis`, else
+    /// memory.
     #[arg(
         long,
         value_name = "memory|redis://HOST:PORT|redis-cluster://HOST:PORT[,HOST:PORT...]"
@@ -169,7 +170,7 @@ impl AuthArgs {
             b = b.dpop_nonce(std::time::Duration::from_secs(secs));
         }
         if let Some(redis) = &dpop_replay {
-            b = b.dpop_replay_cache(Arc::new(RedisReplayCache::shared(redis, "vellum")));
+            b = b.dpop_replay_cache(Arc::new(RedisReplayCache::on(redis, "vellum")));
         }
         b.build().context("authorization")
     }

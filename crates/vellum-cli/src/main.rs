@@ -7,6 +7,7 @@ mod config;
 mod login;
 mod metrics_endpoint;
 mod output;
+mod redis_flags;
 mod serve;
 mod stores;
 mod target;

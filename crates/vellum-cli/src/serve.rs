@@ -13,7 +13,8 @@ use vellum::transport::http::{
 };
 use vellum_demos::{DEMOS, Demo};
 
-use crate::stores::{RedisPool, StoreFlags};
+use crate::redis_flags::RedisPool;
+use crate::stores::StoreFlags;
 
 /// Parses `--server NAME` into one of [`DEMOS`], listing them all in `--help`.
 #[derive(Debug, Clone, Copy)]
@@ -88,11 +89,11 @@ pub(crate) struct ServeArgs {
     /// one node (`redis://HOST:PORT`) or a Redis Cluster
     /// (`redis-cluster://HOST:PORT[,HOST:PORT...]`). Each store's own flag overrides it.
     #[arg(
-        long,
+        long = "redis",
         value_name = "redis://HOST:PORT|redis-cluster://HOST:PORT[,HOST:PORT...]",
         value_parser = crate::stores::parse_redis_url
     )]
-    redis: Option<String>,
+    redis_url: Option<String>,
     /// Keep SSE events for `Last-Event-ID` resumption: `memory`, `memory:BYTES`, or a
     /// Redis URL shared by several instances: one node (`redis://HOST:PORT`) or a Redis
     /// Cluster (`redis-cluster://HOST:PORT[,HOST:PORT...]`, any nodes of it as seeds).
@@ -120,6 +121,9 @@ pub(crate) struct ServeArgs {
         value_name = "memory|redis://HOST:PORT|redis-cluster://HOST:PORT[,HOST:PORT...]"
     )]
     task_store: Option<String>,
+    /// How Redis operations are bounded and failovers followed.
+    #[command(flatten)]
+    redis: crate::redis_flags::RedisArgs,
     /// With a Redis task store: a running task whose instance sent no heartbeat for this
     /// long is failed (the instance died).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "5s")]
@@ -380,16 +384,16 @@ async fn options(
     o.json_response = args.json_response;
     o.logger = logger;
     o.event_store = match stores.event_store() {
-        Some(spec) => Some(crate::stores::event_store(spec, redis, args.session_timeout).await?),
+        Some(spec) => Some(crate::stores::event_store(spec, redis).await?),
         None => None,
     };
     if let Some(url) = stores.session_store()? {
-        let r = redis.get(url, args.session_timeout).await?;
+        let r = redis.get(url).await?;
         o.session_store = Some(Arc::new(r.session_store()));
         o.bus = Some(Arc::new(r.bus()));
     }
     if let Some(url) = stores.task_store()? {
-        let r = redis.get(url, args.session_timeout).await?;
+        let r = redis.get(url).await?;
         server.set_task_store(Arc::new(r.task_store(args.task_heartbeat_window)));
     }
     o.session_timeout = args.session_timeout;
@@ -430,7 +434,7 @@ async fn options(
     o.rate_limits = limits;
     let limited = o.rate_limit.is_some() || !o.rate_limits.is_empty();
     if let Some(url) = stores.rate_limit_store(limited)? {
-        let r = redis.get(url, args.session_timeout).await?;
+        let r = redis.get(url).await?;
         o.rate_limiter = Some(Arc::new(r.rate_limiter()));
     }
     o.request_grace = args.request_grace;
@@ -442,7 +446,7 @@ impl ServeArgs {
     /// The store flags, `--redis` filling in those not given.
     fn stores(&self) -> StoreFlags<'_> {
         StoreFlags {
-            redis: self.redis.as_deref(),
+            redis: self.redis_url.as_deref(),
             event_store: self.event_store.as_deref(),
             session_store: self.session_store.as_deref(),
             task_store: self.task_store.as_deref(),
@@ -453,13 +457,16 @@ impl ServeArgs {
 }
 
 /// Readiness: not draining, and every Redis connection answering.
-fn health(redis: &RedisPool) -> Health {
-    redis.connections().into_iter().fold(Health::new(), |h, r| {
-        h.with_check("redis", move || {
-            let r = r.clone();
-            async move { r.ping().await.map_err(|e| e.to_string()) }
+fn health(redis: RedisPool) -> Health {
+    redis
+        .into_connections()
+        .into_iter()
+        .fold(Health::new(), |h, r| {
+            h.with_check("redis", move || {
+                let r = r.clone();
+                async move { r.ping().await.map_err(|e| e.to_string()) }
+            })
         })
-    })
 }
 
 /// SIGTERM (or Ctrl-C), then `/readyz` 503 and new sessions refused for `grace` while
@@ -568,14 +575,14 @@ async fn serve(args: ServeArgs, logger: Option<tracing::Dispatch>) -> anyhow::Re
             .context("serving on stdio failed")?;
         return Ok(());
     }
-    let mut redis = RedisPool::default();
+    let mut redis = RedisPool::new(&args.redis, args.session_timeout);
     let mut options = options(&args, &server, logger, &mut redis).await?;
     // The DPoP replay cache connects now, so readiness watches its Redis too.
     let dpop_replay = match args.stores().dpop_replay()? {
-        Some(url) if args.auth.enabled() => Some(redis.get(url, args.session_timeout).await?),
+        Some(url) if args.auth.enabled() => Some(redis.get(url).await?),
         _ => None,
     };
-    let health = health(&redis);
+    let health = health(redis);
     if let Some(addr) = &args.metrics_addr {
         let bound = crate::metrics_endpoint::serve(addr).await?;
         eprintln!("metrics: http://{bound}/metrics");

@@ -9,14 +9,12 @@
 //! without a change.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use vellum::store::MemoryEventStore;
-use vellum::store::redis::{Redis, RedisOptions, is_redis_url};
+use vellum::store::redis::{URL_FORMS as REDIS_URLS, is_redis_url};
 
-/// What a Redis flag's error message offers.
-const REDIS_URLS: &str = "redis://HOST:PORT or redis-cluster://HOST:PORT[,HOST:PORT...]";
+use crate::redis_flags::RedisPool;
 
 /// The store each flag names, `--redis` filling in those not given.
 #[derive(Debug, Clone, Copy)]
@@ -91,40 +89,13 @@ pub(crate) fn parse_redis_url(url: &str) -> Result<String, String> {
     }
 }
 
-/// Connects to each Redis URL once.
-#[derive(Default)]
-pub(crate) struct RedisPool(Vec<(String, Redis)>);
-
-impl RedisPool {
-    /// The connection to `url`, made on first use; `ttl` (the session timeout) is how long
-    /// events live, taken from the first use.
-    pub(crate) async fn get(&mut self, url: &str, ttl: Option<Duration>) -> anyhow::Result<Redis> {
-        if let Some((_, r)) = self.0.iter().find(|(u, _)| u == url) {
-            return Ok(r.clone());
-        }
-        let mut options = RedisOptions::default();
-        if let Some(ttl) = ttl {
-            options.event_ttl = ttl;
-        }
-        let r = Redis::connect(url, options).await?;
-        self.0.push((url.to_owned(), r.clone()));
-        Ok(r)
-    }
-
-    /// Every connection made (for the readiness checks).
-    pub(crate) fn connections(&self) -> Vec<Redis> {
-        self.0.iter().map(|(_, r)| r.clone()).collect()
-    }
-}
-
 /// The event store `spec` names: `memory[:BYTES]` or a Redis URL.
 pub(crate) async fn event_store(
     spec: &str,
     redis: &mut RedisPool,
-    ttl: Option<Duration>,
 ) -> anyhow::Result<Arc<dyn vellum::store::EventStore>> {
     if is_redis_url(spec) {
-        return Ok(Arc::new(redis.get(spec, ttl).await?.event_store()));
+        return Ok(Arc::new(redis.get(spec).await?.event_store()));
     }
     let (kind, arg) = spec.split_once(':').unwrap_or((spec, ""));
     match kind {

@@ -154,7 +154,7 @@ async fn main() -> anyhow::Result<()> {
             ("--redis-prefix", Some(v)) => prefix = Some(v),
             ("--request-state-key-file", Some(v)) => key_file = Some(v),
             _ => anyhow::bail!(
-                "usage: cluster [--addr HOST:PORT] [--redis redis://HOST:PORT|redis-cluster://HOST:PORT,...] [--session-timeout-ms MS] [--redis-prefix P] [--request-state-key-file PATH]"
+                "usage: cluster [--addr HOST:PORT] [--redis redis://HOST:PORT|redis-cluster://HOST:PORT,...|redis-sentinel://HOST:PORT,.../MASTER] [--session-timeout-ms MS] [--redis-prefix P] [--request-state-key-file PATH]"
             ),
         }
     }

@@ -543,7 +543,7 @@ async fn a_proof_replayed_to_another_instance_sharing_redis_is_refused() {
     let stores = Redis::connect(&redis.url(), RedisOptions::default())
         .await
         .unwrap();
-    let c2 = RedisReplayCache::shared(&stores, "vellum");
+    let c2 = RedisReplayCache::on(&stores, "vellum");
     let (c1, c2) = (
         Arc::new(c1) as Arc<dyn DpopReplayCache>,
         Arc::new(c2) as Arc<dyn DpopReplayCache>,

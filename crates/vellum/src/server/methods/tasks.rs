@@ -60,7 +60,13 @@ fn owner_of(shared: &RequestShared) -> String {
 }
 
 fn store_failed(e: StoreError) -> ErrorObject {
-    ErrorObject::internal(format!("The task store failed: {e}"))
+    match e {
+        // Redis unreachable, or failing over: the same call may well work a moment later.
+        StoreError::Backend(_) => {
+            ErrorObject::internal(format!("The task store is unavailable; retry: {e}"))
+        }
+        e => ErrorObject::internal(format!("The task store failed: {e}")),
+    }
 }
 
 fn not_found(id: &str) -> ErrorObject {
