@@ -10,6 +10,7 @@ use vellum::auth::{
     AuthLayer, ClientAuth, DpopMode, IntrospectionVerifier, JwksCache, JwtVerifier,
     RedisReplayCache, TokenVerifier,
 };
+use vellum::store::redis::Redis;
 use vellum::transport::http::StreamableHttpOptions;
 
 /// Authorization flags (flattened into `vellum serve`).
@@ -70,9 +71,13 @@ pub(crate) struct AuthArgs {
     /// Where accepted DPoP proofs are remembered (each is accepted once): `memory` (this
     /// process) or a Redis URL (`redis://HOST:PORT`, `redis-cluster://…`,
     /// `redis-sentinel://…/MASTER_NAME`), shared by every instance given the same Redis, so
-    /// that a proof replayed to another instance is refused too.
-    #[arg(long, value_name = "memory|REDIS_URL", default_value = "memory")]
-    auth_dpop_replay: String,
+    /// that a proof replayed to another instance is refused too. Default: `--redis`, else
+    /// memory.
+    #[arg(
+        long,
+        value_name = "memory|redis://HOST:PORT|redis-cluster://HOST:PORT[,HOST:PORT...]"
+    )]
+    auth_dpop_replay: Option<String>,
     /// Remember up to N verified JWT access tokens, so that a repeated token skips the
     /// signature check (expiry, DPoP and scopes are still checked on every request);
     /// 0 turns the cache off.
@@ -96,11 +101,18 @@ impl AuthArgs {
             || self.auth_introspection_url.is_some()
     }
 
-    /// The layer, for a server listening on `addr`.
+    /// `--auth-dpop-replay` as given (the store flags resolve it with `--redis`).
+    pub(crate) fn dpop_replay(&self) -> Option<&str> {
+        self.auth_dpop_replay.as_deref()
+    }
+
+    /// The layer, for a server listening on `addr`; `dpop_replay`: the Redis that remembers
+    /// DPoP proofs (this process's memory without).
     pub(crate) async fn layer(
         &self,
         addr: SocketAddr,
         options: &StreamableHttpOptions,
+        dpop_replay: Option<Redis>,
     ) -> anyhow::Result<AuthLayer> {
         let (Some(issuer), Some(audience)) = (&self.auth_issuer, &self.auth_audience) else {
             bail!("--auth-issuer and --auth-audience are required with --auth-*");
@@ -157,20 +169,8 @@ impl AuthArgs {
         if let Some(secs) = self.auth_dpop_nonce {
             b = b.dpop_nonce(std::time::Duration::from_secs(secs));
         }
-        match self.auth_dpop_replay.as_str() {
-            "memory" => {}
-            url if vellum::store::redis::is_redis_url(url) => {
-                let cache = RedisReplayCache::connect(url, "vellum")
-                    .await
-                    .context("--auth-dpop-replay")?;
-                b = b.dpop_replay_cache(Arc::new(cache));
-            }
-            other => {
-                bail!(
-                    "--auth-dpop-replay: expected memory or a Redis URL ({}), got {other:?}",
-                    vellum::store::redis::URL_FORMS
-                )
-            }
+        if let Some(redis) = &dpop_replay {
+            b = b.dpop_replay_cache(Arc::new(RedisReplayCache::on(redis, "vellum")));
         }
         b.build().context("authorization")
     }
