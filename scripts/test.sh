@@ -132,7 +132,10 @@ step "Redis for the cluster tests: a three-master cluster, a cluster with replic
 # cluster with replicas and of the Sentinel set (and leave them whole). Under CI=true a test
 # fails when the variable naming its set is unset.
 cluster_dir=$(mktemp -d); ha_dir=$(mktemp -d); sentinel_dir=$(mktemp -d)
-trap 'status=$?; kill "$installs_pid" 2>/dev/null; bash scripts/redis-cluster.sh stop "$cluster_dir"; bash scripts/redis-cluster.sh stop "$ha_dir"; bash scripts/redis-sentinel.sh stop "$sentinel_dir"; [ $status -eq 0 ] || echo "scripts/test.sh failed (exit $status); $(skip_note)"' EXIT
+# The clean-up must not decide the exit status: under `set -e` a failing command in an EXIT
+# trap ends the shell with that command's status (killing the installs after they ended once
+# turned a passing run into exit 1), so the trap turns errexit off and exits with the run's own.
+trap 'status=$?; set +e; kill "$installs_pid" 2>/dev/null; bash scripts/redis-cluster.sh stop "$cluster_dir"; bash scripts/redis-cluster.sh stop "$ha_dir"; bash scripts/redis-sentinel.sh stop "$sentinel_dir"; [ $status -eq 0 ] || echo "scripts/test.sh failed (exit $status); $(skip_note)"; exit $status' EXIT
 # Free ports whose cluster-bus ports (port + 10000) are free too, all below the kernel's
 # ephemeral ports (32768 and up), which outgoing connections may take while the tests run.
 read -r -a ports <<<"$(python3 - <<'PY'
