@@ -204,7 +204,6 @@ impl RequestContext {
     ) -> Result<(), Error> {
         let msg = encode_notification(method, Some(params))?;
         self.shared
-            .outbox
             .send(msg)
             .await
             .map_err(|_| Error::RequestFinished)
@@ -400,6 +399,42 @@ impl RequestContext {
                 }
             }
         }
+    }
+
+    /// The point where a tool call becomes a task: for a tool registered
+    /// [`with_input_before_task`](crate::protocol::Tool::with_input_before_task) and a
+    /// 2026-07-28 client that declared the tasks extension, the handler gathers input by
+    /// multi round-trip first (its questions end each round as usual), then awaits this: the
+    /// request answers with the new task (`resultType: "task"`) and the handler goes on as
+    /// that task's first round, from right here, with the answers it got so far (nothing
+    /// runs it again). From then on its messages (progress, logs) have no stream and are
+    /// dropped, and a question it asks turns the task to `input_required`. Everywhere else (a
+    /// call that already is a task, a client without the extension, a legacy session) it
+    /// returns at once and the handler just goes on.
+    ///
+    /// ```no_run
+    /// # use vellum::prelude::*;
+    /// # async fn handler(ctx: RequestContext, form: vellum::protocol::ElicitParams) -> Result<CallToolResult, HandlerError> {
+    /// let name = ctx.with_input_key("user_name").elicit(form).await?;
+    /// ctx.become_task().await; // From here on, a task the client polls.
+    /// # let _ = name; Ok(CallToolResult::text("done")) }
+    /// ```
+    pub async fn become_task(&self) {
+        if !self.shared.begin_becoming_task() {
+            return;
+        }
+        // Suspends once: whoever serves the call sees it is becoming a task, answers with
+        // the task and moves this very handler into it, where it resumes.
+        let mut suspended = false;
+        std::future::poll_fn(|cx| {
+            if std::mem::replace(&mut suspended, true) {
+                std::task::Poll::Ready(())
+            } else {
+                cx.waker().wake_by_ref();
+                std::task::Poll::Pending
+            }
+        })
+        .await;
     }
 
     /// Sends an arbitrary request to the client on this request's stream and waits for the

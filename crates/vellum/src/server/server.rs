@@ -34,7 +34,7 @@ use crate::protocol::{
     Implementation, JsonObject, ListCapability, NotificationParams, ResourceUpdatedParams,
     ResourcesCapability, ServerCapabilities, methods,
 };
-use crate::store::{BusMessage, MessageBus};
+use crate::store::{BusMessage, MessageBus, TaskStore};
 use crate::sync::{lock, read, write};
 
 /// How long list-changed notifications wait for more changes before going out.
@@ -156,6 +156,15 @@ impl Server {
     /// The key `requestState` is signed with now.
     pub(crate) fn state_key(&self) -> Arc<RequestStateKey> {
         read(&self.inner.state_key).clone()
+    }
+
+    /// Keeps this server's tasks in `store` instead of this process's memory: with a store
+    /// shared by several instances (such as Redis), any instance answers `tasks/get`,
+    /// `tasks/update`, `tasks/cancel`, `tasks/result` and `tasks/list`, and the instance
+    /// running a task hears the answers and cancellations others received. Set it before
+    /// serving: tasks already in the previous store stay there.
+    pub fn set_task_store(&self, store: Arc<dyn TaskStore>) {
+        self.inner.tasks.set_store(store);
     }
 
     /// Adds request middleware: `f` runs around every request this server dispatches, on

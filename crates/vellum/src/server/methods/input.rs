@@ -28,7 +28,7 @@ use super::super::request::RequestShared;
 use super::super::resource::{DynResourceHandler, ReadResourceRequest};
 use super::super::scopes::{self, ScopeRules};
 use super::super::tool::{CallToolRequest, ToolEntry, execute_tool};
-use super::tasks;
+use super::tasks::{self, Plan, ToolOutput};
 use crate::protocol::{
     CallToolParams, CallToolResult, ErrorObject, GetPromptParams, GetPromptResult, InputResponses,
     JsonObject, Meta, RawJson, ReadResourceParams, ReadResourceResult, code,
@@ -115,15 +115,9 @@ pub(super) async fn serve<M: InputMethod>(
 /// `tools/call`.
 pub(super) struct ToolCall;
 
-/// What a tool call answers: the handler's result, or the task it became.
-pub(super) enum ToolOutput {
-    Result(CallToolResult),
-    Task(Outcome),
-}
-
 impl InputMethod for ToolCall {
     type Params = CallToolParams;
-    type Call = (Arc<ToolEntry>, CallToolRequest);
+    type Call = (Arc<ToolEntry>, CallToolRequest, Plan);
     type Output = ToolOutput;
     const SERVED: Served = Served::Tool;
 
@@ -167,25 +161,22 @@ impl InputMethod for ToolCall {
             meta: p.meta,
             task: p.task,
         };
-        match tasks::decide(shared, &entry, &request) {
+        match tasks::plan(shared, &entry, &request) {
             Err(e) => Err(Outcome::Error(e)),
-            Ok(Some(ttl)) => Err(tasks::start(shared, entry, request, ttl).await),
-            Ok(None) => Ok((entry, request)),
+            Ok(Plan::Task(ttl)) => Err(tasks::start(shared, entry, request, ttl).await),
+            Ok(plan) => Ok((entry, request, plan)),
         }
     }
 
     async fn call(
         shared: &Arc<RequestShared>,
-        (entry, request): Self::Call,
+        (entry, request, plan): Self::Call,
     ) -> Result<ToolOutput, HandlerError> {
-        // Only a call that may become a task needs its request again afterwards.
-        let kept = tasks::may_become_task(shared).then(|| request.clone());
-        match (execute_tool(shared.clone(), &entry, request).await, kept) {
-            // The handler asked to go on as a task (`RequestContext::become_task`).
-            (Err(_), Some(request)) if tasks::wants_task(shared) => Ok(ToolOutput::Task(
-                tasks::become_task(shared, entry, request).await,
-            )),
-            (other, _) => other.map(ToolOutput::Result),
+        match plan {
+            Plan::MayBecomeTask => tasks::in_place_until_task(shared, entry, request).await,
+            Plan::InPlace | Plan::Task(_) => execute_tool(shared.clone(), &entry, request)
+                .await
+                .map(ToolOutput::Result),
         }
     }
 

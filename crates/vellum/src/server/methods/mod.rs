@@ -30,7 +30,7 @@ mod listen;
 mod lists;
 #[cfg(feature = "skills")]
 mod skills;
-pub(crate) mod tasks;
+mod tasks;
 
 use input::{PromptGet, ResourceRead, ToolCall};
 use lists::{Prompts, Resources, Templates, Tools};
@@ -147,16 +147,21 @@ method_table! {
         |s, raw, p| completion::complete(s, p).await;
     LOGGING_SET_LEVEL, Legacy, required(SetLevelParams),
         |s, raw, p| lifecycle::set_level(s, p).await;
-    TASKS_GET, Both, required(TaskIdParams),
-        |s, raw, p| tasks::get(s, p).await;
+    // The eras' task protocols differ: one entry per era.
+    TASKS_GET, Legacy, required(TaskIdParams),
+        |s, raw, p| tasks::legacy::get(s, p).await;
+    TASKS_GET, Modern, required(TaskIdParams),
+        |s, raw, p| tasks::modern::get(s, p).await;
     TASKS_RESULT, Legacy, required(TaskIdParams),
-        |s, raw, p| tasks::result(s, p).await;
+        |s, raw, p| tasks::legacy::result(s, p).await;
     TASKS_LIST, Legacy, optional(PaginatedParams),
-        |s, raw, p| tasks::list(s, p).await;
-    TASKS_CANCEL, Both, required(TaskIdParams),
-        |s, raw, p| tasks::cancel(s, p).await;
-    TASKS_UPDATE, Modern, required(tasks::TaskUpdateParams),
-        |s, raw, p| tasks::update(s, p).await;
+        |s, raw, p| tasks::legacy::list(s, p).await;
+    TASKS_CANCEL, Legacy, required(TaskIdParams),
+        |s, raw, p| tasks::legacy::cancel(s, p).await;
+    TASKS_CANCEL, Modern, required(TaskIdParams),
+        |s, raw, p| tasks::modern::cancel(s, p).await;
+    TASKS_UPDATE, Modern, required(tasks::modern::TaskUpdateParams),
+        |s, raw, p| tasks::modern::update(s, p).await;
     // Without the feature `skills`: method not found, as for any method not served.
     #[cfg(feature = "skills")]
     SKILLS_LIST, Both, optional(PaginatedParams),
