@@ -17,10 +17,10 @@ use tokio::sync::{Notify, mpsc};
 
 use super::Server;
 use super::exchange::Step;
-use super::incoming::{handle_notification, handle_response};
+use super::methods::handle_notification;
 use super::modern_meta;
 use super::reply::Outcome;
-use super::session::{Session, SessionHooks};
+use super::session::{Session, SessionHooks, handle_response};
 use crate::error::Error;
 use crate::protocol::{Message, Payload, Request};
 use crate::protocol::{decode, encode_error};

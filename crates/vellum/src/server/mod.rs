@@ -5,8 +5,8 @@
 //! `Session::begin`, or `Exchange::sessionless` for a 2026-07-28 request over HTTP), the
 //! request middleware wrap it (`middleware.rs`), the method table serves it (`methods/`),
 //! handlers run with a [`RequestContext`] (`context.rs`, a view of `request.rs`), and the
-//! result is framed for its era (`reply.rs`). What the client sends besides requests is
-//! handled in `incoming.rs`.
+//! result is framed for its era (`reply.rs`). The client's notifications are rows of the
+//! same table; its answers to the server's own requests go to their session (`session.rs`).
 //!
 //! Not here: HTTP, stdio or any other I/O (see [`crate::transport`]), storage (see
 //! [`crate::store`]), and authentication: the core only learns who is calling, as a
@@ -19,7 +19,6 @@ mod context;
 mod elicit;
 mod exchange;
 mod handler_error;
-mod incoming;
 mod list_kind;
 mod listeners;
 mod methods;
@@ -72,8 +71,8 @@ pub use tool::{
 
 // What the transports use of the core.
 pub(crate) use exchange::{Exchange, Step};
-pub(crate) use incoming::{handle_notification, handle_response};
+pub(crate) use methods::handle_notification;
 pub(crate) use modern_meta::{MetaFields, ModernMeta, parse_meta, raw_str, unsupported_version};
 pub(crate) use outbox::Outbox;
 pub(crate) use redact::redact_session_id;
-pub(crate) use session::{Session, SessionHooks};
+pub(crate) use session::{Session, SessionHooks, handle_response};

@@ -18,17 +18,18 @@ use futures_util::future::BoxFuture;
 use serde::Serialize;
 
 use super::Server;
+use super::observe::MessageEvent;
 use super::outbox::Outbox;
 use super::redact::redact_session_id;
 use crate::error::Error;
 use crate::peer::{
     Cancel, InflightRequests, PendingAnswers, RequestIds, Ticket, cancelled_notification,
 };
-use crate::protocol::encode_request;
 use crate::protocol::{
     ClientCapabilities, ErrorObject, Implementation, LoggingLevel, ProtocolVersion, RawJson,
     RequestId,
 };
+use crate::protocol::{Response, encode_error, encode_request, encode_response_raw};
 use crate::store::SessionRecord;
 use crate::sync::lock;
 
@@ -479,5 +480,24 @@ impl Cancel for Weak<dyn InflightRequest> {
             }
             None => false,
         }
+    }
+}
+
+/// Delivers the client's answer to one of the server's requests (to the question waiting
+/// for it here, else to the instance that asked, through the session's hooks).
+pub(crate) fn handle_response(session: &Session, r: Response) {
+    session
+        .server()
+        .observe(&MessageEvent::ResponseReceived(&r));
+    let Some(id) = r.id.clone() else { return };
+    let stray = session.hooks().map(|_| match &r.outcome {
+        Ok(result) => encode_response_raw(&id, result.as_bytes()),
+        Err(e) => encode_error(Some(&id), e),
+    });
+    if !session.resolve(&id, r.outcome)
+        && let (Some(h), Some(m)) = (session.hooks(), stray)
+    {
+        // Nobody waits here: the request may be another instance's.
+        h.unmatched_response(m);
     }
 }
