@@ -6,7 +6,7 @@
 //! needs them says on stderr that it was skipped and why (a plain clone still passes its
 //! tests); with `CI=true` their absence is a failure, so CI never passes vacuously.
 //!
-//! Each version's scenario runs real requests through [`vellum::server::Connection`] (and,
+//! Each version's scenario runs real requests through [`vellum::transport::Connection`] (and,
 //! for 2026-07-28, a few through HTTP) and validates every message that comes back against
 //! the envelope definition (`JSONRPCResponse`, `JSONRPCNotification`, ...), the union
 //! (`ServerResult`, `ServerNotification`, `ServerRequest`) and the specific definition of its

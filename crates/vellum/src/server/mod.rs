@@ -12,67 +12,48 @@
 //! [`crate::store`]), and authentication: the core only learns who is calling, as a
 //! [`Caller`] an authentication layer put into the request.
 
-mod cache_hints;
 mod caller;
-mod connection;
-mod context;
-mod elicit;
-mod exchange;
 mod handler_error;
-mod list_kind;
 mod listeners;
 mod methods;
-pub mod middleware;
 mod modern_meta;
 mod mrtr;
-mod observe;
 mod options;
-mod outbox;
-mod pagination;
-mod prompt;
-mod redact;
-mod registration;
 mod registry;
-mod reply;
 mod request;
-mod resource;
-mod schema;
 pub(crate) mod scopes;
 #[allow(clippy::module_inception)]
 mod server;
 mod session;
-#[cfg(feature = "skills")]
-mod skill_files;
-#[cfg(feature = "skills")]
-mod skills;
-mod task_store;
-mod tool;
-pub mod uri_template;
+mod tasks;
 
-pub use cache_hints::{CacheHints, Cached};
+#[cfg(feature = "skills")]
+pub use crate::skill_files::{MAX_SKILL_BYTES, MAX_SKILL_FILES, SkillError, SkillFiles};
+/// RFC 6570 URI templates, as resource templates are matched (the crate's
+/// [`uri_template`](crate::uri_template) module).
+pub use crate::uri_template;
 pub use caller::Caller;
-pub use connection::Connection;
-pub use context::RequestContext;
 pub use handler_error::HandlerError;
-pub use middleware::{IncomingRequest, MessageEvent, Next};
 pub use mrtr::{RequestStateKey, RequestStateKeyError};
 pub use options::{DEFAULT_CLIENT_REQUEST_TIMEOUT, ServerOptions};
-pub use prompt::GetPromptRequest;
-pub use reply::Outcome;
-pub use resource::ReadResourceRequest;
-pub use scopes::{InsufficientScope, ScopeRules};
-pub use server::Server;
-#[cfg(feature = "skills")]
-pub use skill_files::{MAX_SKILL_BYTES, MAX_SKILL_FILES, SkillError, SkillFiles};
-pub use tool::{
+pub use registry::cache_hints::{CacheHints, Cached};
+pub use registry::prompt::GetPromptRequest;
+pub use registry::resource::ReadResourceRequest;
+pub use registry::tool::{
     CallToolRequest, IntoToolResult, NoArgs, RegistrationError, Structured, is_valid_tool_name,
     schema_for,
 };
+pub use request::context::RequestContext;
+pub use request::middleware::{self, IncomingRequest, MessageEvent, Next};
+pub use request::reply::Outcome;
+pub use scopes::{InsufficientScope, ScopeRules};
+pub use server::Server;
 
 // What the transports use of the core.
-pub(crate) use exchange::{Exchange, Step};
 pub(crate) use methods::handle_notification;
-pub(crate) use modern_meta::{MetaFields, ModernMeta, parse_meta, raw_str, unsupported_version};
-pub(crate) use outbox::Outbox;
-pub(crate) use redact::redact_session_id;
-pub(crate) use session::{Session, SessionHooks, handle_response};
+pub(crate) use modern_meta::{
+    MetaFields, ModernMeta, parse_meta, raw_str, request_meta, unsupported_version,
+};
+pub(crate) use request::exchange::{Exchange, Step};
+pub(crate) use request::outbox::Outbox;
+pub(crate) use session::{Session, SessionHooks, handle_response, redact_session_id};

@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
-use super::cache_hints::{CacheHints, Cached};
 use super::mrtr::RequestStateKey;
 use crate::protocol::{CacheHint, ServerCapabilities};
+use crate::server::registry::cache_hints::{CacheHints, Cached};
 
 /// How long a question to the client may wait for its answer, unless the handler says
 /// otherwise.

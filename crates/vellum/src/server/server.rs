@@ -17,23 +17,23 @@ use bytes::Bytes;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::cache_hints::{CacheHints, Cached};
-use super::list_kind::ListKind;
 use super::listeners::Listeners;
-use super::middleware::{IncomingRequest, Middleware, Next};
 use super::mrtr::RequestStateKey;
-use super::observe::{MessageEvent, observe};
 use super::options::ServerOptions;
-use super::registry::{ListCache, Registry};
-use super::reply::Outcome;
 use super::session::Session;
-use super::task_store::Tasks;
-use super::tool::ToolEntry;
+use super::tasks::Tasks;
 use crate::protocol::{CacheHint, encode_notification};
 use crate::protocol::{
     Implementation, JsonObject, ListCapability, NotificationParams, ResourceUpdatedParams,
     ResourcesCapability, ServerCapabilities, methods,
 };
+use crate::server::registry::cache_hints::{CacheHints, Cached};
+use crate::server::registry::list_kind::ListKind;
+use crate::server::registry::registry::{ListCache, Registry};
+use crate::server::registry::tool::ToolEntry;
+use crate::server::request::middleware::{IncomingRequest, Middleware, Next};
+use crate::server::request::observe::{MessageEvent, observe};
+use crate::server::request::reply::Outcome;
 use crate::store::{BusMessage, MessageBus, TaskStore};
 use crate::sync::{lock, read, write};
 
@@ -170,7 +170,7 @@ impl Server {
     /// Adds request middleware: `f` runs around every request this server dispatches, on
     /// every transport and in both eras, and decides whether to pass it on
     /// (`next.run(request).await`) or answer it itself. The first added runs first
-    /// (outermost). See [`middleware`](super::middleware) for the order.
+    /// (outermost). See [`middleware`](crate::server::request::middleware) for the order.
     ///
     /// ```
     /// use vellum::server::{Outcome, Server, ServerOptions};

@@ -18,9 +18,6 @@ use futures_util::future::BoxFuture;
 use serde::Serialize;
 
 use super::Server;
-use super::observe::MessageEvent;
-use super::outbox::Outbox;
-use super::redact::redact_session_id;
 use crate::error::Error;
 use crate::peer::{
     Cancel, InflightRequests, PendingAnswers, RequestIds, Ticket, cancelled_notification,
@@ -30,8 +27,17 @@ use crate::protocol::{
     RequestId,
 };
 use crate::protocol::{Response, encode_error, encode_request, encode_response_raw};
+use crate::server::request::observe::MessageEvent;
+use crate::server::request::outbox::Outbox;
 use crate::store::SessionRecord;
 use crate::sync::lock;
+
+/// A session id shortened for logs and `Debug`: never show one in full (it is a bearer
+/// secret), but tell two apart.
+pub(crate) fn redact_session_id(id: &str) -> String {
+    let keep: String = id.chars().take(6).collect();
+    format!("{keep}…")
+}
 
 /// What the client said in `initialize`.
 #[derive(Debug, Clone)]

@@ -6,12 +6,12 @@
 
 use std::sync::Arc;
 
-use super::super::context::RequestContext;
-use super::super::handler_error::Served;
-use super::super::prompt::completer_key;
-use super::super::reply::{Outcome, complete as complete_result, failure};
-use super::super::request::RequestShared;
 use crate::protocol::{CompleteParams, CompleteResult, CompletionReference, ErrorObject, methods};
+use crate::server::handler_error::Served;
+use crate::server::registry::prompt::completer_key;
+use crate::server::request::context::RequestContext;
+use crate::server::request::reply::{Outcome, complete as complete_result, failure};
+use crate::server::request::request::RequestShared;
 
 /// The most candidates one answer carries.
 const MAX_VALUES: usize = 100;

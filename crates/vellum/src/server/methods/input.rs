@@ -8,7 +8,7 @@
 //!    call that runs as a task);
 //! 5. call the handler;
 //! 6. frame its result, or map its failure with the one mapping
-//!    ([`HandlerError::into_wire`](super::super::handler_error::HandlerError::into_wire)).
+//!    ([`HandlerError::into_wire`](crate::server::handler_error::HandlerError::into_wire)).
 //!
 //! Each method says only what differs (an [`InputMethod`]). Not here: the handler context
 //! asking the question (`context.rs`) and the signed state (`mrtr.rs`).
@@ -19,20 +19,20 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::super::cache_hints::Cached;
-use super::super::context::RequestContext;
-use super::super::handler_error::{HandlerError, Served, WireFailure};
-use super::super::prompt::{GetPromptRequest, PromptEntry};
-use super::super::reply::{Outcome, cacheable_with, complete, failure};
-use super::super::request::RequestShared;
-use super::super::resource::{DynResourceHandler, ReadResourceRequest};
-use super::super::scopes::{self, ScopeRules};
-use super::super::tool::{CallToolRequest, ToolEntry, execute_tool};
 use super::tasks::{self, Plan, ToolOutput};
 use crate::protocol::{
     CallToolParams, CallToolResult, ErrorObject, GetPromptParams, GetPromptResult, InputResponses,
     JsonObject, Meta, RawJson, ReadResourceParams, ReadResourceResult, code,
 };
+use crate::server::handler_error::{HandlerError, Served, WireFailure};
+use crate::server::registry::cache_hints::Cached;
+use crate::server::registry::prompt::{GetPromptRequest, PromptEntry};
+use crate::server::registry::resource::{DynResourceHandler, ReadResourceRequest};
+use crate::server::registry::tool::{CallToolRequest, ToolEntry, execute_tool};
+use crate::server::request::context::RequestContext;
+use crate::server::request::reply::{Outcome, cacheable_with, complete, failure};
+use crate::server::request::request::RequestShared;
+use crate::server::scopes::{self, ScopeRules};
 
 /// The params of a method that may ask the client: they carry the retry's answers and
 /// state besides `_meta`.

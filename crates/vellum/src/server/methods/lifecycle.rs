@@ -6,13 +6,13 @@
 
 use std::sync::Arc;
 
-use super::super::reply::{Outcome, cacheable, complete, empty};
-use super::super::request::{RequestShared, Scope};
-use super::super::session::{ClientInit, Session};
 use crate::protocol::{
     CancelledParams, DiscoverResult, ErrorObject, InitializeParams, InitializeResult,
     ProtocolVersion, SetLevelParams, SubscribeParams, encode_notification, methods,
 };
+use crate::server::request::reply::{Outcome, cacheable, complete, empty};
+use crate::server::request::request::{RequestShared, Scope};
+use crate::server::session::{ClientInit, Session};
 
 /// The legacy session of a request (the table only routes legacy methods here).
 fn session_of(shared: &RequestShared) -> Result<&Arc<Session>, ErrorObject> {

@@ -16,20 +16,20 @@ use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::super::cache_hints::Cached;
-use super::super::pagination::{decode_cursor, page_after, page_numbers};
-use super::super::prompt::PromptEntry;
-use super::super::registry::{PageCache, Registry};
-use super::super::reply::{HasMeta, Outcome, cacheable_with, write_result};
-use super::super::request::RequestShared;
-use super::super::resource::{ResourceEntry, TemplateEntry};
-use super::super::server::ServerInner;
-use super::super::tool::ToolEntry;
 use crate::protocol::{
     ErrorObject, JsonObject, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
     ListToolsResult, PaginatedParams, Prompt, Resource, ResourceTemplate, ResultType, Tool,
     encode_response_raw,
 };
+use crate::server::registry::cache_hints::Cached;
+use crate::server::registry::pagination::{decode_cursor, page_after, page_numbers};
+use crate::server::registry::prompt::PromptEntry;
+use crate::server::registry::registry::{PageCache, Registry};
+use crate::server::registry::resource::{ResourceEntry, TemplateEntry};
+use crate::server::registry::tool::ToolEntry;
+use crate::server::request::reply::{HasMeta, Outcome, cacheable_with, write_result};
+use crate::server::request::request::RequestShared;
+use crate::server::server::ServerInner;
 
 /// One list method: which registry map it pages and how its result is built.
 pub(super) trait Listing {

@@ -17,15 +17,15 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use serde::de::DeserializeOwned;
 
-use super::observe::MessageEvent;
-use super::reply::Outcome;
-use super::request::{RequestShared, Scope};
-use super::session::Session;
 use crate::protocol::{
     CallToolParams, CancelledParams, CompleteParams, ErrorObject, GetPromptParams,
     InitializeParams, Notification, PaginatedParams, RawJson, ReadResourceParams, SetLevelParams,
     SubscribeParams, SubscriptionsListenParams, TaskIdParams, methods,
 };
+use crate::server::request::observe::MessageEvent;
+use crate::server::request::reply::Outcome;
+use crate::server::request::request::{RequestShared, Scope};
+use crate::server::session::Session;
 
 mod completion;
 mod input;

@@ -7,14 +7,14 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::super::pagination::page;
-use super::super::reply::{Outcome, cacheable, complete};
-use super::super::request::RequestShared;
-use super::super::skill_files::SkillFiles;
 use crate::protocol::{
     DIRECTORY_MIME_TYPE, ErrorObject, GetSkillParams, GetSkillResult, ListSkillsResult,
     PaginatedParams, ReadDirectoryParams, ReadDirectoryResult, Resource,
 };
+use crate::server::registry::pagination::page;
+use crate::server::request::reply::{Outcome, cacheable, complete};
+use crate::server::request::request::RequestShared;
+use crate::skill_files::SkillFiles;
 use crate::sync::read;
 
 /// `skills/list`: whole entries, page by page.

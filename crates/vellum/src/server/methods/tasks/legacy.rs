@@ -19,10 +19,10 @@ use crate::protocol::{
     ErrorObject, InputResponses, ListTasksResult, Meta, PaginatedParams, Task, TaskIdParams,
     TaskStatus, TaskSupport, code, meta_keys,
 };
-use crate::server::pagination::page;
-use crate::server::reply::{Outcome, complete};
-use crate::server::request::RequestShared;
-use crate::server::tool::{CallToolRequest, ToolEntry, execute_tool};
+use crate::server::registry::pagination::page;
+use crate::server::registry::tool::{CallToolRequest, ToolEntry, execute_tool};
+use crate::server::request::reply::{Outcome, complete};
+use crate::server::request::request::RequestShared;
 use crate::store::{TaskOutcome, TaskStore};
 
 /// How a call runs: as a task when it has the `task` param (and the tool allows it).

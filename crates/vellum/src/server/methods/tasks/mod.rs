@@ -17,9 +17,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::protocol::ErrorObject;
-use crate::server::reply::Outcome;
-use crate::server::request::RequestShared;
-use crate::server::tool::{CallToolRequest, ToolEntry};
+use crate::server::registry::tool::{CallToolRequest, ToolEntry};
+use crate::server::request::reply::Outcome;
+use crate::server::request::request::RequestShared;
 
 pub(super) mod legacy;
 pub(super) mod modern;

@@ -27,10 +27,10 @@ use crate::protocol::{
     ErrorObject, InputResponses, ResultType, TASKS_EXTENSION, TaskIdParams, TaskSupport, code,
 };
 use crate::server::handler_error::HandlerError;
-use crate::server::reply::{Outcome, complete, encode_result};
-use crate::server::request::{RequestShared, TaskPhase};
-use crate::server::task_store::Local;
-use crate::server::tool::{CallToolRequest, ToolEntry};
+use crate::server::registry::tool::{CallToolRequest, ToolEntry};
+use crate::server::request::reply::{Outcome, complete, encode_result};
+use crate::server::request::request::{RequestShared, TaskPhase};
+use crate::server::tasks::Local;
 use crate::store::{Answered, TaskEvent, TaskSignal, TaskStore, TaskTransition};
 
 /// How a call runs: as a task for a client that declared the extension (in place first for

@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::protocol::{ErrorObject, JsonObject, Meta};
-use crate::server::reply::{HasMeta, Outcome, complete};
-use crate::server::request::{RequestShared, Scope};
+use crate::server::request::reply::{HasMeta, Outcome, complete};
+use crate::server::request::request::{RequestShared, Scope};
 use crate::store::{StoreError, TaskOutcome, TaskRecord, iso8601};
 
 /// How long a task is kept when the client names no ttl: one hour.

@@ -17,11 +17,11 @@ use crate::protocol::{
     CallToolResult, ErrorObject, InputResponses, Task, TaskStatus, encode_notification,
 };
 use crate::server::handler_error::{HandlerError, Served, WireFailure};
-use crate::server::reply::Outcome;
-use crate::server::request::RequestShared;
+use crate::server::registry::tool::{CallToolRequest, ToolEntry, execute_tool};
+use crate::server::request::reply::Outcome;
+use crate::server::request::request::RequestShared;
 use crate::server::session::Session;
-use crate::server::task_store::{Local, Tasks};
-use crate::server::tool::{CallToolRequest, ToolEntry, execute_tool};
+use crate::server::tasks::{Local, Tasks};
 use crate::store::{TaskEvent, TaskOutcome, TaskRecord, TaskSignal, TaskStore, TaskTransition};
 
 /// The notification a legacy session gets when one of its tasks changes status.

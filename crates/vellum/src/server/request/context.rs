@@ -17,10 +17,6 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::Server;
-use super::caller::Caller;
-use super::handler_error::HandlerError;
-use super::mrtr::NextAnswer;
 use super::request::{RequestShared, Scope};
 use crate::error::Error;
 use crate::protocol::encode_notification;
@@ -29,6 +25,10 @@ use crate::protocol::{
     Implementation, InputRequest, InputRequiredResult, ListRootsResult, LoggingLevel,
     LoggingMessageParams, Meta, ProgressParams, ProgressToken, ProtocolVersion, RequestId, methods,
 };
+use crate::server::Server;
+use crate::server::caller::Caller;
+use crate::server::handler_error::HandlerError;
+use crate::server::mrtr::NextAnswer;
 use crate::sync::lock;
 
 /// The context of one request, given to every handler.
@@ -66,7 +66,7 @@ impl RequestContext {
 
     /// This context with another timeout for its questions to the client (sampling,
     /// elicitation, roots, [`send_request`](Self::send_request)); the default is
-    /// [`ServerOptions::client_request_timeout`](super::ServerOptions::client_request_timeout).
+    /// [`ServerOptions::client_request_timeout`](crate::server::ServerOptions::client_request_timeout).
     /// On expiry a legacy session sends `notifications/cancelled` for the question and the
     /// call fails with [`Error::Timeout`]. (In the 2026-07-28 era the client answers by
     /// retrying, so there is nothing to wait for.)
@@ -181,7 +181,7 @@ impl RequestContext {
     /// with HTTP 403 and a `WWW-Authenticate` step-up challenge, which OAuth clients follow
     /// on their own.
     pub fn require_scope(&self, scope: &str) -> Result<(), HandlerError> {
-        super::scopes::check(self.caller(), vec![scope.to_owned()])
+        crate::server::scopes::check(self.caller(), vec![scope.to_owned()])
             .map_err(|refusal| HandlerError::Protocol(refusal.to_error()))
     }
 

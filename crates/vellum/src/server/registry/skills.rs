@@ -10,10 +10,10 @@ use std::sync::Arc;
 
 use super::list_kind::ListKind;
 use super::resource::{FnResource, ReadResourceRequest, ResourceEntry};
-use super::server::Server;
-use super::skill_files::SkillFiles;
 use super::tool::RegistrationError;
 use crate::protocol::{ReadResourceResult, Resource, SKILL_MD};
+use crate::server::server::Server;
+use crate::skill_files::SkillFiles;
 use crate::sync::write;
 
 impl Server {
@@ -56,7 +56,7 @@ impl Server {
                 let handler = move |_ctx, req: ReadResourceRequest| {
                     let contents = s.file(&p).map(|f| f.contents(&req.uri));
                     async move {
-                        Ok::<_, super::HandlerError>(ReadResourceResult::new(
+                        Ok::<_, crate::server::HandlerError>(ReadResourceResult::new(
                             contents.into_iter().collect(),
                         ))
                     }

@@ -14,23 +14,23 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::context::RequestContext;
-use super::handler_error::HandlerError;
 use super::list_kind::ListKind;
 use super::prompt::{
     FnCompleter, FnCompletion, FnPrompt, GetPromptRequest, PromptEntry, completer_key,
 };
 use super::resource::{FnResource, ReadResourceRequest, ResourceEntry, TemplateEntry};
-use super::server::Server;
 use super::tool::{
     CallToolRequest, IntoToolResult, RawTool, RegistrationError, ToolEntry, TypedTool, schema_for,
 };
-use super::uri_template::UriTemplate;
 use crate::protocol::{
     CompleteParams, CompleteResult, CompletionReference, GetPromptResult, JsonObject, Prompt,
     ReadResourceResult, Resource, ResourceTemplate, Tool,
 };
+use crate::server::handler_error::HandlerError;
+use crate::server::request::context::RequestContext;
+use crate::server::server::Server;
 use crate::sync::write;
+use crate::uri_template::UriTemplate;
 
 impl Server {
     /// Registers a tool with a typed input, like the Go SDK's `mcp.AddTool`.
@@ -38,7 +38,7 @@ impl Server {
     /// The input schema is derived from `In` (doc comments become descriptions, non-`Option`
     /// fields are required) unless `tool` already carries one other than the bare
     /// `{"type":"object"}`; the output schema comes from the return type (see
-    /// [`Structured`](super::Structured)). Arguments are validated against the schema before
+    /// [`Structured`](crate::server::Structured)). Arguments are validated against the schema before
     /// the handler runs; invalid arguments become a tool error result. A tool with the same
     /// name is replaced.
     ///

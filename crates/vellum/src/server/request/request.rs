@@ -1,6 +1,6 @@
 //! [`RequestShared`]: everything the code serving one request shares (its id, method, era
 //! scope, server, outbox, cancellation flag and multi round-trip bookkeeping). One exists per
-//! request; the handler's [`RequestContext`](super::RequestContext) is a view of it.
+//! request; the handler's [`RequestContext`](crate::server::RequestContext) is a view of it.
 //!
 //! Not here: the handler-facing API (`context.rs`) and starting a request (`exchange.rs`).
 
@@ -10,17 +10,17 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::Server;
-use super::caller::Caller;
-use super::listeners::ListenTarget;
-use super::modern_meta::ModernMeta;
-use super::mrtr::{Attempt, Binding, principal_digest};
 use super::outbox::{Outbox, OutboxClosed};
-use super::session::{InflightRequest, Session};
 use crate::protocol::{
     ClientCapabilities, ErrorObject, InputRequiredResult, InputResponses, Meta, ProtocolVersion,
     RawJson, RequestId,
 };
+use crate::server::Server;
+use crate::server::caller::Caller;
+use crate::server::listeners::ListenTarget;
+use crate::server::modern_meta::ModernMeta;
+use crate::server::mrtr::{Attempt, Binding, principal_digest};
+use crate::server::session::{InflightRequest, Session};
 use crate::sync::lock;
 
 /// Where a request's protocol state comes from.

@@ -13,9 +13,9 @@ use bytes::Bytes;
 
 use super::prompt::{DynCompletionHandler, PromptEntry};
 use super::resource::{ResourceEntry, TemplateEntry};
-#[cfg(feature = "skills")]
-use super::skill_files::SkillFiles;
 use super::tool::ToolEntry;
+#[cfg(feature = "skills")]
+use crate::skill_files::SkillFiles;
 
 /// What a server offers, by name (sorted, so list pages are stable).
 #[derive(Default)]
