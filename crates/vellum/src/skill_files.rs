@@ -76,7 +76,7 @@ impl SkillFile {
 
 /// An Agent Skill: `SKILL.md` and its supporting files, served at
 /// `skill://<prefix>/<name>/…` once added with
-/// [`Server::add_skill`](super::Server::add_skill).
+/// [`Server::add_skill`](crate::server::Server::add_skill).
 ///
 /// ```
 /// use vellum::server::SkillFiles;

@@ -12,12 +12,12 @@ use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
+use super::registry::list_kind::ListKind;
 use crate::protocol::encode_notification;
 use crate::protocol::{
     Meta, NotificationParams, RequestId, ResourceUpdatedParams, SubscriptionFilter, meta_keys,
     methods,
 };
-use crate::server::registry::list_kind::ListKind;
 use crate::sync::lock;
 use bytes::Bytes;
 

@@ -29,8 +29,8 @@ mod tasks;
 
 #[cfg(feature = "skills")]
 pub use crate::skill_files::{MAX_SKILL_BYTES, MAX_SKILL_FILES, SkillError, SkillFiles};
-/// RFC 6570 URI templates, as resource templates are matched (the crate's
-/// [`uri_template`](crate::uri_template) module).
+/// RFC 6570 URI templates, as resource templates are matched: the crate's own
+/// `vellum::uri_template`, here too.
 pub use crate::uri_template;
 pub use caller::Caller;
 pub use handler_error::HandlerError;

@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use super::mrtr::RequestStateKey;
+use super::registry::cache_hints::{CacheHints, Cached};
 use crate::protocol::{CacheHint, ServerCapabilities};
-use crate::server::registry::cache_hints::{CacheHints, Cached};
 
 /// How long a question to the client may wait for its answer, unless the handler says
 /// otherwise.

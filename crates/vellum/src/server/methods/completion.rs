@@ -23,7 +23,7 @@ pub(super) async fn complete(
 ) -> Result<Outcome, ErrorObject> {
     shared.set_meta(p.meta.clone());
     let handler = {
-        let reg = shared.server.registry();
+        let reg = shared.server.registry().read();
         if reg.completion.is_none() && reg.completers.is_empty() {
             return Err(ErrorObject::method_not_found(methods::COMPLETION_COMPLETE));
         }

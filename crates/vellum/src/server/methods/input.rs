@@ -125,7 +125,7 @@ impl InputMethod for ToolCall {
         shared: &Arc<RequestShared>,
         mut p: CallToolParams,
     ) -> Result<Self::Call, Outcome> {
-        let Some(entry) = shared.server.tool(&p.name) else {
+        let Some(entry) = shared.server.registry().tool(&p.name) else {
             return Err(Outcome::Error(ErrorObject::invalid_params(format!(
                 "Unknown tool: {}",
                 p.name
@@ -234,7 +234,7 @@ impl InputMethod for ResourceRead {
         p: ReadResourceParams,
     ) -> Result<Self::Call, Outcome> {
         let found = {
-            let reg = shared.server.registry();
+            let reg = shared.server.registry().read();
             if let Some(e) = reg.resources.get(&p.uri) {
                 Some((e.handler.clone(), BTreeMap::new()))
             } else {
@@ -288,7 +288,14 @@ impl InputMethod for PromptGet {
         shared: &Arc<RequestShared>,
         mut p: GetPromptParams,
     ) -> Result<Self::Call, Outcome> {
-        let Some(entry) = shared.server.registry().prompts.get(&p.name).cloned() else {
+        let Some(entry) = shared
+            .server
+            .registry()
+            .read()
+            .prompts
+            .get(&p.name)
+            .cloned()
+        else {
             return Err(Outcome::Error(ErrorObject::invalid_params(format!(
                 "Unknown prompt: {}",
                 p.name

@@ -15,11 +15,10 @@ use crate::server::registry::pagination::page;
 use crate::server::request::reply::{Outcome, cacheable, complete};
 use crate::server::request::request::RequestShared;
 use crate::skill_files::SkillFiles;
-use crate::sync::read;
 
 /// `skills/list`: whole entries, page by page.
 pub(crate) fn list(shared: &RequestShared, p: PaginatedParams) -> Result<Outcome, ErrorObject> {
-    let skills = read(&shared.server.inner.registry).skills.clone();
+    let skills = shared.server.registry().read().skills.clone();
     let (items, next) = page(
         &skills,
         p.cursor.as_deref(),
@@ -37,7 +36,10 @@ pub(crate) fn list(shared: &RequestShared, p: PaginatedParams) -> Result<Outcome
 
 /// `skills/get`: one entry; an unknown URI is -32602.
 pub(crate) fn get(shared: &RequestShared, p: GetSkillParams) -> Result<Outcome, ErrorObject> {
-    let skill = read(&shared.server.inner.registry)
+    let skill = shared
+        .server
+        .registry()
+        .read()
         .skills
         .get(&p.uri)
         .cloned()
@@ -65,7 +67,10 @@ pub(crate) fn read_directory(
         ErrorObject::invalid_params(format!("Not a directory: {}", p.uri))
             .with_data(serde_json::json!({ "uri": p.uri }))
     };
-    let skills: Vec<Arc<SkillFiles>> = read(&shared.server.inner.registry)
+    let skills: Vec<Arc<SkillFiles>> = shared
+        .server
+        .registry()
+        .read()
         .skills
         .values()
         .cloned()

@@ -1,13 +1,14 @@
-//! What a server offers, as the dispatcher reads it: the registries of tools, resources,
-//! templates, prompts and completers, and the encoded pages of the lists.
+//! [`Registry`]: what a server offers, as registration changes it and the dispatcher reads
+//! it: the entries (tools, resources, templates, prompts, completers, skills) behind one
+//! lock, and the encoded pages of the lists. Every change goes through a method here, which
+//! keeps the page cache in step; announcing the change is the caller's (`Server::changed`).
 //!
-//! Not here: registering (see `registration.rs`) and serving the list methods (see
-//! `methods/lists.rs`).
+//! Not here: the public registration methods (`registration.rs`), the skills' entries
+//! (`skills.rs`), and serving the list methods (`methods/lists.rs`).
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
-use std::sync::Mutex;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use bytes::Bytes;
 
@@ -16,10 +17,19 @@ use super::resource::{ResourceEntry, TemplateEntry};
 use super::tool::ToolEntry;
 #[cfg(feature = "skills")]
 use crate::skill_files::SkillFiles;
+use crate::sync::{read, write};
+
+/// A server's registry.
+#[derive(Default)]
+pub(crate) struct Registry {
+    entries: RwLock<Entries>,
+    /// The encoded pages of `tools/list`.
+    pub(crate) cache: ListCache,
+}
 
 /// What a server offers, by name (sorted, so list pages are stable).
 #[derive(Default)]
-pub(crate) struct Registry {
+pub(crate) struct Entries {
     pub(crate) tools: BTreeMap<String, Arc<ToolEntry>>,
     pub(crate) resources: BTreeMap<String, Arc<ResourceEntry>>,
     pub(crate) templates: BTreeMap<String, Arc<TemplateEntry>>,
@@ -32,13 +42,102 @@ pub(crate) struct Registry {
     pub(crate) skills: BTreeMap<String, Arc<SkillFiles>>,
 }
 
-impl Registry {
+impl Entries {
     /// Whether any Agent Skill is published (never, without the feature `skills`).
     pub(crate) fn has_skills(&self) -> bool {
         #[cfg(feature = "skills")]
         return !self.skills.is_empty();
         #[cfg(not(feature = "skills"))]
         false
+    }
+}
+
+impl Registry {
+    /// The entries now (a read lock: hold it briefly).
+    pub(crate) fn read(&self) -> RwLockReadGuard<'_, Entries> {
+        read(&self.entries)
+    }
+
+    /// The entries to change (see `skills.rs`).
+    pub(super) fn write(&self) -> RwLockWriteGuard<'_, Entries> {
+        write(&self.entries)
+    }
+
+    /// The tool called `name`.
+    pub(crate) fn tool(&self, name: &str) -> Option<Arc<ToolEntry>> {
+        self.read().tools.get(name).cloned()
+    }
+
+    /// Adds a tool, replacing one of the same name.
+    pub(crate) fn insert_tool(&self, entry: ToolEntry) {
+        let mut entries = self.write();
+        entries
+            .tools
+            .insert(entry.tool.name.clone(), Arc::new(entry));
+        self.cache.tools_changed();
+    }
+
+    /// Removes a tool; true if it existed.
+    pub(crate) fn remove_tool(&self, name: &str) -> bool {
+        let mut entries = self.write();
+        let removed = entries.tools.remove(name).is_some();
+        if removed {
+            self.cache.tools_changed();
+        }
+        removed
+    }
+
+    /// Adds a resource, replacing one at the same URI.
+    pub(crate) fn insert_resource(&self, entry: ResourceEntry) {
+        let uri = entry.resource.uri.clone();
+        self.write().resources.insert(uri, Arc::new(entry));
+    }
+
+    /// Adds a resource template, replacing one with the same template text.
+    pub(crate) fn insert_template(&self, entry: TemplateEntry) {
+        let key = entry.template.uri_template.clone();
+        self.write().templates.insert(key, Arc::new(entry));
+    }
+
+    /// Removes a resource (by URI) or template (by template text); true if it existed.
+    pub(crate) fn remove_resource(&self, uri_or_template: &str) -> bool {
+        let mut entries = self.write();
+        entries.resources.remove(uri_or_template).is_some()
+            || entries.templates.remove(uri_or_template).is_some()
+    }
+
+    /// Adds a prompt, replacing one of the same name.
+    pub(crate) fn insert_prompt(&self, entry: PromptEntry) {
+        let name = entry.prompt.name.clone();
+        self.write().prompts.insert(name, Arc::new(entry));
+    }
+
+    /// Removes a prompt; true if it existed.
+    pub(crate) fn remove_prompt(&self, name: &str) -> bool {
+        self.write().prompts.remove(name).is_some()
+    }
+
+    /// Sets the handler of `completion/complete`.
+    pub(crate) fn set_completion(&self, handler: Arc<dyn DynCompletionHandler>) {
+        self.write().completion = Some(handler);
+    }
+
+    /// Adds the completer of one argument (`key`: the prompt or template, the argument).
+    pub(crate) fn add_completer(&self, key: (String, String), f: Arc<dyn DynCompletionHandler>) {
+        self.write().completers.insert(key, f);
+    }
+
+    /// Every scope some tool requires, each once.
+    pub(crate) fn declared_scopes(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for entry in self.read().tools.values() {
+            for s in &entry.tool.required_scopes {
+                if !out.contains(s) {
+                    out.push(s.clone());
+                }
+            }
+        }
+        out
     }
 }
 
@@ -51,6 +150,13 @@ pub(crate) struct ListCache {
     /// Bumped (under the registry's write lock) on every change of the tools: a page computed
     /// from an older generation is never served or cached as current.
     pub(crate) tools_generation: AtomicU64,
+}
+
+impl ListCache {
+    /// The tools or what their pages show changed: every cached page is stale.
+    pub(crate) fn tools_changed(&self) {
+        self.tools_generation.fetch_add(1, Ordering::AcqRel);
+    }
 }
 
 /// The encoded result of each page of a list, per era, for one generation of the list.
