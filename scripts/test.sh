@@ -57,7 +57,7 @@ npm_ci() {
 }
 npm_ci tests/interop/ts
 npm_ci tests/browser
-npm_ci tests/json-schema-suite  # the official JSON Schema Test Suite (server/schema/suite.rs)
+npm_ci tests/json-schema-suite  # the official JSON Schema Test Suite (crates/vellum/src/schema/suite.rs)
 
 step "node packages of the client interop tests (tests/interop/ts-servers)"
 npm_ci tests/interop/ts-servers

@@ -4,7 +4,8 @@
 //! against the extension's rules when it is built.
 //!
 //! Not here: serving them (`skills/list`, `skills/get`, `resources/read` of the files and
-//! `resources/directory/read`, see `methods/skills.rs`).
+//! `resources/directory/read`: the server core's `registry/skills.rs` and
+//! `methods/skills.rs`).
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -1,16 +1,26 @@
-//! The server core: [`Server`] and its registries, the handler context, sessions, and the
-//! single dispatch path every transport feeds.
+//! The server core: [`Server`] and its registry, the handler context, sessions, tasks, and
+//! the single dispatch path every transport feeds.
 //!
-//! A request flows one way through these files: a transport starts it (`exchange.rs`:
-//! `Session::begin`, or `Exchange::sessionless` for a 2026-07-28 request over HTTP), the
-//! request middleware wrap it (`middleware.rs`), the method table serves it (`methods/`),
-//! handlers run with a [`RequestContext`] (`context.rs`, a view of `request.rs`), and the
-//! result is framed for its era (`reply.rs`). The client's notifications are rows of the
-//! same table; its answers to the server's own requests go to their session (`session.rs`).
+//! A request flows one way through these folders: a transport starts it
+//! (`request/exchange.rs`: `Session::begin`, or `Exchange::sessionless` for a 2026-07-28
+//! request over HTTP), the request middleware wrap it (`request/middleware.rs`), the method
+//! table serves it (`methods/`) from what the server offers (`registry/`), handlers run with
+//! a [`RequestContext`] (`request/context.rs`), and the result is framed for its era
+//! (`request/reply.rs`). The client's notifications are rows of the same table; its answers
+//! to the server's own requests go to their session (`session.rs`).
 //!
-//! Not here: HTTP, stdio or any other I/O (see [`crate::transport`]), storage (see
-//! [`crate::store`]), and authentication: the core only learns who is calling, as a
-//! [`Caller`] an authentication layer put into the request.
+//! - `server.rs`: [`Server`], its state and announcements; `registry/`: what it offers;
+//!   `request/`: one request's life; `methods/`: the method table and the methods;
+//! - `session.rs` (a legacy session), `tasks.rs` (tasks at run time), `listeners.rs`
+//!   (2026-07-28 listen streams), `modern_meta.rs` and `mrtr.rs` (a 2026-07-28 request's
+//!   `_meta` and multi round-trip state);
+//! - `options.rs`, `caller.rs`, `scopes.rs`, `handler_error.rs`: the leaves.
+//!
+//! Not here: HTTP, stdio or any other I/O (see [`crate::transport`], whose
+//! [`Connection`](crate::transport::Connection) drives message streams), storage (see
+//! [`crate::store`]), the general libraries the core uses ([`crate::uri_template`], the JSON
+//! Schema validator, Agent Skills' files), and authentication: the core only learns who is
+//! calling, as a [`Caller`] an authentication layer put into the request.
 
 mod caller;
 mod handler_error;

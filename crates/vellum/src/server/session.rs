@@ -5,7 +5,7 @@
 //! A session owns no task. Its state is a few atomics and small maps that stay empty
 //! (allocation-free) until used.
 //!
-//! Not here: serving the session's requests (`exchange.rs`, `methods/`), and HTTP's view of
+//! Not here: serving the session's requests (`request/exchange.rs`, `methods/`), and HTTP's view of
 //! sessions (the transport's session table).
 
 use std::collections::{BTreeSet, HashMap};

@@ -2,7 +2,7 @@
 //! completer of that argument (or the server's completion handler) and sends at most 100
 //! candidates.
 //!
-//! Not here: registering completers (`registration.rs`).
+//! Not here: registering completers (`registry/registration.rs`).
 
 use std::sync::Arc;
 

@@ -11,7 +11,7 @@
 //!    ([`HandlerError::into_wire`](crate::server::handler_error::HandlerError::into_wire)).
 //!
 //! Each method says only what differs (an [`InputMethod`]). Not here: the handler context
-//! asking the question (`context.rs`) and the signed state (`mrtr.rs`).
+//! asking the question (`request/context.rs`) and the signed state (`mrtr.rs`).
 
 use std::collections::BTreeMap;
 use std::future::Future;

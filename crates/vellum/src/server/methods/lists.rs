@@ -4,7 +4,7 @@
 //! may keep its encoded pages ([`Listing::cache`]): `tools/list` does, so a walk of any
 //! length copies bytes.
 //!
-//! Not here: `tasks/list`, whose items belong to their owner (`tasks.rs`), and the cursor
+//! Not here: `tasks/list`, whose items belong to their owner (`tasks/legacy.rs`), and the cursor
 //! format (`pagination.rs`).
 
 use std::collections::BTreeMap;

@@ -5,11 +5,11 @@
 //! transport and both eras.
 //!
 //! The era decides where a request's context comes from (its session, or its own `_meta`)
-//! and how its result is framed (`reply.rs`), not which handler runs. Two generic paths serve
+//! and how its result is framed (`request/reply.rs`), not which handler runs. Two generic paths serve
 //! most entries: the methods that may ask the client for input (`input.rs`: `tools/call`,
 //! `resources/read`, `prompts/get`) and the plain lists (`lists.rs`).
 //!
-//! Not here: request middleware (it wraps this, see `middleware.rs`), the client's answers
+//! Not here: request middleware (it wraps this, see `request/middleware.rs`), the client's answers
 //! to the server's own requests (`session.rs`), and any transport framing.
 
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! entry by the URI of its `SKILL.md`) and `resources/directory/read` (the direct children
 //! of a skill directory, sub-directories typed `inode/directory`). Both lists are cacheable.
 //!
-//! Not here: publishing skills (`server/skills.rs`).
+//! Not here: publishing skills (`Server::add_skill`, `registry/skills.rs`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! ([`execute_tool`], shared by `tools/call` and tasks).
 //!
 //! Not here: the `tools/call` method's steps (`methods/input.rs`) and tasks
-//! (`methods/tasks.rs`).
+//! (`methods/tasks/`).
 
 use std::future::Future;
 use std::marker::PhantomData;

@@ -10,7 +10,7 @@
 //! - `records.rs`: who may see a task, how each era shows it.
 //!
 //! Not here: the store the tasks live in (`crate::store`) and the tasks running on this
-//! instance (`task_store.rs`); tasks the server asks the client to run (sampling or
+//! instance (`server/tasks.rs`); tasks the server asks the client to run (sampling or
 //! elicitation as tasks).
 
 use std::sync::Arc;
