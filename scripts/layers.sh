@@ -39,7 +39,7 @@ RULES = {
                   "skill_files"},
     "client":    {"protocol", "error", "sync", "peer", "jose"},
     "transport": {"protocol", "error", "sync", "store", "peer", "server", "client"},
-    "auth":      {"protocol", "error", "sync", "server", "transport", "jose"},
+    "auth":      {"protocol", "error", "sync", "store", "server", "transport", "jose"},
     # extractors, results and routes of handler functions (what the macros expand to)
     "handler":   {"protocol", "error", "sync", "server", "auth"},
     "otel":      {"transport"},                  # OTLP span export (the crypto provider)

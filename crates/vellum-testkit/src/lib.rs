@@ -11,6 +11,9 @@
 //! | [`process`] | a server child process (`vellum serve`, an example, an interop server) and its start line |
 //! | [`raw`] | HTTP/1.1 written and read byte by byte over `std::net`, for tests that control every byte and stall |
 //! | [`redis`] | a throwaway `redis-server` on a free loopback port |
+//! | [`redis_ha`] | Redis set up for failover tests: a cluster with replicas, a Sentinel set; nodes killed and started again |
+//! | [`netns`] | a `redis-server` in a network namespace whose packets a test drops (partitions) |
+//! | [`proxy`] | a round-robin TCP proxy, the load balancer of the cluster tests |
 //! | [`tls`] | a test CA, its leaf certificates as PEM files, and clients that trust it |
 //! | [`oauth`] | [`oauth::TestAuthServer`], a strict OAuth 2.1 authorization server on `127.0.0.1:0` (metadata, authorize, token, register, revoke, introspect, JWKS; DPoP) |
 //!
@@ -27,11 +30,14 @@ pub mod client;
 pub mod conn;
 pub mod fixture;
 pub mod http;
+pub mod netns;
 pub mod oauth;
 pub mod process;
+pub mod proxy;
 pub mod raw;
 mod readme;
 pub mod redis;
+pub mod redis_ha;
 pub mod tls;
 
 use std::future::Future;

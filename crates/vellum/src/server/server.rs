@@ -368,7 +368,31 @@ impl Server {
                     self.deliver_resource_updated(&uri, message);
                 }
             }
+            BusMessage::Reconnected => self.resync_lists(),
             _ => {}
+        }
+    }
+
+    /// The bus was cut off and stands again: list changes announced meanwhile never
+    /// arrived, so the streams held here hear that every list this server has may have
+    /// changed (a spurious announcement costs a client one list call; a missed one leaves
+    /// it stale).
+    fn resync_lists(&self) {
+        let caps = self.capabilities();
+        let has = |kind| match kind {
+            ListKind::Tools => caps.tools.is_some(),
+            ListKind::Resources => caps.resources.is_some(),
+            ListKind::Prompts => caps.prompts.is_some(),
+        };
+        for kind in ListKind::ALL {
+            if !has(kind) || !self.announces_changes_of(kind) {
+                continue;
+            }
+            if let Ok(message) =
+                encode_notification(kind.method(), Some(&NotificationParams::default()))
+            {
+                self.deliver_list_changed(kind, self.sessions_listening_here(), message);
+            }
         }
     }
 

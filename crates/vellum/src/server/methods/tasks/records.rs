@@ -47,7 +47,13 @@ pub(super) fn owner_of(shared: &RequestShared) -> String {
 }
 
 pub(super) fn store_failed(e: StoreError) -> ErrorObject {
-    ErrorObject::internal(format!("The task store failed: {e}"))
+    match e {
+        // Redis unreachable, or failing over: the same call may well work a moment later.
+        StoreError::Backend(_) => {
+            ErrorObject::internal(format!("The task store is unavailable; retry: {e}"))
+        }
+        e => ErrorObject::internal(format!("The task store failed: {e}")),
+    }
 }
 
 pub(super) fn not_found(id: &str) -> ErrorObject {
