@@ -78,7 +78,7 @@ install_packages() {
   echo "- the TypeScript SDK interop tests (tests/interop/ts), the browser tests, the JSON Schema Test Suite"
   npm_ci tests/interop/ts
   npm_ci tests/browser
-  npm_ci tests/json-schema-suite  # the official JSON Schema Test Suite (server/schema/suite.rs)
+  npm_ci tests/json-schema-suite  # the official JSON Schema Test Suite (crates/vellum/src/schema/suite.rs)
   echo "- the client interop tests (tests/interop/ts-servers)"
   npm_ci tests/interop/ts-servers
   echo "- the official conformance suite's client scenarios (tests/interop/conformance, Node 22 from npm)"

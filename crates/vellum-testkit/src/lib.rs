@@ -5,7 +5,7 @@
 //! | module | what |
 //! |---|---|
 //! | [`fixture`] | the fixture server: the seed's `hello_world` plus a tool, resource, prompt and completion for every kind of message, with gates the test holds |
-//! | [`conn`] | a [`vellum::server::Connection`] driven message by message (no HTTP) |
+//! | [`conn`] | a [`vellum::transport::Connection`] driven message by message (no HTTP) |
 //! | [`http`] | [`http::TestHttpServer`] on `127.0.0.1:0`, the [`http::McpHttp`] client (both eras, raw statuses and headers), the SSE reader, and the [`http::Legacy`] / [`http::Modern`] conversation clients that answer the server's requests |
 //! | [`client`] | the SDK's [`vellum::client::Client`] set up for the fixture, and one pass over every typed call |
 //! | [`process`] | a server child process (`vellum serve`, an example, an interop server) and its start line |

@@ -9,7 +9,7 @@
 //! and under `CI=true` fails instead. Run by hand, a test without the schemas fails, saying
 //! where it looked.
 //!
-//! Each version's scenario runs real requests through [`vellum::server::Connection`] (and,
+//! Each version's scenario runs real requests through [`vellum::transport::Connection`] (and,
 //! for 2026-07-28, a few through HTTP) and validates every message that comes back against
 //! the envelope definition (`JSONRPCResponse`, `JSONRPCNotification`, ...), the union
 //! (`ServerResult`, `ServerNotification`, `ServerRequest`) and the specific definition of its

@@ -1,7 +1,7 @@
 //! [`ListKind`]: the three lists whose changes are announced (`notifications/*/list_changed`),
 //! to legacy sessions and to 2026-07-28 listen streams alike.
 //!
-//! Not here: sending the announcements (`Server::changed` in `server.rs`, `listeners.rs`).
+//! Not here: sending the announcements (`Server::changed`, `listeners.rs`).
 
 use crate::protocol::methods;
 
