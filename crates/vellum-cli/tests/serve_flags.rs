@@ -180,7 +180,10 @@ async fn localhost_protection() {
         (&[][..], StatusCode::FORBIDDEN),
         (&["--disable-localhost-protection"][..], StatusCode::OK),
         (&["--allowed-host", "evil.example"][..], StatusCode::OK),
-        (&["--allowed-host", "mcp.example.com"][..], StatusCode::FORBIDDEN),
+        (
+            &["--allowed-host", "mcp.example.com"][..],
+            StatusCode::FORBIDDEN,
+        ),
     ] {
         let s = serve(args);
         let c = client(&s);
