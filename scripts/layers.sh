@@ -43,6 +43,8 @@ RULES = {
     # extractors, results and routes of handler functions (what the macros expand to)
     "handler":   {"protocol", "error", "sync", "server", "auth"},
     "otel":      {"transport"},                  # OTLP span export (the crypto provider)
+    # an in-memory client for a server's tests (feature testing): the top of the library
+    "testing":   {"protocol", "error", "server", "client", "transport", "auth"},
 }
 # Names the crate root re-exports, and the module they belong to (an import of them through
 # the crate root runs back up the layers: import them from their module).

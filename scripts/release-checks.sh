@@ -18,7 +18,7 @@ if run features; then
   # Clippy, not check: code only one feature uses must be gated with it, or the others warn.
   # The default (macros) and --all-features are built by the tests and the lint step.
   cargo clippy --quiet --locked -p vellum --no-default-features -- -D warnings
-  for feature in macros client client-auth auth redis skills http2 tls metrics otel json-schema; do
+  for feature in macros client client-auth auth redis skills http2 tls metrics otel json-schema testing; do
     echo "vellum --features $feature"
     cargo clippy --quiet --locked -p vellum --no-default-features --features "$feature" -- -D warnings
   done

@@ -68,6 +68,7 @@
 //! | `tls` | | TLS on the server's own accept loop (rustls, `ring`), the certificate reloadable |
 //! | `metrics` | | metrics of the Streamable HTTP handler through the `metrics` facade |
 //! | `otel` | | [`otel`]: the request spans exported over OTLP/HTTP, parented by the caller's W3C trace context |
+//! | `testing` | | [`testing`]: an in-memory client for your server with a caller or principal of the test's choosing, and readers of tool results (implies `client`) |
 //! | `json-schema` | | validation of tool arguments, tool output and elicitation answers by the `jsonschema` crate instead of the built-in validator |
 //!
 //! Tool arguments, structured tool output and accepted elicitation answers are always
@@ -107,6 +108,8 @@ pub mod server;
 mod skill_files;
 pub mod store;
 mod sync;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod transport;
 pub mod uri_template;
 

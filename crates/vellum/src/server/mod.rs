@@ -66,4 +66,5 @@ pub(crate) use modern_meta::{
 };
 pub(crate) use request::exchange::{Exchange, Step};
 pub(crate) use request::outbox::Outbox;
+pub(crate) use request::request::WithoutHttp;
 pub(crate) use session::{Session, SessionHooks, handle_response, redact_session_id};

@@ -20,8 +20,8 @@ use crate::error::Error;
 use crate::protocol::{Message, Payload, Request};
 use crate::protocol::{decode, encode_error};
 use crate::server::{
-    Outcome, Server, Session, SessionHooks, Step, handle_notification, handle_response, parse_meta,
-    request_meta,
+    Outcome, Server, Session, SessionHooks, Step, WithoutHttp, handle_notification,
+    handle_response, parse_meta, request_meta,
 };
 
 /// How many outgoing messages may wait for the writer.
@@ -38,6 +38,9 @@ struct Inner {
     out: mpsc::Sender<Bytes>,
     running: AtomicUsize,
     idle: Notify,
+    /// What each request carries as its request extensions (a caller, a principal: what an
+    /// authentication layer would have put there), for connections made with them.
+    extensions: Option<http::Extensions>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -65,6 +68,25 @@ impl Connection {
     /// A connection to `server`, and the receiver of everything the server sends on it
     /// (encoded messages, in order).
     pub fn new(server: Server) -> (Connection, mpsc::Receiver<Bytes>) {
+        Self::open(server, None)
+    }
+
+    /// A connection whose every request carries `extensions`, as if an authentication layer
+    /// had put them there: a [`Caller`](crate::server::Caller), a
+    /// `vellum::auth::Principal`, a value of your own for `Extension<T>`. Handlers see them
+    /// through [`RequestContext::http`](crate::server::RequestContext::http), a request
+    /// with no method, URI or headers of its own (an in-memory test's connection).
+    pub fn with_extensions(
+        server: Server,
+        extensions: http::Extensions,
+    ) -> (Connection, mpsc::Receiver<Bytes>) {
+        Self::open(server, Some(extensions))
+    }
+
+    fn open(
+        server: Server,
+        extensions: Option<http::Extensions>,
+    ) -> (Connection, mpsc::Receiver<Bytes>) {
         let (out, rx) = mpsc::channel(OUT_BUFFER);
         let session = Session::new(server.clone(), None);
         session.set_hooks(Arc::new(OutSink(out.clone())));
@@ -74,6 +96,7 @@ impl Connection {
                 out,
                 running: AtomicUsize::new(0),
                 idle: Notify::new(),
+                extensions,
             }),
         };
         (conn, rx)
@@ -122,7 +145,13 @@ impl Connection {
             _ => None,
         };
         let id = r.id.clone();
-        let mut exchange = match inner.session.begin(r, modern, None) {
+        let http = inner.extensions.as_ref().map(|extensions| {
+            let (mut parts, ()) = http::Request::new(()).into_parts();
+            parts.extensions = extensions.clone();
+            parts.extensions.insert(WithoutHttp);
+            parts
+        });
+        let mut exchange = match inner.session.begin(r, modern, http) {
             Ok(exchange) => exchange,
             Err(e) => {
                 let _ = inner.out.send(encode_error(Some(&id), &e)).await;

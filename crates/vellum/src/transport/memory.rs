@@ -27,7 +27,16 @@ impl MemoryTransport {
     /// A transport connected to a fresh connection (one legacy session, plus modern requests)
     /// of `server`.
     pub fn new(server: Server) -> MemoryTransport {
-        let (connection, from_server) = Connection::new(server);
+        Self::over(Connection::new(server))
+    }
+
+    /// Like [`new`](Self::new), every request carrying `extensions` (a caller, a principal:
+    /// see [`Connection::with_extensions`]).
+    pub fn with_extensions(server: Server, extensions: http::Extensions) -> MemoryTransport {
+        Self::over(Connection::with_extensions(server, extensions))
+    }
+
+    fn over((connection, from_server): (Connection, mpsc::Receiver<Bytes>)) -> MemoryTransport {
         MemoryTransport {
             connection,
             from_server: Mutex::new(from_server),

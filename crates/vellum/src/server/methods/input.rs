@@ -31,7 +31,7 @@ use crate::server::registry::resource::{DynResourceHandler, ReadResourceRequest}
 use crate::server::registry::tool::{CallToolRequest, ToolEntry, execute_tool};
 use crate::server::request::context::RequestContext;
 use crate::server::request::reply::{Outcome, cacheable_with, complete, failure};
-use crate::server::request::request::{QuestionsVerdict, RequestShared};
+use crate::server::request::request::{QuestionsVerdict, RequestShared, WithoutHttp};
 use crate::server::scopes::{self, ScopeRules};
 
 /// The params of a method that may ask the client: they carry the retry's answers and
@@ -172,6 +172,7 @@ impl InputMethod for ToolCall {
         if !entry.param_headers.is_empty()
             && shared.is_modern()
             && let Some(http) = &shared.http
+            && http.extensions.get::<WithoutHttp>().is_none()
         {
             check_param_headers(&entry, &http.headers, p.arguments.as_ref())
                 .map_err(Outcome::Error)?;

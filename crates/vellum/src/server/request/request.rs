@@ -306,6 +306,12 @@ pub(crate) enum QuestionsVerdict {
     Pending,
 }
 
+/// The mark of a request that came over no HTTP but carries request extensions (an
+/// in-memory test connection's caller or principal): it has no headers to check against its
+/// arguments.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WithoutHttp;
+
 #[cfg(test)]
 mod tests {
     use super::*;
