@@ -31,7 +31,7 @@ use crate::server::registry::resource::{DynResourceHandler, ReadResourceRequest}
 use crate::server::registry::tool::{CallToolRequest, ToolEntry, execute_tool};
 use crate::server::request::context::RequestContext;
 use crate::server::request::reply::{Outcome, cacheable_with, complete, failure};
-use crate::server::request::request::RequestShared;
+use crate::server::request::request::{QuestionsVerdict, RequestShared};
 use crate::server::scopes::{self, ScopeRules};
 
 /// The params of a method that may ask the client: they carry the retry's answers and
@@ -83,6 +83,11 @@ pub(super) trait InputMethod {
 
     /// Step 6, for a handler that succeeded.
     fn frame(shared: &RequestShared, output: Self::Output) -> Outcome;
+
+    /// Whether the output is a task the call became (its questions go on in the task).
+    fn is_task(_output: &Self::Output) -> bool {
+        false
+    }
 }
 
 /// Serves one request of a method that may ask the client (the six steps above).
@@ -98,7 +103,28 @@ pub(super) async fn serve<M: InputMethod>(
         Ok(call) => call,
         Err(answer) => return Ok(answer),
     };
-    Ok(match M::call(shared, call).await {
+    let output = M::call(shared, call).await;
+    // The questions decide the answer, whatever the handler made of the error that told it
+    // so (wrapped in anyhow, turned into text, or caught and ignored): an answer that did
+    // not fit is the client's error; a question left pending is asked, and the handler runs
+    // again with its answer.
+    if !output.as_ref().is_ok_and(M::is_task) {
+        match shared.questions_verdict() {
+            Some(QuestionsVerdict::InvalidAnswer(e)) => {
+                return Ok(failure(shared, WireFailure::Error(e)));
+            }
+            Some(QuestionsVerdict::Pending) => {
+                let asked = match output {
+                    Err(HandlerError::InputRequired(r)) => r,
+                    _ => Box::default(),
+                };
+                let asked = shared.input_required(asked);
+                return Ok(failure(shared, WireFailure::InputRequired(asked)));
+            }
+            None => {}
+        }
+    }
+    Ok(match output {
         Ok(output) => M::frame(shared, output),
         Err(e) => failure(
             shared,
@@ -185,6 +211,10 @@ impl InputMethod for ToolCall {
             ToolOutput::Result(r) => complete(shared, r),
             ToolOutput::Task(answer) => answer,
         }
+    }
+
+    fn is_task(output: &ToolOutput) -> bool {
+        matches!(output, ToolOutput::Task(_))
     }
 }
 

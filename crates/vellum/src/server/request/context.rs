@@ -34,6 +34,25 @@ use crate::sync::lock;
 /// The context of one request, given to every handler.
 ///
 /// Cheap to clone; clones refer to the same request.
+///
+/// # Asking the client, in each era
+///
+/// [`elicit`](Self::elicit), [`create_message`](Self::create_message) and
+/// [`list_roots`](Self::list_roots) look the same in both eras but run differently:
+/// - in a legacy (2025) session the question is a request on the stream and the call
+///   waits for its answer: the handler runs once;
+/// - in 2026-07-28 (multi round-trip) a question without an answer yet returns
+///   `Err(Error::InputRequired)` at once, the request answers with the question, and the
+///   client sends the request again with the answer: **the handler runs again from the
+///   start on every round**, and this time the same question returns the answer. Work
+///   done before a question (writes, payments, messages) is therefore done once per round:
+///   put it after the questions, or make it idempotent. (A task's rounds are runs of the
+///   handler in the same way.)
+///
+/// A question left without an answer decides the round whatever the handler returns:
+/// passing the error on with `?`, wrapping it in another error type (anyhow, your own), or
+/// catching it and going on all answer with the question; an answer of the wrong shape is
+/// the client's error (-32602) in the same way.
 #[derive(Clone)]
 pub struct RequestContext {
     pub(crate) shared: Arc<RequestShared>,
@@ -379,10 +398,14 @@ impl RequestContext {
                 match next {
                     // An answer of the wrong shape is the client's protocol error (-32602),
                     // not a failure of the tool.
+                    // Recorded as well, so that it decides the answer whatever the handler
+                    // makes of this error.
                     NextAnswer::Answered(v) => serde_json::from_value(v).map_err(|e| {
-                        Error::Rpc(crate::protocol::ErrorObject::invalid_params(format!(
+                        let refused = crate::protocol::ErrorObject::invalid_params(format!(
                             "inputResponses: not an answer to {method}: {e}"
-                        )))
+                        ));
+                        self.shared.refuse_answer(refused.clone());
+                        Error::Rpc(refused)
                     }),
                     // Pending now: when the handler ends, the request's answer asks every
                     // pending question at once (`RequestShared::input_required`). This

@@ -229,6 +229,23 @@ impl RequestShared {
         r
     }
 
+    /// What the attempt's questions decide about its answer, whatever the handler returned
+    /// (only a 2026-07-28 request has such questions: a legacy session asks the client
+    /// directly): the client's error when one of its answers did not fit, else the
+    /// questions still without an answer. `None`: the handler's return decides.
+    pub(crate) fn questions_verdict(&self) -> Option<QuestionsVerdict> {
+        let attempt = lock(&self.attempt);
+        if let Some(e) = attempt.invalid_answer() {
+            return Some(QuestionsVerdict::InvalidAnswer(e));
+        }
+        attempt.has_pending().then_some(QuestionsVerdict::Pending)
+    }
+
+    /// Records an answer of the client that does not fit its question.
+    pub(crate) fn refuse_answer(&self, error: ErrorObject) {
+        lock(&self.attempt).refuse_answer(error);
+    }
+
     /// The answers the handler was handed in this attempt (carried into the task it becomes).
     pub(crate) fn used_answers(&self) -> InputResponses {
         lock(&self.attempt).used_answers()
@@ -279,6 +296,14 @@ impl ListenTarget for RequestShared {
     fn push(&self, message: Bytes) {
         self.outbox.try_send(message);
     }
+}
+
+/// What an attempt's questions decide (see [`RequestShared::questions_verdict`]).
+pub(crate) enum QuestionsVerdict {
+    /// An answer did not fit its question: the client's error (-32602).
+    InvalidAnswer(ErrorObject),
+    /// Questions are still without an answer: the round asks them.
+    Pending,
 }
 
 #[cfg(test)]

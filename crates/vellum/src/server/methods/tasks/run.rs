@@ -19,7 +19,7 @@ use crate::protocol::{
 use crate::server::handler_error::{HandlerError, Served, WireFailure};
 use crate::server::registry::tool::{CallToolRequest, ToolEntry, execute_tool};
 use crate::server::request::reply::Outcome;
-use crate::server::request::request::RequestShared;
+use crate::server::request::request::{QuestionsVerdict, RequestShared};
 use crate::server::session::Session;
 use crate::server::tasks::{Local, Tasks};
 use crate::store::{TaskEvent, TaskOutcome, TaskRecord, TaskSignal, TaskStore, TaskTransition};
@@ -139,6 +139,20 @@ pub(super) fn ended(
     shared: &RequestShared,
     outcome: Result<CallToolResult, HandlerError>,
 ) -> TaskTransition {
+    // The questions decide the run's end, whatever the handler returned (see
+    // `methods/input.rs`).
+    let outcome = match shared.questions_verdict() {
+        Some(QuestionsVerdict::InvalidAnswer(e)) => Err(HandlerError::Protocol(e)),
+        Some(QuestionsVerdict::Pending) => {
+            let asked = match outcome {
+                Err(HandlerError::InputRequired(r)) => r,
+                _ => Box::default(),
+            };
+            let asked = shared.input_required(asked);
+            return TaskTransition::Ask(asked.input_requests.unwrap_or_default());
+        }
+        None => outcome,
+    };
     match outcome.map_err(|e| e.into_wire(Served::Task, shared.is_modern())) {
         Ok(result) => finish(TaskStatus::Completed, None, result_outcome(&result)),
         Err(WireFailure::ToolError(m)) => finish(
