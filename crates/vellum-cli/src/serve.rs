@@ -136,6 +136,10 @@ pub(crate) struct ServeArgs {
     /// Accept any Host header on loopback connections (turns off the DNS-rebinding defence).
     #[arg(long)]
     disable_localhost_protection: bool,
+    /// Accept this Host on loopback connections besides loopback names: the public name a
+    /// reverse proxy on this machine forwards with (e.g. `mcp.example.com`); repeatable.
+    #[arg(long, value_name = "HOST")]
+    allowed_host: Vec<String>,
     /// Trust cross-origin requests from this origin (`scheme://host[:port]`); repeatable.
     #[arg(long, value_name = "ORIGIN")]
     trusted_origin: Vec<String>,
@@ -401,6 +405,7 @@ async fn options(
     }
     o.session_timeout = args.session_timeout;
     o.disable_localhost_protection = args.disable_localhost_protection;
+    o.allowed_hosts = args.allowed_host.clone();
     let mut cop = if args.no_cross_origin_protection {
         CrossOriginProtection::disabled()
     } else {

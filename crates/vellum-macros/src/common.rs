@@ -20,7 +20,16 @@ pub(crate) struct Options {
     pub(crate) mime_type: Option<LitStr>,
     /// `scope = "..."`, in order; repeatable (every one is required).
     pub(crate) scopes: Vec<LitStr>,
+    /// `annotations(read_only, destructive = false, ...)`: each hint and its value.
+    pub(crate) annotations: Vec<(Ident, bool)>,
+    /// `icons("https://...", ...)`: the icons' URIs.
+    pub(crate) icons: Vec<LitStr>,
+    /// `task_support = "optional"`.
+    pub(crate) task_support: Option<LitStr>,
 }
+
+/// The hints `annotations(...)` takes.
+pub(crate) const ANNOTATIONS: &[&str] = &["read_only", "destructive", "idempotent", "open_world"];
 
 impl Options {
     /// Parses the options; `allowed` lists the keys this macro takes.
@@ -80,7 +89,58 @@ impl Options {
         Ok(options)
     }
 
+    /// `annotations(...)` and `icons(...)`: the two list options.
+    fn set_list(&mut self, list: &syn::MetaList, key: &str) -> syn::Result<()> {
+        if key == "icons" {
+            let uris = list.parse_args_with(Punctuated::<LitStr, Token![,]>::parse_terminated)?;
+            self.icons.extend(uris);
+            return Ok(());
+        }
+        let hints = list.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated)?;
+        for hint in hints {
+            let (path, value) = match &hint {
+                Meta::Path(p) => (p, true),
+                Meta::NameValue(nv) => match &nv.value {
+                    Expr::Lit(ExprLit {
+                        lit: Lit::Bool(b), ..
+                    }) => (&nv.path, b.value),
+                    other => {
+                        return Err(syn::Error::new(
+                            other.span(),
+                            "a hint takes `true` or `false` (alone it means true)",
+                        ));
+                    }
+                },
+                Meta::List(l) => (&l.path, true),
+            };
+            let name = path
+                .get_ident()
+                .filter(|i| ANNOTATIONS.contains(&i.to_string().as_str()));
+            let Some(name) = name else {
+                return Err(syn::Error::new(
+                    path.span(),
+                    format!(
+                        "unknown hint; annotations(...) takes: {}",
+                        ANNOTATIONS.join(", ")
+                    ),
+                ));
+            };
+            self.annotations.push((name.clone(), value));
+        }
+        Ok(())
+    }
+
     fn set(&mut self, meta: Meta, macro_name: &str, allowed: &[&str]) -> syn::Result<()> {
+        if let Meta::List(list) = &meta {
+            let key = list
+                .path
+                .get_ident()
+                .map(Ident::to_string)
+                .unwrap_or_default();
+            if allowed.contains(&key.as_str()) && matches!(key.as_str(), "annotations" | "icons") {
+                return self.set_list(list, &key);
+            }
+        }
         let Meta::NameValue(nv) = &meta else {
             return Err(syn::Error::new(
                 meta.span(),
@@ -119,6 +179,7 @@ impl Options {
             return Ok(());
         }
         let slot = match key.as_str() {
+            "task_support" => &mut self.task_support,
             "name" => &mut self.name,
             "description" => &mut self.description,
             "title" => &mut self.title,

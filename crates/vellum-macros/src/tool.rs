@@ -8,7 +8,15 @@ use syn::spanned::Spanned;
 use crate::common::{Handler, Options, ParamKind, Place, bind, opt_lit, req_ident};
 use crate::route::{Route, builder, description_of, out_ident};
 
-pub(crate) const OPTIONS: &[&str] = &["name", "description", "title", "scope"];
+pub(crate) const OPTIONS: &[&str] = &[
+    "name",
+    "description",
+    "title",
+    "scope",
+    "annotations",
+    "icons",
+    "task_support",
+];
 
 /// True for one OAuth scope token (RFC 6749 §3.3: printable ASCII but space, `"` and `\\`).
 fn valid_scope(scope: &str) -> bool {
@@ -59,6 +67,8 @@ pub(crate) fn route(
         }
         scopes.push(scope.value());
     }
+
+    let extras = describe_extras(options)?;
 
     let args = Ident::new("__vellum_args", Span::mixed_site());
     let args_ty = Ident::new("__VellumArgs", Span::mixed_site());
@@ -130,6 +140,7 @@ pub(crate) fn route(
         describe: quote! {
             ::vellum::handler::__private::tool(#name, #description, #title, #input_schema, #output_schema)
                 #(.requires_scope(#scopes))*
+                #extras
         },
         label: name,
         route_ty: quote!(::vellum::handler::ToolRoute<impl ::vellum::handler::ToolHandler>),
@@ -140,4 +151,53 @@ pub(crate) fn route(
         convert,
     };
     builder(handler, vis, place, &b, route)
+}
+
+/// The builder calls of `annotations(...)`, `icons(...)` and `task_support = "..."`.
+fn describe_extras(options: &Options) -> syn::Result<TokenStream> {
+    let mut calls = TokenStream::new();
+    if !options.annotations.is_empty() {
+        let hint = |name: &str| {
+            let value = options
+                .annotations
+                .iter()
+                .rev()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| *v);
+            match value {
+                Some(v) => quote!(::core::option::Option::Some(#v)),
+                None => quote!(::core::option::Option::None),
+            }
+        };
+        let (r, d, i, o) = (
+            hint("read_only"),
+            hint("destructive"),
+            hint("idempotent"),
+            hint("open_world"),
+        );
+        calls.extend(quote! {
+            .with_annotations(::vellum::handler::__private::annotations(#r, #d, #i, #o))
+        });
+    }
+    if !options.icons.is_empty() {
+        let icons = &options.icons;
+        calls.extend(quote! {
+            .with_icons(::std::vec![#(::vellum::handler::__private::icon(#icons)),*])
+        });
+    }
+    if let Some(support) = &options.task_support {
+        let variant = match support.value().as_str() {
+            "forbidden" => quote!(Forbidden),
+            "optional" => quote!(Optional),
+            "required" => quote!(Required),
+            _ => {
+                return Err(syn::Error::new(
+                    support.span(),
+                    "task_support is \"forbidden\", \"optional\" or \"required\"",
+                ));
+            }
+        };
+        calls.extend(quote!(.with_task_support(::vellum::protocol::TaskSupport::#variant)));
+    }
+    Ok(calls)
 }

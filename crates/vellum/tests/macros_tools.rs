@@ -12,6 +12,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use vellum::prelude::*;
+use vellum::protocol::{Icon, TaskSupport, ToolAnnotations};
 use vellum_testkit::http::{Legacy, Modern, TestHttpServer};
 
 /// What `recall` answers.
@@ -38,7 +39,7 @@ impl Memo {
 #[tools]
 impl Memo {
     /// Remembers a value under a key.
-    #[tool]
+    #[tool(task_support = "optional")]
     async fn remember(
         &self,
         /** The key. */
@@ -51,7 +52,7 @@ impl Memo {
     }
 
     /// Recalls the value of a key.
-    #[tool]
+    #[tool(annotations(read_only, open_world = false))]
     async fn recall(
         &self,
         /** The key. */
@@ -64,7 +65,10 @@ impl Memo {
     }
 
     /// Forgets a key; fails when it was never remembered.
-    #[tool]
+    #[tool(
+        annotations(destructive, idempotent),
+        icons("https://example.com/forget.png")
+    )]
     async fn forget(
         &self,
         /** The key. */
@@ -106,7 +110,8 @@ fn memo_by_closures() -> Server {
     let m = memo.clone();
     server
         .add_tool(
-            Tool::new("remember", "Remembers a value under a key."),
+            Tool::new("remember", "Remembers a value under a key.")
+                .with_task_support(TaskSupport::Optional),
             move |_: RequestContext, _: CallToolRequest, i: RememberInput| {
                 let m = m.clone();
                 async move {
@@ -119,7 +124,11 @@ fn memo_by_closures() -> Server {
     let m = memo.clone();
     server
         .add_tool(
-            Tool::new("recall", "Recalls the value of a key."),
+            Tool::new("recall", "Recalls the value of a key.").with_annotations(ToolAnnotations {
+                read_only_hint: Some(true),
+                open_world_hint: Some(false),
+                ..Default::default()
+            }),
             move |_: RequestContext, _: CallToolRequest, i: RecallInput| {
                 let m = m.clone();
                 async move {
@@ -135,7 +144,18 @@ fn memo_by_closures() -> Server {
             Tool::new(
                 "forget",
                 "Forgets a key; fails when it was never remembered.",
-            ),
+            )
+            .with_annotations(ToolAnnotations {
+                destructive_hint: Some(true),
+                idempotent_hint: Some(true),
+                ..Default::default()
+            })
+            .with_icons(vec![Icon {
+                src: "https://example.com/forget.png".into(),
+                mime_type: None,
+                sizes: None,
+                theme: None,
+            }]),
             move |_: RequestContext, _: CallToolRequest, i: ForgetInput| {
                 let m = m.clone();
                 async move {
@@ -228,6 +248,20 @@ async fn macro_server_lists_and_answers_exactly_as_the_closure_server() {
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["forget", "recall", "remember"]);
+    // The options of #[tool]: hints, icons, task support.
+    assert_eq!(
+        list[0]["annotations"],
+        json!({"destructiveHint": true, "idempotentHint": true})
+    );
+    assert_eq!(
+        list[0]["icons"],
+        json!([{"src": "https://example.com/forget.png"}])
+    );
+    assert_eq!(
+        list[1]["annotations"],
+        json!({"readOnlyHint": true, "openWorldHint": false})
+    );
+    assert_eq!(list[2]["execution"], json!({"taskSupport": "optional"}));
     assert_eq!(
         list[0]["description"],
         "Forgets a key; fails when it was never remembered."

@@ -23,6 +23,7 @@ fn mistakes_fail_with_messages_that_say_how_to_fix_them() {
         "not_an_extractor",
         "prompt_json",
         "invalid_scope",
+        "unknown_hint",
     ] {
         t.compile_fail(format!("tests/ui/{case}.rs"));
     }

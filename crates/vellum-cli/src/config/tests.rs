@@ -29,6 +29,7 @@ fn sample(arg: &Arg) -> toml::Value {
         "NAME" => "svc",
         "NAME=N/s" => "search=2/s",
         "ORIGIN" => "https://app.example",
+        "HOST" => "mcp.example.com",
         "PATH" | "FILE" => "/tmp/vellum-config-test",
         "PEM" => "/tmp/vellum-config-test.pem",
         "PREFIX" => "/ops",

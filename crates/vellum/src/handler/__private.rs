@@ -91,6 +91,32 @@ pub fn tool(
     tool
 }
 
+/// A tool's behaviour hints, as `#[tool(annotations(...))]` names them.
+pub fn annotations(
+    read_only: Option<bool>,
+    destructive: Option<bool>,
+    idempotent: Option<bool>,
+    open_world: Option<bool>,
+) -> crate::protocol::ToolAnnotations {
+    crate::protocol::ToolAnnotations {
+        read_only_hint: read_only,
+        destructive_hint: destructive,
+        idempotent_hint: idempotent,
+        open_world_hint: open_world,
+        ..Default::default()
+    }
+}
+
+/// An icon of `#[tool(icons(...))]`: its URI (the media type is the client's to sniff).
+pub fn icon(src: &str) -> crate::protocol::Icon {
+    crate::protocol::Icon {
+        src: src.to_owned(),
+        mime_type: None,
+        sizes: None,
+        theme: None,
+    }
+}
+
 /// The typed arguments, or the tool error result the model reads.
 pub fn arguments<T: DeserializeOwned>(request: &CallToolRequest) -> Result<T, CallToolResult> {
     T::deserialize(&request.arguments)
