@@ -88,7 +88,7 @@ pub(crate) struct AuthArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
     auth_token_cache_ttl: u64,
     /// The canonical URL of this MCP server in the metadata (default
-    /// `http://<listen address>/mcp`).
+    /// `http://<listen address>/mcp`, or the `--path` given).
     #[arg(long, value_name = "URL")]
     auth_resource: Option<String>,
 }
@@ -152,10 +152,9 @@ impl AuthArgs {
                 "give exactly one of --auth-jwks, --auth-hs256-secret, --auth-introspection-url"
             ),
         };
-        let resource = self
-            .auth_resource
-            .clone()
-            .unwrap_or_else(|| format!("http://{addr}/mcp"));
+        let resource = self.auth_resource.clone().unwrap_or_else(|| {
+            format!("http://{addr}{}", options.path.as_deref().unwrap_or("/mcp"))
+        });
         let mut b = AuthLayer::builder(resource, verifier)
             .authorization_server(issuer)
             .request_checks_of(options);

@@ -80,6 +80,8 @@ pub(crate) struct ServeArgs {
     /// emits notifications first).
     #[arg(long)]
     json_response: bool,
+    #[command(flatten)]
+    endpoint: crate::endpoint_flags::EndpointArgs,
     /// Per-request logging of this handler to stderr: a level (error, warn, info, debug,
     /// trace) or `off`.
     #[arg(long, value_name = "LEVEL|off", default_value = "off")]
@@ -386,6 +388,7 @@ async fn options(
     let stores = args.stores();
     o.stateless = args.stateless;
     o.json_response = args.json_response;
+    args.endpoint.apply(&mut o);
     o.logger = logger;
     o.event_store = match stores.event_store() {
         Some(spec) => Some(crate::stores::event_store(spec, redis).await?),
@@ -604,6 +607,7 @@ async fn serve(args: ServeArgs, logger: Option<tracing::Dispatch>) -> anyhow::Re
             let listener = tokio::net::UnixListener::bind(path)
                 .with_context(|| format!("cannot listen on {}", path.display()))?;
             eprintln!("streamable HTTP MCP: unix:{}", path.display());
+            eprintln!("{}", crate::endpoint_flags::options_line(handler.options()));
             vellum::transport::http::serve(listener, handler)
                 .with_graceful_shutdown(shutdown_signal())
                 .await
@@ -619,6 +623,10 @@ async fn serve(args: ServeArgs, logger: Option<tracing::Dispatch>) -> anyhow::Re
         .with_context(|| format!("cannot listen on {}", args.addr))?;
     let addr = listener.local_addr()?;
     let defaults = network_defaults(&args, addr, &mut options);
+    // Printed after the start line (and the network defaults line, if any).
+    let defaults = defaults
+        .into_iter()
+        .chain([crate::endpoint_flags::options_line(&options)]);
     let auth_checks = options.clone();
     let handler = StreamableHttpHandler::for_server(server, options);
     let scheme = if tls.is_some() { "https" } else { "http" };
@@ -642,9 +650,7 @@ async fn serve(args: ServeArgs, logger: Option<tracing::Dispatch>) -> anyhow::Re
             "streamable HTTP MCP: {scheme}://{addr} (OAuth: {})",
             auth.metadata_url()
         );
-        if let Some(d) = &defaults {
-            eprintln!("{d}");
-        }
+        defaults.for_each(|d| eprintln!("{d}"));
         // The probes sit outside authorization: probes carry no token.
         match probes {
             Some(p) => serve_tcp(listener, tls, handler, Stack::new(auth, p), shutdown).await?,
@@ -653,9 +659,7 @@ async fn serve(args: ServeArgs, logger: Option<tracing::Dispatch>) -> anyhow::Re
         return Ok(());
     }
     eprintln!("streamable HTTP MCP: {scheme}://{addr}");
-    if let Some(d) = &defaults {
-        eprintln!("{d}");
-    }
+    defaults.for_each(|d| eprintln!("{d}"));
     match probes {
         Some(p) => serve_tcp(listener, tls, handler, p, shutdown).await?,
         None => serve_tcp(listener, tls, handler, Identity::new(), shutdown).await?,

@@ -65,9 +65,14 @@ struct ClientRun {
 
 /// Runs the TypeScript client against `url`, killing it after [`DEADLINE`].
 fn run_client(url: &str) -> ClientRun {
-    let script = require_node_client();
+    run_node(&require_node_client(), url)
+}
+
+/// Runs the node script `script` of `tests/interop/ts` with `url`, killing it after
+/// [`DEADLINE`].
+fn run_node(script: &Path, url: &str) -> ClientRun {
     let mut child = Command::new("node")
-        .arg(&script)
+        .arg(script)
         .arg(url)
         .current_dir(ts_dir())
         .stdin(Stdio::null())
@@ -174,6 +179,27 @@ fn typescript_client_talks_to_vellum_serve_with_http_caching() {
     require_node_client();
     let server = vellum_serve(&["--json-response", "--list-ttl", "30s", "--read-ttl", "5s"]);
     assert_client_succeeds(&server.url);
+}
+
+#[test]
+fn typescript_oauth_discovery_finds_no_metadata_on_a_server_without_auth() {
+    // The SDK takes only a 404 as "no metadata here"; before, the endpoint answered the
+    // well-known URIs as MCP requests (406), which the SDK reports as a failure.
+    let discovery = require_node_client().with_file_name("discovery.mjs");
+    for flags in [&[][..], &["--path", "/mcp"]] {
+        let server = vellum_serve(flags);
+        let run = run_node(&discovery, &server.mcp_url());
+        assert!(run.status.success(), "{flags:?}: {}", run.stderr);
+        assert_eq!(
+            run.stdout.trim(),
+            "Resource server does not implement OAuth 2.0 Protected Resource Metadata.",
+            "{flags:?}: stderr:\n{}",
+            run.stderr
+        );
+    }
+    // And with `--path`, the SDK's client is served there.
+    let server = vellum_serve(&["--path", "/mcp"]);
+    assert_client_succeeds(&server.mcp_url());
 }
 
 /// Serves, in this process, a server whose `hello_world` answers the wrong greeting.

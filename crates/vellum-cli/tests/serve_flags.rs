@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
 use serde_json::json;
-use vellum_testkit::http::{Answer, McpHttp};
-use vellum_testkit::process::{ServerProcess, vellum_serve_with_env};
+use vellum_testkit::http::{Answer, McpHttp, assert_rejected};
+use vellum_testkit::process::{ServerProcess, vellum_serve_fails, vellum_serve_with_env};
 
 const DEADLINE: Duration = Duration::from_secs(30);
 
@@ -397,7 +397,12 @@ async fn log_flag() {
     c.connect("2025-11-25").await;
     assert_eq!(text_of(&hello(&c, "Quiet").await), "Hello World, Quiet");
     let (_, lines) = s.finish("-TERM");
-    assert!(lines.is_empty(), "logged by default: {lines:?}");
+    // (The start-up lines say what the server is; nothing after them.)
+    let logged: Vec<_> = lines
+        .iter()
+        .filter(|l| !l.starts_with("options: "))
+        .collect();
+    assert!(logged.is_empty(), "logged by default: {logged:?}");
 }
 
 #[tokio::test]
@@ -478,6 +483,96 @@ async fn network_defaults_on_a_non_loopback_address() {
             next.as_deref()
                 .is_none_or(|l| !l.contains("network defaults")),
             "{extra:?}: {next:?}"
+        );
+    }
+}
+
+/// GET `path` on the server, with no MCP headers.
+async fn get_path(s: &ServerProcess, path: &str) -> Answer {
+    let c = client(s);
+    c.send(c.http.get(format!("{}{path}", s.url))).await
+}
+
+#[tokio::test]
+async fn path_serves_mcp_there_alone_and_well_known_is_404() {
+    let s = serve(&["--path", "/mcp"]);
+    let mut c = client(&s);
+    c.connect("2025-11-25").await;
+    assert_eq!(text_of(&hello(&c, "Path").await), "Hello World, Path");
+    let mut elsewhere = c.at(&format!("{}/other", s.url));
+    elsewhere.session = None;
+    let a = elsewhere.initialize("2025-11-25").await;
+    let body = assert_rejected(&a, StatusCode::NOT_FOUND, -32600);
+    assert_eq!(
+        body["error"]["message"],
+        "Not Found: this server serves MCP at /mcp"
+    );
+    // The health probes stay where they were.
+    assert_eq!(get_path(&s, "/healthz").await.status, StatusCode::OK);
+    // The default: every path is MCP, but a well-known URI is not found (it was 406/400).
+    let d = serve(&[]);
+    for path in [
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/openid-configuration",
+    ] {
+        assert_rejected(&get_path(&d, path).await, StatusCode::NOT_FOUND, -32600);
+    }
+    let mut anywhere = client(&d).at(&format!("{}/any", d.url));
+    anywhere.connect("2025-11-25").await;
+    let err = vellum_serve_fails(&["--path", "mcp"]);
+    assert!(err.contains("must start with `/`"), "{err}");
+}
+
+#[tokio::test]
+async fn protocol_versions_flag() {
+    let s = serve(&["--protocol-versions", "2025-11-25,2025-06-18"]);
+    let mut c = client(&s);
+    let a = c.modern("tools/list", json!({})).await;
+    let body = assert_rejected(&a, StatusCode::BAD_REQUEST, -32022);
+    assert_eq!(
+        body["error"]["data"]["supported"],
+        json!(["2025-11-25", "2025-06-18"])
+    );
+    let a = c.initialize("2025-03-26").await;
+    assert_eq!(a.messages[0]["result"]["protocolVersion"], "2025-11-25");
+    // The default accepts the modern era.
+    let d = serve(&[]);
+    assert_eq!(
+        client(&d).modern("tools/list", json!({})).await.status,
+        StatusCode::OK
+    );
+    // An unknown version is refused at start, by name.
+    let err = vellum_serve_fails(&["--protocol-versions", "2026-07-28,2024-11-05"]);
+    assert!(
+        err.contains("unknown protocol version \"2024-11-05\""),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn one_line_lists_the_effective_options_after_the_start_line() {
+    let s = serve(&[
+        "--path",
+        "/mcp",
+        "--protocol-versions",
+        "2026-07-28,2025-06-18",
+        "--max-sessions",
+        "9",
+    ]);
+    // The start line is the seed's: the URL alone.
+    assert_eq!(s.url, format!("http://{}", s.addr()));
+    let line = s.next_line(DEADLINE).expect("the options line");
+    for pair in [
+        "path=/mcp",
+        "protocol-versions=2026-07-28,2025-06-18",
+        "max-sessions=9",
+        "stateless=false",
+        "max-body-bytes=4194304",
+        "session-timeout=off",
+    ] {
+        assert!(
+            line.starts_with("options: ") && line.split(' ').any(|p| p == pair),
+            "{pair}: {line}"
         );
     }
 }

@@ -115,7 +115,15 @@ async fn metrics_follow_requests_sessions_streams_and_refusals() {
         "{text}"
     );
     assert_eq!(
-        sample(&text, op, &["mcp_method_name=\"initialize\""]),
+        // The version the initialize negotiated, not the one assumed before it.
+        sample(
+            &text,
+            op,
+            &[
+                "mcp_method_name=\"initialize\"",
+                "mcp_protocol_version=\"2025-11-25\""
+            ]
+        ),
         Some(1.0),
         "{text}"
     );

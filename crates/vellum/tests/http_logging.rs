@@ -149,6 +149,15 @@ async fn with_a_logger_each_request_gets_a_span_with_the_mcp_fields() {
             .find(|s| s.fields.get("jsonrpc.request.id") == Some(&id.to_string()))
             .unwrap_or_else(|| panic!("no span for request {id}: {spans:#?}"))
     };
+    // The initialize span carries the version it negotiated, not the one assumed before.
+    let init = spans
+        .iter()
+        .find(|s| s.fields.get("mcp.method.name").map(String::as_str) == Some("initialize"))
+        .unwrap_or_else(|| panic!("no initialize span: {spans:#?}"));
+    assert_eq!(
+        init.fields["mcp.protocol.version"], "2025-11-25",
+        "{init:?}"
+    );
     let s = find(&call["id"]);
     assert_eq!(s.fields["mcp.method.name"], "tools/call");
     assert_eq!(s.fields["gen_ai.tool.name"], "hello_world");

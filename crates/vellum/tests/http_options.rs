@@ -687,3 +687,142 @@ async fn serve_serves_mcp_on_a_unix_socket() {
         .expect("serving ended cleanly");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// ---- path ------------------------------------------------------------------------------
+
+/// GET `path` on `srv`, with no MCP headers (as a discovering client sends it).
+async fn get_at(srv: &TestHttpServer, path: &str) -> Answer {
+    let c = srv.client();
+    c.send(c.http.get(format!("{}{path}", srv.base()))).await
+}
+
+#[tokio::test]
+async fn well_known_paths_get_404_and_path_serves_mcp_there_alone() {
+    // The default: every path is MCP, but never a well-known URI (the TypeScript SDK's OAuth
+    // discovery takes only 404 as "not there"; these got 406 and 400).
+    let f = test_server();
+    let srv = TestHttpServer::start(f.server, options()).await;
+    for path in [
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-authorization-server",
+        "/.well-known/openid-configuration",
+    ] {
+        let a = get_at(&srv, path).await;
+        let body = assert_rejected(&a, StatusCode::NOT_FOUND, -32600);
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("Not Found"),
+            "{path}: {body}"
+        );
+    }
+    let mut c = srv.client().at(&format!("{}/any/where", srv.base()));
+    c.connect("2025-11-25").await;
+
+    // `path`: MCP there alone; anything else is a 404 naming the path.
+    let f = test_server();
+    let srv = TestHttpServer::start(f.server, options().path("/mcp")).await;
+    let mut c = srv.client();
+    c.connect("2025-11-25").await;
+    let list = c.request("tools/list", json!({})).await;
+    assert!(list["result"]["tools"].is_array(), "{list}");
+    assert_eq!(
+        c.modern("tools/list", json!({})).await.status,
+        StatusCode::OK
+    );
+    for other in ["/", "/mcp/", "/other", "/mcp/x"] {
+        let mut c = srv.client().at(&format!("{}{other}", srv.base()));
+        let a = c.initialize("2025-11-25").await;
+        let body = assert_rejected(&a, StatusCode::NOT_FOUND, -32600);
+        assert_eq!(
+            body["error"]["message"], "Not Found: this server serves MCP at /mcp",
+            "{other}"
+        );
+        assert_eq!(a.header(SESSION_ID), None, "{other}");
+        let a = get_at(&srv, other).await;
+        assert_eq!(a.status, StatusCode::NOT_FOUND, "{other}");
+    }
+    let a = get_at(&srv, "/.well-known/openid-configuration").await;
+    assert_rejected(&a, StatusCode::NOT_FOUND, -32600);
+}
+
+// ---- protocol versions -----------------------------------------------------------------
+
+fn versions(list: &str) -> StreamableHttpOptions {
+    let mut o = options();
+    o.protocol_versions = list.parse().unwrap();
+    o
+}
+
+#[tokio::test]
+async fn protocol_versions_bound_what_is_accepted_and_negotiated() {
+    // Without 2026-07-28: a modern request gets -32022 with the versions accepted.
+    let f = test_server();
+    let srv = TestHttpServer::start(f.server, versions("2025-11-25,2025-06-18")).await;
+    let c = srv.client();
+    let a = c.modern("tools/list", json!({})).await;
+    let body = assert_rejected(&a, StatusCode::BAD_REQUEST, -32022);
+    assert_eq!(
+        body["error"]["data"],
+        json!({"supported": ["2025-11-25", "2025-06-18"], "requested": "2026-07-28"}),
+        "{body}"
+    );
+    // A legacy client asking for a version outside the list gets the newest one in it.
+    let mut c = srv.client();
+    let a = c.initialize("2025-03-26").await;
+    assert_eq!(
+        a.messages[0]["result"]["protocolVersion"],
+        "2025-11-25",
+        "{}",
+        a.text()
+    );
+    // A version header outside the list: 400 naming the ones accepted.
+    let mut other = srv.client();
+    other.protocol_version = Some("2025-03-26".into());
+    let a = other
+        .post(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}))
+        .await;
+    let body = assert_rejected(&a, StatusCode::BAD_REQUEST, -32600);
+    assert_eq!(
+        body["error"]["data"]["supported"],
+        json!(["2025-11-25", "2025-06-18"])
+    );
+
+    // The client's version, when listed, is echoed; the modern era answers, and
+    // `server/discover` lists exactly the versions accepted.
+    let f = test_server();
+    let srv = TestHttpServer::start(f.server, versions("2026-07-28,2025-06-18")).await;
+    let mut c = srv.client();
+    let a = c.initialize("2025-11-25").await;
+    assert_eq!(a.messages[0]["result"]["protocolVersion"], "2025-06-18");
+    let d = c.modern("server/discover", json!({})).await;
+    assert_eq!(d.status, StatusCode::OK, "{}", d.text());
+    assert_eq!(
+        d.messages[0]["result"]["supportedVersions"],
+        json!(["2026-07-28", "2025-06-18"])
+    );
+
+    // No legacy version listed: an initialize is refused with the legacy spec's error.
+    let f = test_server();
+    let srv = TestHttpServer::start(f.server, versions("2026-07-28")).await;
+    let mut c = srv.client();
+    let a = c.initialize("2025-11-25").await;
+    let e = &a.messages[0]["error"];
+    assert_eq!(e["code"], -32602, "{}", a.text());
+    assert_eq!(
+        e["data"],
+        json!({"supported": ["2026-07-28"], "requested": "2025-11-25"})
+    );
+    assert!(e["message"].as_str().unwrap().contains("2026-07-28"), "{e}");
+    assert_eq!(
+        a.header(SESSION_ID),
+        None,
+        "a refused initialize made a session"
+    );
+    assert_eq!(
+        srv.client().modern("tools/list", json!({})).await.status,
+        StatusCode::OK
+    );
+}

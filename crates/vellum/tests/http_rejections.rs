@@ -185,11 +185,14 @@ const TESTED: &[(&str, &str)] = &[
     (EVERY, NOT_JSON),
     (EVERY, NOT_JSON_RPC),
     (EVERY, NO_SERVER),
+    (EVERY, WELL_KNOWN),
+    (EVERY, OTHER_PATH),
     (EVERY, MISSING_SCOPE),
     (EVERY, RATE_LIMITED),
     (EVERY, CALL_RATE_LIMITED),
     (EVERY, ONLY_NOTIFICATIONS),
     (LEGACY, BAD_VERSION),
+    (LEGACY, NO_LEGACY_VERSION),
     (LEGACY, BATCH_VERSION),
     (LEGACY, BATCH_CAP),
     (LEGACY, INITIALIZE_IN_BATCH),
@@ -326,6 +329,8 @@ const BODY_BUDGET: &str = "body would pass `max_buffered_body_bytes`, the bytes 
 const NOT_JSON: &str = "body is not JSON";
 const NOT_JSON_RPC: &str = "body is JSON but not JSON-RPC 2.0 (wrong `jsonrpc`, `\"id\": null`, non-object params, empty batch, …)";
 const NO_SERVER: &str = "the server factory returned `None`";
+const WELL_KNOWN: &str = "a path under `/.well-known/` (a metadata document: OAuth, OpenID; the authorization layer serves its protected resource metadata, and answers the same 404 for the others without asking for a token)";
+const OTHER_PATH: &str = "`path` is set (`--path /mcp`) and the request's path is another one (compared exactly; the health probes are answered before)";
 const MISSING_SCOPE: &str = "an authentication layer identified the caller, and it lacks a scope the request's tool or method needs (`Tool::requires_scope`, the layer's scope rules); checked before the request begins, the session is kept";
 const ONLY_NOTIFICATIONS: &str = "only notifications and/or responses were posted";
 
@@ -836,7 +841,8 @@ async fn row_only_notifications() {
 
 // ---- legacy -----------------------------------------------------------------------------------------
 
-const BAD_VERSION: &str = "`MCP-Protocol-Version` names a version this server does not speak";
+const BAD_VERSION: &str = "`MCP-Protocol-Version` names a version this server does not speak, or one outside `protocol_versions` (`--protocol-versions`)";
+const NO_LEGACY_VERSION: &str = "`initialize` when `protocol_versions` lists no legacy version (else it negotiates within them: the client's version when listed, the newest listed otherwise)";
 const BATCH_VERSION: &str = "a JSON array (batch) when the request's version is not 2025-03-26: its `MCP-Protocol-Version`, else its session's negotiated version (2025-03-26 for a stateless request without the header)";
 const BATCH_CAP: &str =
     "a batch of more than `max_batch_entries` entries (default 64), counted before any runs";
@@ -915,6 +921,77 @@ async fn row_bad_version() {
     fresh.protocol_version = Some("2024-11-05".into());
     let a = fresh.post(&initialize()).await;
     check(LEGACY, BAD_VERSION, &a, None);
+    // A version spoken here but left out of `protocol_versions`.
+    let mut o = StreamableHttpOptions::default();
+    o.protocol_versions = "2026-07-28,2025-11-25".parse().unwrap();
+    let (_f, srv) = server(o).await;
+    let mut c = session(&srv, "2025-11-25").await;
+    c.protocol_version = Some("2025-06-18".into());
+    let a = c
+        .post(&call(5, "hello_world", json!({"user_name": "x"})))
+        .await;
+    let e = check(LEGACY, BAD_VERSION, &a, None);
+    assert_eq!(
+        e["error"]["data"]["supported"],
+        json!(["2026-07-28", "2025-11-25"])
+    );
+}
+
+#[tokio::test]
+async fn row_no_legacy_version() {
+    let mut o = StreamableHttpOptions::default();
+    o.protocol_versions = "2026-07-28".parse().unwrap();
+    for stateless in [false, true] {
+        let (_f, srv) = server(o.clone().stateless(stateless)).await;
+        let a = srv.client().post(&initialize()).await;
+        let e = check(LEGACY, NO_LEGACY_VERSION, &a, None);
+        assert_eq!(
+            e["error"]["data"]["supported"],
+            json!(["2026-07-28"]),
+            "{e}"
+        );
+        assert_eq!(a.header(SESSION_ID), None);
+    }
+}
+
+#[tokio::test]
+async fn row_well_known() {
+    let (_f, srv) = server(StreamableHttpOptions::default()).await;
+    let c = srv.client();
+    for path in [
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/openid-configuration",
+    ] {
+        let url = format!("{}{path}", srv.base());
+        check(EVERY, WELL_KNOWN, &c.send(c.http.get(&url)).await, None);
+        // A POST there is no MCP request either.
+        check(
+            EVERY,
+            WELL_KNOWN,
+            &c.at(&url).post(&initialize()).await,
+            None,
+        );
+    }
+}
+
+#[tokio::test]
+async fn row_other_path() {
+    let (_f, srv) = server(StreamableHttpOptions::default().path("/mcp")).await;
+    let c = srv.client();
+    for path in ["/", "/mcp/", "/other"] {
+        let at = c.at(&format!("{}{path}", srv.base()));
+        let e = check(EVERY, OTHER_PATH, &at.post(&initialize()).await, None);
+        assert!(
+            e["error"]["message"].as_str().unwrap().contains("/mcp"),
+            "{e}"
+        );
+        check(
+            EVERY,
+            OTHER_PATH,
+            &at.send(at.builder(Method::GET)).await,
+            None,
+        );
+    }
 }
 
 #[tokio::test]
@@ -1367,7 +1444,7 @@ async fn row_request_error() {
 const MODERN_BATCH: &str = "a batch, or a response from the client";
 const MODERN_NO_HEADER: &str = "`MCP-Protocol-Version` missing while `_meta` names a version";
 const MODERN_HEADER_DIFFERS: &str = "`MCP-Protocol-Version` differs from `_meta` protocol version";
-const MODERN_UNSUPPORTED: &str = "`MCP-Protocol-Version` 2026-07-28 or later but not spoken here";
+const MODERN_UNSUPPORTED: &str = "`MCP-Protocol-Version` 2026-07-28 or later but not spoken here, or 2026-07-28 left out of `protocol_versions` (`--protocol-versions`; `supported` lists those)";
 const MODERN_META: &str = "`_meta`, its protocol version or its client capabilities missing; malformed client info or log level";
 const MODERN_METHOD_HEADER: &str = "`Mcp-Method` missing or different from the body's method (after `=?base64?…?=` decoding, OWS trimmed)";
 const MODERN_NAME_HEADER: &str = "`Mcp-Name` missing or different from `params.name` (`tools/call`, `prompts/get`), `params.uri` (`resources/read`) or `params.taskId` (`tasks/get`, `tasks/update`, `tasks/cancel`)";
@@ -1437,6 +1514,16 @@ async fn row_modern_unsupported() {
         let a = c.modern_with(&bare, &[(PROTOCOL_VERSION, Some(v))]).await;
         check(MODERN_ERA, MODERN_UNSUPPORTED, &a, None);
     }
+    // 2026-07-28 itself, left out of `protocol_versions`.
+    let mut o = StreamableHttpOptions::default();
+    o.protocol_versions = "2025-11-25".parse().unwrap();
+    let (_f, srv) = server(o).await;
+    let a = srv.client().modern("tools/list", json!({})).await;
+    let e = check(MODERN_ERA, MODERN_UNSUPPORTED, &a, None);
+    assert_eq!(
+        e["error"]["data"],
+        json!({"supported": ["2025-11-25"], "requested": MODERN})
+    );
 }
 
 #[tokio::test]

@@ -49,6 +49,19 @@ async fn no_token_gets_a_challenge_naming_the_metadata() {
         assert_eq!(m["authorization_servers"], json!([ISSUER]));
         assert_eq!(m["bearer_methods_supported"], json!(["header"]));
     }
+    // Other well-known URIs: a plain 404 with a JSON-RPC error, not a challenge (discovery
+    // takes only 404 as "not here").
+    for u in [
+        "/.well-known/openid-configuration",
+        "/.well-known/oauth-authorization-server",
+        "/.well-known/oauth-protected-resource/other",
+    ] {
+        let r = c.get(format!("{}{u}", mcp.base())).send().await.unwrap();
+        assert_eq!(r.status(), 404, "{u}");
+        assert!(!r.headers().contains_key("www-authenticate"), "{u}");
+        let e: Value = r.json().await.unwrap();
+        assert_eq!(e["error"]["code"], -32600, "{u}: {e}");
+    }
 
     // A garbage token: invalid_token. A token in the query: invalid_request (400).
     let r = post(&c, &url, Some("garbage"), None, INIT).await;

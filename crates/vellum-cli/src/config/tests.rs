@@ -39,6 +39,7 @@ fn sample(arg: &Arg) -> toml::Value {
         "SECRET" => "0123456789abcdef0123456789abcdef",
         "TOOL=SCOPE" => "delete=files:write",
         "URL" => "https://x.example/",
+        "VERSION[,VERSION...]" => "2026-07-28,2025-11-25",
         "memory[:BYTES]|redis://HOST:PORT|redis-cluster://HOST:PORT[,HOST:PORT...]" => {
             "memory:1000"
         }

@@ -36,7 +36,7 @@ use super::credentials::{Scheme, credentials};
 use super::dpop::{DpopMode, DpopSettings, ProofRefusal};
 use super::verifier::{TokenVerifier, VerifyError};
 use crate::server::{InsufficientScope, ScopeRules};
-use crate::transport::http::{ResponseBody, SecurityLayer};
+use crate::transport::http::{ResponseBody, SecurityLayer, well_known_not_found};
 
 /// The body of an [`AuthService`] response: the inner service's, or the layer's own
 /// (metadata, challenges).
@@ -143,6 +143,11 @@ impl Config {
         let path = req.uri().path();
         if self.metadata_paths.iter().any(|p| p == path) {
             return Gate::Answer(self.metadata_response(req.method()));
+        }
+        // Other metadata documents are not here: a plain 404 (discovery takes nothing else
+        // as "not here"), not a challenge for a token no client has yet.
+        if let Some(not_found) = well_known_not_found(path) {
+            return Gate::Answer(not_found);
         }
         if let Err(refusal) = self.security.admit(req) {
             return Gate::Answer(*refusal);

@@ -21,6 +21,7 @@ mod skills;
 mod tasks;
 mod tools;
 mod version;
+mod versions;
 
 pub use client_features::*;
 pub use common::*;
@@ -45,3 +46,4 @@ pub use skills::*;
 pub use tasks::*;
 pub use tools::*;
 pub use version::{Era, ProtocolVersion};
+pub use versions::{ProtocolVersions, ProtocolVersionsError};

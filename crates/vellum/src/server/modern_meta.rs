@@ -9,8 +9,8 @@ use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
 use crate::protocol::{
-    ClientCapabilities, ErrorObject, Implementation, LoggingLevel, ProtocolVersion, RawJson, code,
-    meta_keys,
+    ClientCapabilities, ErrorObject, Implementation, LoggingLevel, ProtocolVersion,
+    ProtocolVersions, RawJson, code, meta_keys,
 };
 
 /// What a modern (2026-07-28) request says about its client.
@@ -20,6 +20,9 @@ pub(crate) struct ModernMeta {
     pub(crate) capabilities: ClientCapabilities,
     pub(crate) client_info: Option<Implementation>,
     pub(crate) log_level: Option<LoggingLevel>,
+    /// The versions the server accepts (what `server/discover` lists): every one unless
+    /// the transport narrowed them.
+    pub(crate) accepted: ProtocolVersions,
 }
 
 impl ModernMeta {
@@ -30,6 +33,7 @@ impl ModernMeta {
             capabilities: ClientCapabilities::default(),
             client_info: None,
             log_level: None,
+            accepted: ProtocolVersions::ALL,
         }
     }
 }
@@ -107,9 +111,10 @@ pub(crate) fn request_meta(
     }
 }
 
-/// The error for a version this server does not speak in the modern era.
-pub(crate) fn unsupported_version(requested: &str) -> ErrorObject {
-    let supported: Vec<&str> = ProtocolVersion::ALL.iter().map(|v| v.as_str()).collect();
+/// The error for a version this server does not accept in the modern era (`supported`: the
+/// ones it does).
+pub(crate) fn unsupported_version(requested: &str, supported: ProtocolVersions) -> ErrorObject {
+    let supported = supported.wire_names();
     ErrorObject::new(
         code::UNSUPPORTED_PROTOCOL_VERSION,
         format!("Unsupported protocol version: {requested}"),
@@ -131,7 +136,7 @@ pub(crate) fn parse_meta(meta: Option<&MetaFields<'_>>) -> Result<ModernMeta, Er
         )));
     };
     let Some(version) = ProtocolVersion::parse(&requested).filter(|v| v.is_modern()) else {
-        return Err(unsupported_version(&requested));
+        return Err(unsupported_version(&requested, ProtocolVersions::ALL));
     };
     let capabilities = match meta.capabilities {
         None => {
@@ -164,6 +169,7 @@ pub(crate) fn parse_meta(meta: Option<&MetaFields<'_>>) -> Result<ModernMeta, Er
         capabilities,
         client_info,
         log_level,
+        accepted: ProtocolVersions::ALL,
     })
 }
 

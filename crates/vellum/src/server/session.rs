@@ -25,8 +25,8 @@ use crate::peer::{
     Cancel, InflightRequests, PendingAnswers, RequestIds, Ticket, cancelled_notification,
 };
 use crate::protocol::{
-    ClientCapabilities, ErrorObject, Implementation, LoggingLevel, ProtocolVersion, RawJson,
-    RequestId,
+    ClientCapabilities, ErrorObject, Implementation, LoggingLevel, ProtocolVersion,
+    ProtocolVersions, RawJson, RequestId,
 };
 use crate::protocol::{Response, encode_error, encode_request, encode_response_raw};
 use crate::store::SessionRecord;
@@ -143,6 +143,8 @@ pub(crate) struct Session {
     server: Server,
     /// A stateless request's throwaway session: it cannot ask the client anything.
     temporary: bool,
+    /// What its `initialize` may negotiate.
+    versions: ProtocolVersions,
     init: OnceLock<ClientInit>,
     initialized: AtomicBool,
     /// 0 = no level set; otherwise 1 + the level's index.
@@ -170,9 +172,13 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
-    /// A session that waits for `initialize`.
-    pub(crate) fn new(server: Server, id: Option<Arc<str>>) -> Arc<Session> {
-        Self::build(server, id, false, None)
+    /// A session that waits for an `initialize`, to negotiate within `versions`.
+    pub(crate) fn new(
+        server: Server,
+        id: Option<Arc<str>>,
+        versions: ProtocolVersions,
+    ) -> Arc<Session> {
+        Self::build(server, id, false, None, versions)
     }
 
     /// A throwaway session for one stateless request, as if initialized with `version`.
@@ -182,7 +188,7 @@ impl Session {
             capabilities: ClientCapabilities::default(),
             info: None,
         };
-        let s = Self::build(server, None, true, Some(init));
+        let s = Self::build(server, None, true, Some(init), ProtocolVersions::ALL);
         // No `logging/setLevel` can reach a throwaway session: log from `info` up, as the Go
         // SDK does, so a stateless handler's logs reach its response.
         s.store_log_level(LoggingLevel::Info);
@@ -190,8 +196,11 @@ impl Session {
     }
 
     /// A throwaway session for a stateless `initialize` (it negotiates, then is dropped).
-    pub(crate) fn temporary_uninitialized(server: Server) -> Arc<Session> {
-        Self::build(server, None, true, None)
+    pub(crate) fn temporary_uninitialized(
+        server: Server,
+        versions: ProtocolVersions,
+    ) -> Arc<Session> {
+        Self::build(server, None, true, None, versions)
     }
 
     fn build(
@@ -199,12 +208,14 @@ impl Session {
         id: Option<Arc<str>>,
         temporary: bool,
         init: Option<ClientInit>,
+        versions: ProtocolVersions,
     ) -> Arc<Session> {
         let registry_key = server.sessions().next_key();
         let s = Arc::new(Session {
             id,
             server,
             temporary,
+            versions,
             init: OnceLock::new(),
             initialized: AtomicBool::new(temporary),
             log_level: AtomicU8::new(0),
@@ -240,6 +251,11 @@ impl Session {
     /// The server this session talks to.
     pub(crate) fn server(&self) -> &Server {
         &self.server
+    }
+
+    /// The versions its `initialize` may negotiate.
+    pub(crate) fn versions(&self) -> ProtocolVersions {
+        self.versions
     }
 
     /// Records the outcome of `initialize`; false if the session was already initialized.
@@ -340,6 +356,8 @@ impl Session {
                 capabilities: record.client_capabilities.clone(),
                 info: record.client_info.clone(),
             }),
+            // Initialized already: nothing left to negotiate.
+            ProtocolVersions::ALL,
         );
         s.apply(record);
         s

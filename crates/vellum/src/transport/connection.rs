@@ -17,7 +17,7 @@ use futures_util::future::BoxFuture;
 use tokio::sync::{Notify, mpsc};
 
 use crate::error::Error;
-use crate::protocol::{Message, Payload, Request};
+use crate::protocol::{Message, Payload, ProtocolVersions, Request};
 use crate::protocol::{decode, encode_error};
 use crate::server::{
     Outcome, Server, Session, SessionHooks, Step, WithoutHttp, handle_notification,
@@ -88,7 +88,7 @@ impl Connection {
         extensions: Option<http::Extensions>,
     ) -> (Connection, mpsc::Receiver<Bytes>) {
         let (out, rx) = mpsc::channel(OUT_BUFFER);
-        let session = Session::new(server.clone(), None);
+        let session = Session::new(server.clone(), None, ProtocolVersions::ALL);
         session.set_hooks(Arc::new(OutSink(out.clone())));
         let conn = Connection {
             inner: Arc::new(Inner {

@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use crate::protocol::{
     CancelledParams, DiscoverResult, ErrorObject, InitializeParams, InitializeResult,
-    ProtocolVersion, SetLevelParams, SubscribeParams, encode_notification, methods,
+    ProtocolVersion, ProtocolVersions, SetLevelParams, SubscribeParams, encode_notification,
+    methods,
 };
 use crate::server::request::reply::{Outcome, cacheable, complete, empty};
 use crate::server::request::request::{RequestShared, Scope};
@@ -28,7 +29,18 @@ pub(super) fn initialize(
     p: InitializeParams,
 ) -> Result<Outcome, ErrorObject> {
     let session = session_of(shared)?;
-    let version = ProtocolVersion::negotiate_legacy(&p.protocol_version);
+    let accepted = session.versions();
+    let Some(version) = accepted.negotiate_legacy(&p.protocol_version) else {
+        // The legacy spec's refusal of an `initialize` no version can answer.
+        return Err(ErrorObject::invalid_params(format!(
+            "Unsupported protocol version: this server accepts only {accepted}, none of them \
+             negotiated by initialize"
+        ))
+        .with_data(serde_json::json!({
+            "supported": accepted.wire_names(),
+            "requested": p.protocol_version,
+        })));
+    };
     let init = ClientInit {
         version,
         capabilities: p.capabilities,
@@ -70,7 +82,13 @@ pub(super) fn discover(shared: &RequestShared, _: ()) -> Result<Outcome, ErrorOb
     Ok(cacheable(
         shared,
         DiscoverResult {
-            supported_versions: DiscoverResult::all_versions(),
+            supported_versions: match &shared.scope {
+                Scope::Modern(meta) => meta.accepted.wire_names(),
+                Scope::Legacy(_) => ProtocolVersions::ALL.wire_names(),
+            }
+            .into_iter()
+            .map(str::to_owned)
+            .collect(),
             capabilities,
             instructions: server.options().instructions.clone(),
             meta: None,

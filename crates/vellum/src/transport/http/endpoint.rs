@@ -48,7 +48,8 @@ use super::session_routing::delete;
 ///
 /// The factory is called for every new session (stateful mode) and for every request
 /// otherwise; returning `None` answers 400. The handler answers on whatever path it is
-/// mounted at. It is a `tower::Service`, so it serves from hyper, axum (`Router::route_service`)
+/// mounted at (or on [`StreamableHttpOptions::path`] alone), never under `/.well-known/`
+/// (404). It is a `tower::Service`, so it serves from hyper, axum (`Router::route_service`)
 /// or [`serve`](super::serve).
 #[derive(Clone)]
 pub struct StreamableHttpHandler {
@@ -201,6 +202,7 @@ where
     let (mut parts, body) = req.into_parts();
     let method = parts.method.clone();
     let served = async {
+        super::mount::check_path(&inner.options, parts.uri.path())?;
         if let Some(limits) = &inner.limits {
             limits
                 .admit_request(&mut parts, connection.as_ref())

@@ -156,15 +156,13 @@ pub(crate) struct Operation {
     #[cfg(feature = "metrics")]
     tool: Option<String>,
     #[cfg(feature = "metrics")]
-    version: &'static str,
-    #[cfg(feature = "metrics")]
     finished: bool,
 }
 
 impl Operation {
     /// A request of `method` (on `tool` for tools/call) starts.
     #[cfg_attr(not(feature = "metrics"), allow(unused_variables))]
-    pub(crate) fn start(method: &str, tool: Option<&str>, version: &'static str) -> Self {
+    pub(crate) fn start(method: &str, tool: Option<&str>) -> Self {
         #[cfg(feature = "metrics")]
         {
             let on = recording();
@@ -178,7 +176,6 @@ impl Operation {
                 tool: tool
                     .filter(|_| on && method == crate::protocol::methods::TOOLS_CALL)
                     .map(str::to_owned),
-                version,
                 // Not recording: nothing to finish.
                 finished: !on,
             }
@@ -187,9 +184,10 @@ impl Operation {
         Operation {}
     }
 
-    /// The request was answered (`error_code`: with that JSON-RPC error).
+    /// The request was answered (`error_code`: with that JSON-RPC error) in protocol
+    /// `version` (known only now for an `initialize`, which negotiates it).
     #[cfg_attr(not(feature = "metrics"), allow(unused_variables))]
-    pub(crate) fn finish(&mut self, error_code: Option<i64>) {
+    pub(crate) fn finish(&mut self, error_code: Option<i64>, version: &'static str) {
         #[cfg(feature = "metrics")]
         {
             if self.finished {
@@ -202,7 +200,7 @@ impl Operation {
             // allocated per answer are the tool's name (moved in) and an error code.
             let mut labels = Vec::with_capacity(4);
             labels.push(metrics::Label::new("mcp.method.name", self.method));
-            labels.push(metrics::Label::new("mcp.protocol.version", self.version));
+            labels.push(metrics::Label::new("mcp.protocol.version", version));
             // An unknown tool is -32602: its name is the client's to choose.
             if let Some(t) = self.tool.take()
                 && error_code != Some(crate::protocol::code::INVALID_PARAMS)

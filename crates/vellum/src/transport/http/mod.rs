@@ -35,6 +35,7 @@ mod listener;
 mod live_streams;
 mod metrics;
 mod modern_headers;
+mod mount;
 mod options;
 mod post;
 mod post_events;
@@ -64,6 +65,7 @@ pub use health::{
 pub use listener::{Listener, TLS_HANDSHAKE_TIMEOUT};
 #[cfg(feature = "metrics")]
 pub use metrics::{describe_metrics, names as metric_names};
+pub(crate) use mount::well_known_not_found;
 pub use options::{DEFAULT_SHUTDOWN_GRACE, StreamableHttpOptions};
 pub use rate_limit::RateLimits;
 pub use security::{ConnectionInfo, CrossOriginProtection, InvalidOrigin, is_loopback_host};

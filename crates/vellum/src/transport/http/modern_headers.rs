@@ -10,8 +10,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::protocol::{
-    ErrorObject, Message, Payload, ProtocolVersion, RawJson, RequestId, code, decode_header_value,
-    methods,
+    ErrorObject, Message, Payload, ProtocolVersion, ProtocolVersions, RawJson, RequestId, code,
+    decode_header_value, methods,
 };
 use crate::server::{MetaFields, ModernMeta, parse_meta, raw_str, unsupported_version};
 
@@ -71,8 +71,13 @@ fn reject(id: Option<&RequestId>, code: i64, message: String) -> Rejection {
     }
 }
 
-/// Validates a modern POST and returns the request's client context.
-pub(crate) fn validate(headers: &HeaderMap, payload: &Payload) -> Result<ModernMeta, Rejection> {
+/// Validates a modern POST against the versions the handler accepts and returns the
+/// request's client context.
+pub(crate) fn validate(
+    headers: &HeaderMap,
+    payload: &Payload,
+    accepted: ProtocolVersions,
+) -> Result<ModernMeta, Rejection> {
     let (id, method, params) = the_message(payload)?;
     let Some(p) = peek(params) else {
         return Err(reject(
@@ -81,12 +86,14 @@ pub(crate) fn validate(headers: &HeaderMap, payload: &Payload) -> Result<ModernM
             "Invalid params: params must be an object".into(),
         ));
     };
-    check_version(headers, id, &p)?;
+    check_version(headers, id, &p, accepted)?;
     let meta = if id.is_some() {
-        parse_meta(p.meta.as_ref()).map_err(|error| Rejection::Modern {
+        let mut meta = parse_meta(p.meta.as_ref()).map_err(|error| Rejection::Modern {
             id: id.cloned(),
             error,
-        })?
+        })?;
+        meta.accepted = accepted;
+        meta
     } else {
         // Notifications carry no required `_meta`.
         ModernMeta::of_notification()
@@ -121,11 +128,13 @@ fn the_message(
     }
 }
 
-/// `MCP-Protocol-Version` is present, agrees with `_meta`, and names a modern version.
+/// `MCP-Protocol-Version` is present, agrees with `_meta`, and names a modern version the
+/// handler accepts.
 fn check_version(
     headers: &HeaderMap,
     id: Option<&RequestId>,
     p: &Peek<'_>,
+    accepted: ProtocolVersions,
 ) -> Result<(), Rejection> {
     let body_version = p.meta.as_ref().and_then(MetaFields::version);
     let Some(header) = text(headers, &names::PROTOCOL_VERSION) else {
@@ -147,12 +156,12 @@ fn check_version(
         ));
     }
     if ProtocolVersion::parse(header)
-        .filter(|v| v.is_modern())
+        .filter(|v| v.is_modern() && accepted.contains(*v))
         .is_none()
     {
         return Err(Rejection::Modern {
             id: id.cloned(),
-            error: unsupported_version(header),
+            error: unsupported_version(header, accepted),
         });
     }
     Ok(())

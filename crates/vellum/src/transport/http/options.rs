@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::protocol::ProtocolVersions;
 use crate::store::{EventStore, MessageBus, RateLimit, RateLimiter, SessionStore};
 
 use super::RateLimits;
@@ -146,6 +147,19 @@ pub struct StreamableHttpOptions {
     /// (`Redis::rate_limiter`, feature `redis`) to hold the limit across instances. A
     /// limiter that fails (Redis unreachable) lets the request through. Default: none.
     pub rate_limiter: Option<Arc<dyn RateLimiter>>,
+    /// Serve MCP on this path alone (`/mcp`, compared with the request's path exactly):
+    /// any other path gets 404 with a JSON-RPC error naming this one. `None`: every path,
+    /// as in the Go SDK (mount the handler where it belongs). Either way a path under
+    /// `/.well-known/` gets 404, so that metadata discovery (OAuth, OpenID) finds nothing
+    /// here rather than an MCP refusal. Default: none.
+    pub path: Option<String>,
+    /// The protocol versions this handler accepts (like the Go SDK's
+    /// `SupportedProtocolVersions`): a 2026-07-28 request when 2026-07-28 is not among them
+    /// gets 400 with -32022 (`data.supported` lists them), an `MCP-Protocol-Version` header
+    /// outside them 400, and a legacy `initialize` negotiates within them (the client's
+    /// version when listed, else the newest legacy version listed; refused with -32602
+    /// when none is). `server/discover` lists them. Default: every version.
+    pub protocol_versions: ProtocolVersions,
 }
 
 impl StreamableHttpOptions {
@@ -221,6 +235,13 @@ impl StreamableHttpOptions {
         self
     }
 
+    /// Serves MCP on `path` alone (see [`path`](Self::path)).
+    #[must_use]
+    pub fn path(mut self, path: impl Into<String>) -> Self {
+        self.path = Some(path.into());
+        self
+    }
+
     /// Sets the logger.
     #[must_use]
     pub fn logger(mut self, dispatch: tracing::Dispatch) -> Self {
@@ -260,6 +281,8 @@ impl Default for StreamableHttpOptions {
             rate_limit: None,
             rate_limits: RateLimits::new(),
             rate_limiter: None,
+            path: None,
+            protocol_versions: ProtocolVersions::ALL,
         }
     }
 }
@@ -304,6 +327,8 @@ impl std::fmt::Debug for StreamableHttpOptions {
             .field("rate_limit", &self.rate_limit)
             .field("rate_limits", &self.rate_limits)
             .field("rate_limiter", &self.rate_limiter)
+            .field("path", &self.path)
+            .field("protocol_versions", &self.protocol_versions)
             .finish()
     }
 }

@@ -75,15 +75,21 @@ where
     let ambiguous = header_version.is_none() && !parts.headers.contains_key(names::SESSION_ID);
     let (payload, modern_meta) = read_payload(inner, &parts, body, ambiguous).await?;
     if header_version.is_some_and(ProtocolVersion::looks_modern) || modern_meta {
-        let meta = modern_headers::validate(&parts.headers, &payload)?;
+        let accepted = inner.options.protocol_versions;
+        let meta = modern_headers::validate(&parts.headers, &payload, accepted)?;
         let route = Route::Modern(Box::new(meta));
         return serve_payload(inner, parts, payload, accepts, route).await;
     }
+    let accepted = inner.options.protocol_versions;
     let version = match header_version {
         None => None,
         Some(v) => Some(
             ProtocolVersion::parse(v)
-                .ok_or_else(|| Rejection::UnsupportedLegacyVersion(v.to_owned()))?,
+                .filter(|v| accepted.contains(*v))
+                .ok_or_else(|| Rejection::UnsupportedLegacyVersion {
+                    requested: v.to_owned(),
+                    supported: accepted,
+                })?,
         ),
     };
     let route = legacy_route(inner, &parts, &payload, version).await?;

@@ -313,10 +313,11 @@ impl PostEvents {
                 Poll::Ready(Some(Step::Finished(outcome))) => {
                     self.cursor = i + 1;
                     if let Some(t) = trace.as_mut() {
-                        t.finish(match &outcome {
+                        let code = match &outcome {
                             Outcome::Error(e) => Some(e.code),
                             _ => None,
-                        });
+                        };
+                        t.finish(code, ex.shared().version().as_str());
                     }
                     return Poll::Ready(answer(&ex.shared().id, outcome));
                 }

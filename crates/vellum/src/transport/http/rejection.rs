@@ -11,7 +11,7 @@ use tracing::Dispatch;
 use super::body::ResponseBody;
 use super::trace::log_event;
 use crate::protocol::encode_error;
-use crate::protocol::{DecodeError, ErrorObject, ProtocolVersion, RequestId, code};
+use crate::protocol::{DecodeError, ErrorObject, ProtocolVersions, RequestId, code};
 use crate::server::InsufficientScope;
 use crate::store::StoreError;
 
@@ -20,6 +20,9 @@ use crate::store::StoreError;
 pub(crate) enum Rejection {
     /// Host or Origin check failed (403).
     Forbidden(&'static str),
+    /// The path is not served: a well-known URI (`mount` none), or a path other than the
+    /// endpoint's mount path (404).
+    NotFound { mount: Option<String> },
     /// The method is not served (405, with `Allow`).
     MethodNotAllowed { allow: &'static str },
     /// The POST body is not `application/json` (415).
@@ -44,8 +47,11 @@ pub(crate) enum Rejection {
         id: Option<RequestId>,
         message: String,
     },
-    /// A legacy `MCP-Protocol-Version` this server does not speak (400, -32600).
-    UnsupportedLegacyVersion(String),
+    /// A legacy `MCP-Protocol-Version` this server does not accept (400, -32600).
+    UnsupportedLegacyVersion {
+        requested: String,
+        supported: ProtocolVersions,
+    },
     /// A stateful request without `Mcp-Session-Id` (400).
     MissingSession,
     /// An unknown, expired or deleted session (404).
@@ -91,6 +97,7 @@ impl Rejection {
         use Rejection as R;
         match self {
             R::Forbidden(_) => "forbidden",
+            R::NotFound { .. } => "not_found",
             R::MethodNotAllowed { .. } => "method_not_allowed",
             R::UnsupportedMediaType => "unsupported_media_type",
             R::NotAcceptable(_) => "not_acceptable",
@@ -101,7 +108,7 @@ impl Rejection {
             R::BodyBudgetExhausted => "body_budget",
             R::Decode(_) => "decode",
             R::BadRequest { .. } => "bad_request",
-            R::UnsupportedLegacyVersion(_) => "unsupported_version",
+            R::UnsupportedLegacyVersion { .. } => "unsupported_version",
             R::MissingSession => "missing_session",
             R::UnknownSession => "unknown_session",
             R::TooManySessions => "too_many_sessions",
@@ -132,6 +139,15 @@ impl Rejection {
         let invalid = |m: &str| ErrorObject::invalid_request(m.to_owned());
         match self {
             R::Forbidden(m) => (StatusCode::FORBIDDEN, None, invalid(m), None),
+            R::NotFound { mount } => (
+                StatusCode::NOT_FOUND,
+                None,
+                ErrorObject::invalid_request(match mount {
+                    Some(m) => format!("Not Found: this server serves MCP at {m}"),
+                    None => "Not Found: no such metadata document".to_owned(),
+                }),
+                None,
+            ),
             R::MethodNotAllowed { allow } => (
                 StatusCode::METHOD_NOT_ALLOWED,
                 None,
@@ -192,9 +208,11 @@ impl Rejection {
                 ErrorObject::invalid_request(message),
                 None,
             ),
-            R::UnsupportedLegacyVersion(v) => {
-                let supported: Vec<&str> =
-                    ProtocolVersion::ALL.iter().map(|v| v.as_str()).collect();
+            R::UnsupportedLegacyVersion {
+                requested: v,
+                supported,
+            } => {
+                let supported = supported.wire_names();
                 (
                     StatusCode::BAD_REQUEST,
                     None,

@@ -229,7 +229,9 @@ fn start_requests(
                     id: &shared.id,
                     target: target.as_deref(),
                     session: post.http().map(|h| &*h.id),
-                    version: shared.version().as_str(),
+                    // An `initialize` negotiates its version: known when it ends.
+                    version: (shared.method != methods::INITIALIZE)
+                        .then(|| shared.version().as_str()),
                     context: meta_context.as_ref().or(header_context.as_ref()),
                 },
             )

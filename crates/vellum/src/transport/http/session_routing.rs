@@ -155,7 +155,7 @@ fn stateless_route(
     let server = (inner.factory)(parts).ok_or(Rejection::NoServer)?;
     let session = if is_initialize(payload) {
         // A stateless `initialize` still negotiates (no session id is sent back).
-        Session::temporary_uninitialized(server)
+        Session::temporary_uninitialized(server, inner.options.protocol_versions)
     } else {
         Session::temporary(server, version.unwrap_or(ProtocolVersion::DEFAULT_LEGACY))
     };
@@ -183,7 +183,7 @@ fn new_session_route(inner: &Inner, parts: &http::request::Parts) -> Result<Rout
     }
     let server = (inner.factory)(parts).ok_or(Rejection::NoServer)?;
     let id = new_session_id().map_err(|_| Rejection::TooManySessions)?;
-    let core = Session::new(server, Some(id.clone()));
+    let core = Session::new(server, Some(id.clone()), inner.options.protocol_versions);
     let http = inner.sessions.make(id, core, owner);
     let activity = http.activity(&inner.sessions);
     inner.sessions.start_sweeper(inner.expiry());

@@ -27,6 +27,8 @@ pub(crate) struct RequestTrace {
     span: Option<(Dispatch, tracing::Span)>,
     operation: Operation,
     started: Instant,
+    /// The span's protocol version is known only at the end (an `initialize` negotiates it).
+    version_pending: bool,
 }
 
 /// What a request span describes.
@@ -35,7 +37,9 @@ pub(crate) struct RequestInfo<'a> {
     pub(crate) id: &'a RequestId,
     pub(crate) target: Option<&'a str>,
     pub(crate) session: Option<&'a str>,
-    pub(crate) version: &'static str,
+    /// The request's protocol version; `None` while it is being negotiated (`initialize`),
+    /// recorded when the request ends.
+    pub(crate) version: Option<&'static str>,
     /// The caller's W3C trace context, when it sent a valid one.
     pub(crate) context: Option<&'a TraceContext>,
 }
@@ -46,8 +50,9 @@ impl RequestTrace {
         let span = dispatch.map(|d| (d.clone(), open_span(d, &info)));
         RequestTrace {
             span,
-            operation: Operation::start(info.method, info.target, info.version),
+            operation: Operation::start(info.method, info.target),
             started: Instant::now(),
+            version_pending: info.version.is_none(),
         }
     }
 
@@ -60,12 +65,16 @@ impl RequestTrace {
         }
     }
 
-    /// Records the request's end.
-    pub(crate) fn finish(&mut self, error_code: Option<i64>) {
-        self.operation.finish(error_code);
+    /// Records the request's end, in protocol `version` (the one negotiated, for an
+    /// `initialize`).
+    pub(crate) fn finish(&mut self, error_code: Option<i64>, version: &'static str) {
+        self.operation.finish(error_code, version);
         let Some((_, span)) = &self.span else {
             return;
         };
+        if self.version_pending {
+            span.record("mcp.protocol.version", version);
+        }
         let elapsed = self.started.elapsed();
         self.in_scope(|| {
             if let Some(code) = error_code {
@@ -98,7 +107,7 @@ fn open_span(dispatch: &Dispatch, info: &RequestInfo<'_>) -> tracing::Span {
             otel.kind = "server",
             "mcp.method.name" = %info.method,
             "jsonrpc.request.id" = %info.id,
-            "mcp.protocol.version" = %info.version,
+            "mcp.protocol.version" = info.version,
             "mcp.session.id" = info.session.map(redact_session_id).as_deref(),
             "gen_ai.tool.name" = info.target.filter(|_| info.method == "tools/call"),
             "gen_ai.operation.name" = (info.method == "tools/call").then_some("execute_tool"),
