@@ -203,6 +203,55 @@ async fn with_a_logger_each_request_gets_a_span_with_the_mcp_fields() {
     assert!(!all.contains(&session), "the full session id was logged");
 }
 
+/// A tool's own `tracing` events go to the application's subscriber, not to the
+/// handler's logger (an OpenTelemetry-only logger would swallow them), while the logger
+/// still gets the request's span. (A current-thread runtime: the application's default,
+/// set on this thread, is every task's.)
+#[tokio::test(flavor = "current_thread")]
+async fn a_tools_own_events_reach_the_application_whatever_the_logger() {
+    use vellum::prelude::*;
+    let app = Capture::default();
+    let _app_default = tracing::subscriber::set_default(Registry::default().with(app.clone()));
+    let logger = Capture::default();
+    let server = Server::new(Implementation::new("app", "1"), ServerOptions::default());
+    server
+        .add_raw_tool(
+            Tool::new("work", "Logs as tools do"),
+            |_ctx: RequestContext, _req: CallToolRequest| async move {
+                tracing::info!(target: "app_tool", "working");
+                Ok::<_, HandlerError>(CallToolResult::text("done"))
+            },
+        )
+        .unwrap();
+    let srv = TestHttpServer::start(
+        server,
+        StreamableHttpOptions::default().logger(logger.dispatch()),
+    )
+    .await;
+    let mut c = srv.client();
+    c.connect("2025-11-25").await;
+    let r = c
+        .request("tools/call", json!({"name": "work", "arguments": {}}))
+        .await;
+    assert_eq!(r["result"]["content"][0]["text"], "done");
+    assert!(
+        app.events().iter().any(|e| e.target == "app_tool"),
+        "the tool's event did not reach the application: {:#?}",
+        app.events()
+    );
+    assert!(
+        logger.events().iter().all(|e| e.target != "app_tool"),
+        "the tool's event went to the handler's logger"
+    );
+    assert!(
+        logger
+            .spans()
+            .iter()
+            .any(|s| s.name == "mcp.server.request"),
+        "the logger lost the request span"
+    );
+}
+
 #[tokio::test]
 async fn without_a_logger_the_handler_logs_nothing_under_a_global_subscriber() {
     let global = Capture::default();

@@ -298,7 +298,7 @@ impl PostEvents {
                 continue;
             }
             let step = match trace {
-                Some(t) => t.in_scope(|| ex.poll_step(cx)),
+                Some(t) => t.entered(|| ex.poll_step(cx)),
                 None => ex.poll_step(cx),
             };
             match step {

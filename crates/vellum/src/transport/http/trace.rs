@@ -1,6 +1,7 @@
 //! Structured logging and spans of the handler, through `tracing`, scoped to the handler's
 //! own dispatcher: with no logger configured the handler emits nothing, whatever the global
-//! subscriber. Span fields follow the OpenTelemetry semantic conventions for MCP
+//! subscriber. Handler code (a tool's own events) runs under the application's default
+//! dispatcher, inside the request's span, whatever the logger. Span fields follow the OpenTelemetry semantic conventions for MCP
 //! (`mcp.method.name`, `gen_ai.tool.name`, `mcp.session.id`, `jsonrpc.request.id`, …), and
 //! `otel.name` carries the span name (`"{method} {target}"`) for the OpenTelemetry bridge.
 //! A request that carries a W3C trace context (`traceparent`, `tracestate`: in `_meta`, else
@@ -56,9 +57,21 @@ impl RequestTrace {
         }
     }
 
-    /// Runs `f` inside the span, with the handler's dispatcher as the default (so handler
-    /// code's own `tracing` events go to the same place).
-    pub(crate) fn in_scope<R>(&self, f: impl FnOnce() -> R) -> R {
+    /// Runs handler code (`f`: a poll of the request) inside the span, under the
+    /// application's own default dispatcher: a tool's `tracing` events are the
+    /// application's, whatever the handler's logger is (an OpenTelemetry-only logger would
+    /// swallow them). When the logger is the application's dispatcher, the span is their
+    /// parent.
+    pub(crate) fn entered<R>(&self, f: impl FnOnce() -> R) -> R {
+        match &self.span {
+            Some((_, span)) => span.in_scope(f),
+            None => f(),
+        }
+    }
+
+    /// Runs `f` inside the span, with the handler's dispatcher as the default: for the
+    /// handler's own events.
+    fn in_scope<R>(&self, f: impl FnOnce() -> R) -> R {
         match &self.span {
             Some((d, span)) => tracing::dispatcher::with_default(d, || span.in_scope(f)),
             None => f(),
