@@ -1,7 +1,8 @@
 //! Structured logging and spans of the handler, through `tracing`, scoped to the handler's
 //! own dispatcher: with no logger configured the handler emits nothing, whatever the global
 //! subscriber. Handler code (a tool's own events) runs under the application's default
-//! dispatcher, inside the request's span, whatever the logger. Span fields follow the OpenTelemetry semantic conventions for MCP
+//! dispatcher, inside the request's span, whatever the logger. Span fields follow the
+//! OpenTelemetry semantic conventions for MCP
 //! (`mcp.method.name`, `gen_ai.tool.name`, `mcp.session.id`, `jsonrpc.request.id`, …), and
 //! `otel.name` carries the span name (`"{method} {target}"`) for the OpenTelemetry bridge.
 //! A request that carries a W3C trace context (`traceparent`, `tracestate`: in `_meta`, else
