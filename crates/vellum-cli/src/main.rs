@@ -3,6 +3,7 @@
 
 mod auth_flags;
 mod commands;
+mod connection_flags;
 mod login;
 mod metrics_endpoint;
 mod output;
