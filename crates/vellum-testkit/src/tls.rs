@@ -106,8 +106,8 @@ impl TestCa {
     }
 
     /// A TLS connection to `addr` over `std::net` that trusts this CA, its handshake
-    /// completed and HTTP/1.1 agreed by ALPN: for tests that write every byte themselves (or
-    /// none: a client that goes silent after the handshake).
+    /// completed (reads time out after 5 s) and HTTP/1.1 agreed by ALPN: for tests that
+    /// write every byte themselves (or none: a client that goes silent after the handshake).
     pub fn connect_raw(
         &self,
         addr: std::net::SocketAddr,
@@ -129,7 +129,7 @@ impl TestCa {
             .map_err(std::io::Error::other)?;
         let mut tcp =
             std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(5))?;
-        tcp.set_read_timeout(Some(std::time::Duration::from_secs(20)))?;
+        tcp.set_read_timeout(Some(std::time::Duration::from_secs(5)))?;
         tcp.set_nodelay(true)?;
         while conn.is_handshaking() {
             conn.complete_io(&mut tcp)?;
