@@ -29,6 +29,7 @@ use super::super::resource::{DynResourceHandler, ReadResourceRequest};
 use super::super::scopes::{self, ScopeRules};
 use super::super::tool::{CallToolRequest, ToolEntry, execute_tool};
 use super::tasks;
+use crate::protocol::echo;
 use crate::protocol::{
     CallToolParams, CallToolResult, ErrorObject, GetPromptParams, GetPromptResult, InputResponses,
     JsonObject, Meta, RawJson, ReadResourceParams, ReadResourceResult, code,
@@ -134,7 +135,7 @@ impl InputMethod for ToolCall {
         let Some(entry) = shared.server.tool(&p.name) else {
             return Err(Outcome::Error(ErrorObject::invalid_params(format!(
                 "Unknown tool: {}",
-                p.name
+                echo(&p.name)
             ))));
         };
         // The scopes are checked before anything else about the call: a caller without them

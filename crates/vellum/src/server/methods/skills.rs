@@ -11,6 +11,7 @@ use super::super::pagination::page;
 use super::super::reply::{Outcome, cacheable, complete};
 use super::super::request::RequestShared;
 use super::super::skill_files::SkillFiles;
+use crate::protocol::echo;
 use crate::protocol::{
     DIRECTORY_MIME_TYPE, ErrorObject, GetSkillParams, GetSkillResult, ListSkillsResult,
     PaginatedParams, ReadDirectoryParams, ReadDirectoryResult, Resource,
@@ -42,8 +43,8 @@ pub(crate) fn get(shared: &RequestShared, p: GetSkillParams) -> Result<Outcome, 
         .get(&p.uri)
         .cloned()
         .ok_or_else(|| {
-            ErrorObject::invalid_params(format!("Unknown skill: {}", p.uri))
-                .with_data(serde_json::json!({ "uri": p.uri }))
+            ErrorObject::invalid_params(format!("Unknown skill: {}", echo(&p.uri)))
+                .with_data(serde_json::json!({ "uri": echo(&p.uri) }))
         })?;
     Ok(cacheable(
         shared,
@@ -62,8 +63,8 @@ pub(crate) fn read_directory(
 ) -> Result<Outcome, ErrorObject> {
     let uri = p.uri.trim_end_matches('/');
     let not_directory = || {
-        ErrorObject::invalid_params(format!("Not a directory: {}", p.uri))
-            .with_data(serde_json::json!({ "uri": p.uri }))
+        ErrorObject::invalid_params(format!("Not a directory: {}", echo(&p.uri)))
+            .with_data(serde_json::json!({ "uri": echo(&p.uri) }))
     };
     let skills: Vec<Arc<SkillFiles>> = read(&shared.server.inner.registry)
         .skills

@@ -35,6 +35,7 @@ use super::super::task_store::{
     task_json,
 };
 use super::super::tool::{CallToolRequest, ToolEntry, execute_tool};
+use crate::protocol::echo;
 use crate::protocol::{
     CallToolResult, ErrorObject, InputResponses, JsonObject, ListTasksResult, Meta,
     PaginatedParams, ResultType, TASKS_EXTENSION, Task, TaskIdParams, TaskStatus, TaskSupport,
@@ -64,7 +65,7 @@ fn store_failed(e: StoreError) -> ErrorObject {
 }
 
 fn not_found(id: &str) -> ErrorObject {
-    ErrorObject::invalid_params(format!("Failed to retrieve task: no task {id}"))
+    ErrorObject::invalid_params(format!("Failed to retrieve task: no task {}", echo(id)))
 }
 
 /// Whether a tool call runs as a task: `Ok(Some(ttl))` when it does.
