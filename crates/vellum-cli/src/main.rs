@@ -3,11 +3,14 @@
 
 mod auth_flags;
 mod commands;
+mod config;
 mod connection_flags;
 mod login;
 mod metrics_endpoint;
 mod output;
+mod redis_flags;
 mod serve;
+mod stores;
 mod target;
 mod telemetry;
 
@@ -64,7 +67,21 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
+    let cli = match config::parse::<Cli>(std::env::args_os().collect()) {
+        Ok(config::Parsed {
+            effective: Some(text),
+            ..
+        }) => {
+            print!("{text}");
+            return std::process::ExitCode::SUCCESS;
+        }
+        Ok(parsed) => parsed.cli,
+        Err(config::ConfigError::Clap(e)) => e.exit(),
+        Err(config::ConfigError::Other(e)) => {
+            eprintln!("vellum: {e:#}");
+            return std::process::ExitCode::from(2);
+        }
+    };
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -7,12 +7,14 @@ use anyhow::{Context as _, bail};
 use clap::Args;
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use tower_layer::{Identity, Stack};
-use vellum::store::MemoryEventStore;
 use vellum::transport::http::{
     ConnectionLimits, CrossOriginProtection, Health, ServeLayer, StreamableHttpHandler,
     StreamableHttpOptions, TlsConfig,
 };
 use vellum_demos::{DEMOS, Demo};
+
+use crate::redis_flags::RedisPool;
+use crate::stores::StoreFlags;
 
 /// Parses `--server NAME` into one of [`DEMOS`], listing them all in `--help`.
 #[derive(Debug, Clone, Copy)]
@@ -46,6 +48,15 @@ impl TypedValueParser for DemoParser {
 /// Flags of `vellum serve`.
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
+    /// Read flags from this TOML file: each key is a flag without its `--` (`addr =
+    /// "0.0.0.0:8000"`, `stateless = true`, `trusted-origin = ["https://a.example"]`). Flags
+    /// on the command line and environment variables override it; an unknown key is an error.
+    #[arg(long, value_name = "FILE")]
+    config: Option<std::path::PathBuf>,
+    /// Print the effective configuration (every key, its value and where it came from;
+    /// secrets masked) in the format of `--config`, and exit.
+    #[arg(long)]
+    print_config: bool,
     /// Address to listen on (port 0 picks a free port; the start line shows it).
     #[arg(long, default_value = "127.0.0.1:8000")]
     addr: String,
@@ -73,9 +84,20 @@ pub(crate) struct ServeArgs {
     /// trace) or `off`.
     #[arg(long, value_name = "LEVEL|off", default_value = "off")]
     log: String,
+    /// Keep every store in this Redis: sessions and the bus, SSE events, tasks, rate-limit
+    /// buckets and DPoP proofs (what several instances behind one load balancer share):
+    /// one node (`redis://HOST:PORT`) or a Redis Cluster
+    /// (`redis-cluster://HOST:PORT[,HOST:PORT...]`). Each store's own flag overrides it.
+    #[arg(
+        long = "redis",
+        value_name = "redis://HOST:PORT|redis-cluster://HOST:PORT[,HOST:PORT...]",
+        value_parser = crate::stores::parse_redis_url
+    )]
+    redis_url: Option<String>,
     /// Keep SSE events for `Last-Event-ID` resumption: `memory`, `memory:BYTES`, or a
     /// Redis URL shared by several instances: one node (`redis://HOST:PORT`) or a Redis
     /// Cluster (`redis-cluster://HOST:PORT[,HOST:PORT...]`, any nodes of it as seeds).
+    /// Default: `--redis`, else none.
     #[arg(
         long,
         value_name = "memory[:BYTES]|redis://HOST:PORT|redis-cluster://HOST:PORT[,HOST:PORT...]"
@@ -83,21 +105,25 @@ pub(crate) struct ServeArgs {
     event_store: Option<String>,
     /// Share sessions with other instances (and survive restarts) through Redis:
     /// `redis://HOST:PORT` or `redis-cluster://HOST:PORT[,HOST:PORT...]` (the same URL as
-    /// `--event-store` shares one connection).
+    /// `--event-store` shares one connection); `memory` keeps them in this process.
+    /// Default: `--redis`, else memory.
     #[arg(
         long,
-        value_name = "redis://HOST:PORT|redis-cluster://HOST:PORT[,HOST:PORT...]"
+        value_name = "memory|redis://HOST:PORT|redis-cluster://HOST:PORT[,HOST:PORT...]"
     )]
     session_store: Option<String>,
     /// Keep tasks where every instance finds them: `memory` (this process; the default) or
     /// `redis://HOST:PORT` or `redis-cluster://HOST:PORT[,HOST:PORT...]`, so any instance
     /// answers tasks/get, tasks/update, tasks/cancel, tasks/result and tasks/list (the same
-    /// URL as the other stores shares one connection).
+    /// URL as the other stores shares one connection). Default: `--redis`, else memory.
     #[arg(
         long,
         value_name = "memory|redis://HOST:PORT|redis-cluster://HOST:PORT[,HOST:PORT...]"
     )]
     task_store: Option<String>,
+    /// How Redis operations are bounded and failovers followed.
+    #[command(flatten)]
+    redis: crate::redis_flags::RedisArgs,
     /// With a Redis task store: a running task whose instance sent no heartbeat for this
     /// long is failed (the instance died).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "5s")]
@@ -108,6 +134,10 @@ pub(crate) struct ServeArgs {
     /// Accept any Host header on loopback connections (turns off the DNS-rebinding defence).
     #[arg(long)]
     disable_localhost_protection: bool,
+    /// Accept this Host on loopback connections besides loopback names: the public name a
+    /// reverse proxy on this machine forwards with (e.g. `mcp.example.com`); repeatable.
+    #[arg(long, value_name = "HOST")]
+    allowed_host: Vec<String>,
     /// Trust cross-origin requests from this origin (`scheme://host[:port]`); repeatable.
     #[arg(long, value_name = "ORIGIN")]
     trusted_origin: Vec<String>,
@@ -211,9 +241,13 @@ pub(crate) struct ServeArgs {
     /// `--rate-limit-method tools/call=...`.
     #[arg(long, value_name = "NAME=N/s", value_parser = parse_named_rate)]
     rate_limit_tool: Vec<(String, f64)>,
-    /// Hold the rate limit across instances through Redis (`redis://HOST:PORT`; the same
-    /// URL as `--session-store` shares one connection); each instance limits alone without.
-    #[arg(long, value_name = "redis://HOST:PORT")]
+    /// Hold the rate limit across instances through Redis (`redis://HOST:PORT` or
+    /// `redis-cluster://…`; the same URL as `--session-store` shares one connection);
+    /// `memory`: each instance limits alone. Default: `--redis`, else memory.
+    #[arg(
+        long,
+        value_name = "memory|redis://HOST:PORT|redis-cluster://HOST:PORT[,HOST:PORT...]"
+    )]
     rate_limit_store: Option<String>,
     /// Serve Prometheus metrics (operation and session durations, sessions, GET streams,
     /// refusals, event-store appends) at `http://ADDR/metrics`, on a listener of its own.
@@ -343,96 +377,34 @@ fn one_second_burst(rate: f64) -> vellum::store::RateLimit {
     vellum::store::RateLimit::new(rate, rate.ceil().max(1.0) as u32)
 }
 
-/// Connects to each Redis URL once.
-#[derive(Default)]
-struct RedisPool(Vec<(String, vellum::store::redis::Redis)>);
-
-impl RedisPool {
-    async fn get(
-        &mut self,
-        url: &str,
-        ttl: Option<Duration>,
-    ) -> anyhow::Result<vellum::store::redis::Redis> {
-        if let Some((_, r)) = self.0.iter().find(|(u, _)| u == url) {
-            return Ok(r.clone());
-        }
-        let mut options = vellum::store::redis::RedisOptions::default();
-        if let Some(ttl) = ttl {
-            options.event_ttl = ttl;
-        }
-        let r = vellum::store::redis::Redis::connect(url, options).await?;
-        self.0.push((url.to_owned(), r.clone()));
-        Ok(r)
-    }
-}
-
-async fn event_store(
-    spec: &str,
-    redis: &mut RedisPool,
-    ttl: Option<Duration>,
-) -> anyhow::Result<Arc<dyn vellum::store::EventStore>> {
-    if vellum::store::redis::is_redis_url(spec) {
-        return Ok(Arc::new(redis.get(spec, ttl).await?.event_store()));
-    }
-    let (kind, arg) = spec.split_once(':').unwrap_or((spec, ""));
-    match kind {
-        "memory" => {
-            let bytes = if arg.is_empty() {
-                MemoryEventStore::DEFAULT_MAX_BYTES
-            } else {
-                arg.parse().with_context(|| {
-                    format!("--event-store memory:BYTES: {arg:?} is not a byte count")
-                })?
-            };
-            Ok(Arc::new(MemoryEventStore::new(bytes)))
-        }
-        other => bail!(
-            "--event-store: unknown store {other:?} (expected memory[:BYTES], redis://HOST:PORT or redis-cluster://HOST:PORT[,HOST:PORT...])"
-        ),
-    }
-}
-
 /// Maps the flags to handler options (the only place that does).
 async fn options(
     args: &ServeArgs,
     server: &vellum::server::Server,
     logger: Option<tracing::Dispatch>,
-) -> anyhow::Result<(StreamableHttpOptions, Vec<vellum::store::redis::Redis>)> {
+    redis: &mut RedisPool,
+) -> anyhow::Result<StreamableHttpOptions> {
     let mut o = StreamableHttpOptions::default();
-    let mut redis = RedisPool::default();
+    let stores = args.stores();
     o.stateless = args.stateless;
     o.json_response = args.json_response;
     o.logger = logger;
-    o.event_store = match args.event_store.as_deref() {
-        Some(spec) => Some(event_store(spec, &mut redis, args.session_timeout).await?),
+    o.event_store = match stores.event_store() {
+        Some(spec) => Some(crate::stores::event_store(spec, redis).await?),
         None => None,
     };
-    if let Some(url) = &args.session_store {
-        if !vellum::store::redis::is_redis_url(url) {
-            bail!(
-                "--session-store: expected a Redis URL (redis://HOST:PORT or \
-                 redis-cluster://HOST:PORT[,HOST:PORT...]), got {url:?}"
-            );
-        }
-        let r = redis.get(url, args.session_timeout).await?;
+    if let Some(url) = stores.session_store()? {
+        let r = redis.get(url).await?;
         o.session_store = Some(Arc::new(r.session_store()));
         o.bus = Some(Arc::new(r.bus()));
     }
-    match args.task_store.as_deref() {
-        None | Some("memory") => {}
-        Some(url) if vellum::store::redis::is_redis_url(url) => {
-            let r = redis.get(url, args.session_timeout).await?;
-            server.set_task_store(Arc::new(r.task_store(args.task_heartbeat_window)));
-        }
-        Some(other) => {
-            bail!(
-                "--task-store: expected memory or a Redis URL (redis://HOST:PORT or \
-                 redis-cluster://HOST:PORT[,HOST:PORT...]), got {other:?}"
-            )
-        }
+    if let Some(url) = stores.task_store()? {
+        let r = redis.get(url).await?;
+        server.set_task_store(Arc::new(r.task_store(args.task_heartbeat_window)));
     }
     o.session_timeout = args.session_timeout;
     o.disable_localhost_protection = args.disable_localhost_protection;
+    o.allowed_hosts = args.allowed_host.clone();
     let mut cop = if args.no_cross_origin_protection {
         CrossOriginProtection::disabled()
     } else {
@@ -467,31 +439,41 @@ async fn options(
         limits = limits.tool(tool.clone(), one_second_burst(*rate));
     }
     o.rate_limits = limits;
-    if let Some(url) = &args.rate_limit_store {
-        if o.rate_limit.is_none() && o.rate_limits.is_empty() {
-            bail!(
-                "--rate-limit-store needs a limit to hold: --rate-limit, --rate-limit-method or --rate-limit-tool"
-            );
-        }
-        if !(url.starts_with("redis://") || url.starts_with("rediss://")) {
-            bail!("--rate-limit-store: expected a Redis URL (redis://HOST:PORT), got {url:?}");
-        }
-        let r = redis.get(url, args.session_timeout).await?;
+    let limited = o.rate_limit.is_some() || !o.rate_limits.is_empty();
+    if let Some(url) = stores.rate_limit_store(limited)? {
+        let r = redis.get(url).await?;
         o.rate_limiter = Some(Arc::new(r.rate_limiter()));
     }
     o.request_grace = args.request_grace;
     o.stream_grace = args.stream_grace;
-    Ok((o, redis.0.into_iter().map(|(_, r)| r).collect()))
+    Ok(o)
+}
+
+impl ServeArgs {
+    /// The store flags, `--redis` filling in those not given.
+    fn stores(&self) -> StoreFlags<'_> {
+        StoreFlags {
+            redis: self.redis_url.as_deref(),
+            event_store: self.event_store.as_deref(),
+            session_store: self.session_store.as_deref(),
+            task_store: self.task_store.as_deref(),
+            rate_limit_store: self.rate_limit_store.as_deref(),
+            dpop_replay: self.auth.dpop_replay(),
+        }
+    }
 }
 
 /// Readiness: not draining, and every Redis connection answering.
-fn health(redis: Vec<vellum::store::redis::Redis>) -> Health {
-    redis.into_iter().fold(Health::new(), |h, r| {
-        h.with_check("redis", move || {
-            let r = r.clone();
-            async move { r.ping().await.map_err(|e| e.to_string()) }
+fn health(redis: RedisPool) -> Health {
+    redis
+        .into_connections()
+        .into_iter()
+        .fold(Health::new(), |h, r| {
+            h.with_check("redis", move || {
+                let r = r.clone();
+                async move { r.ping().await.map_err(|e| e.to_string()) }
+            })
         })
-    })
 }
 
 /// SIGTERM (or Ctrl-C), then `/readyz` 503 and new sessions refused for `grace` while
@@ -591,6 +573,11 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
 }
 
 async fn serve(args: ServeArgs, logger: Option<tracing::Dispatch>) -> anyhow::Result<()> {
+    // main prints the configuration and exits before this.
+    debug_assert!(!args.print_config);
+    if let Some(path) = &args.config {
+        eprintln!("config: {}", path.display());
+    }
     let server = build_server(&args)?;
     if args.stdio {
         eprintln!("stdio MCP: serving on stdin/stdout");
@@ -599,7 +586,13 @@ async fn serve(args: ServeArgs, logger: Option<tracing::Dispatch>) -> anyhow::Re
             .context("serving on stdio failed")?;
         return Ok(());
     }
-    let (mut options, redis) = options(&args, &server, logger).await?;
+    let mut redis = RedisPool::new(&args.redis, args.session_timeout);
+    let mut options = options(&args, &server, logger, &mut redis).await?;
+    // The DPoP replay cache connects now, so readiness watches its Redis too.
+    let dpop_replay = match args.stores().dpop_replay()? {
+        Some(url) if args.auth.enabled() => Some(redis.get(url).await?),
+        _ => None,
+    };
     let health = health(redis);
     if let Some(addr) = &args.metrics_addr {
         let bound = crate::metrics_endpoint::serve(addr).await?;
@@ -652,7 +645,7 @@ async fn serve(args: ServeArgs, logger: Option<tracing::Dispatch>) -> anyhow::Re
     let shutdown = drained(health.clone(), handler.clone(), args.drain_grace);
     let probes = (!args.no_health).then(|| health.layer_at(&args.health_path));
     if args.auth.enabled() {
-        let auth = args.auth.layer(addr, &auth_checks).await?;
+        let auth = args.auth.layer(addr, &auth_checks, dpop_replay).await?;
         eprintln!(
             "streamable HTTP MCP: {scheme}://{addr} (OAuth: {})",
             auth.metadata_url()

@@ -179,6 +179,11 @@ async fn localhost_protection() {
     for (args, status) in [
         (&[][..], StatusCode::FORBIDDEN),
         (&["--disable-localhost-protection"][..], StatusCode::OK),
+        (&["--allowed-host", "evil.example"][..], StatusCode::OK),
+        (
+            &["--allowed-host", "mcp.example.com"][..],
+            StatusCode::FORBIDDEN,
+        ),
     ] {
         let s = serve(args);
         let c = client(&s);

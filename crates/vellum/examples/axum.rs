@@ -2,8 +2,14 @@
 //! routes, behind tower-http layers (tracing, a timeout, and compression that leaves SSE
 //! streams alone), with the app's state shared by its HTTP routes and its MCP tools.
 //!
-//! Run: `cargo run --example axum`, then point an MCP client at `http://127.0.0.1:8000/mcp`;
+//! Run: `cargo run -p vellum --example axum`, then point an MCP client at `http://127.0.0.1:8000/mcp`;
 //! `curl http://127.0.0.1:8000/visits` shows the count the `visit` tool bumps.
+//!
+//! Served by `axum::serve`, the handler does not see the address of each connection (vellum's
+//! own `serve` tells it), so the app tells it the address it listens on: on a public
+//! interface (`BIND=0.0.0.0:8000`) any `Host` is served; on loopback only loopback hosts
+//! are, which is the DNS-rebinding defence. Behind a reverse proxy on the same machine,
+//! name the public hosts it forwards: `MCP_ALLOWED_HOSTS=mcp.example.com`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -45,17 +51,19 @@ impl AppState {
     }
 }
 
-/// The app: its own routes, `/mcp`, and the layers over all of them.
-pub fn app(state: AppState) -> Result<Router, vellum::server::RegistrationError> {
+/// The app: its own routes, `/mcp` (served with `mcp`'s options), and the layers over all
+/// of them.
+pub fn app(
+    state: AppState,
+    mcp: StreamableHttpOptions,
+) -> Result<Router, vellum::server::RegistrationError> {
     let server = Server::new(
         Implementation::new("axum-app", "1.0.0"),
         ServerOptions::default(),
     );
     state.clone().register(&server)?;
-    let mcp = StreamableHttpHandler::new(
-        move |_req: &http::request::Parts| Some(server.clone()),
-        StreamableHttpOptions::default(),
-    );
+    let mcp =
+        StreamableHttpHandler::new(move |_req: &http::request::Parts| Some(server.clone()), mcp);
     // Compression buffers what it compresses: an SSE stream must reach the client event by
     // event, so `text/event-stream` is never compressed (JSON answers and pages still are).
     let compress_when = DefaultPredicate::new().and(NotForContentType::new("text/event-stream"));
@@ -88,8 +96,18 @@ async fn main() -> anyhow::Result<()> {
                 .unwrap_or_else(|_| "info,tower_http=debug".into()),
         )
         .init();
-    let app = app(AppState::default())?;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:8000").await?;
+    let bind = std::env::var("BIND").unwrap_or_else(|_| "127.0.0.1:8000".to_owned());
+    let listener = tokio::net::TcpListener::bind(&bind).await?;
+    let mut mcp = StreamableHttpOptions::default().local_address(listener.local_addr()?);
+    for host in std::env::var("MCP_ALLOWED_HOSTS")
+        .unwrap_or_default()
+        .split(',')
+    {
+        if !host.trim().is_empty() {
+            mcp = mcp.allow_host(host.trim());
+        }
+    }
+    let app = app(AppState::default(), mcp)?;
     eprintln!("axum app with MCP at http://{}/mcp", listener.local_addr()?);
     axum::serve(listener, app).await?;
     Ok(())
@@ -104,9 +122,16 @@ mod tests {
 
     /// The app on an ephemeral loopback port.
     async fn start() -> (String, AppState, tokio::task::JoinHandle<()>) {
+        start_with(|addr| StreamableHttpOptions::default().local_address(addr)).await
+    }
+
+    /// The app on an ephemeral loopback port, its MCP options made from the port's address.
+    async fn start_with(
+        options: impl FnOnce(std::net::SocketAddr) -> StreamableHttpOptions,
+    ) -> (String, AppState, tokio::task::JoinHandle<()>) {
         let state = AppState::default();
-        let app = app(state.clone()).unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let app = app(state.clone(), options(listener.local_addr().unwrap())).unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let task = tokio::spawn(async move {
             axum::serve(listener, app).await.unwrap();
@@ -180,6 +205,60 @@ mod tests {
         assert_eq!(state.visits.load(Ordering::SeqCst), 2);
         let visits = http.get(format!("{base}/visits")).send().await.unwrap();
         assert_eq!(visits.text().await.unwrap(), "2");
+        task.abort();
+    }
+
+    const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+
+    /// An `initialize` with this `Host`: its status and body.
+    async fn initialize_as(base: &str, host: &str) -> (u16, String) {
+        let r = reqwest::Client::new()
+            .post(format!("{base}/mcp"))
+            .header("host", host)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(INIT)
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.text().await.unwrap())
+    }
+
+    /// Behind a proxy: a public `Host` is served when the app listens on a public address
+    /// (the handler told an address a test cannot bind, as a connector on such an interface
+    /// would), or when the host is named as the one a proxy on the same machine forwards;
+    /// an unnamed public host on loopback stays refused, and a handler told nothing refuses
+    /// it saying how to fix that.
+    #[tokio::test]
+    async fn behind_a_proxy_public_hosts_are_served_where_they_should_be() {
+        let public: std::net::SocketAddr = "192.0.2.10:8000".parse().unwrap();
+        let (base, _, task) =
+            start_with(|_| StreamableHttpOptions::default().local_address(public)).await;
+        assert_eq!(initialize_as(&base, "mcp.example.com").await.0, 200);
+        task.abort();
+
+        let (base, _, task) = start_with(|addr| {
+            StreamableHttpOptions::default()
+                .local_address(addr)
+                .allow_host("MCP.example.com")
+        })
+        .await;
+        assert_eq!(initialize_as(&base, "mcp.example.com").await.0, 200);
+        assert_eq!(initialize_as(&base, "mcp.example.com:443").await.0, 200);
+        let (status, body) = initialize_as(&base, "evil.example").await;
+        assert_eq!(status, 403, "{body}");
+        assert!(!body.contains("local_address"), "{body}");
+        assert_eq!(initialize_as(&base, "localhost").await.0, 200);
+        task.abort();
+
+        let (base, _, task) = start_with(|_| StreamableHttpOptions::default()).await;
+        let (status, body) = initialize_as(&base, "mcp.example.com").await;
+        assert_eq!(status, 403, "{body}");
+        assert!(
+            body.contains("StreamableHttpOptions::local_address"),
+            "{body}"
+        );
+        assert_eq!(initialize_as(&base, "127.0.0.1").await.0, 200);
         task.abort();
     }
 }

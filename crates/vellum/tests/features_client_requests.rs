@@ -103,6 +103,38 @@ fn server(options: ServerOptions) -> Server {
         },
     )
     .unwrap();
+    // A handler that wraps the question's error in its own error type (anyhow, as an
+    // application does with `?`) and one that catches it and goes on: in 2026-07-28 the
+    // pending question still decides the answer of the round.
+    s.add_tool(
+        Tool::new("wrapped", "Asks, passing the error on through anyhow"),
+        |ctx: RequestContext, _req: CallToolRequest, _: NoArgs| async move {
+            use anyhow::Context as _;
+            let who = ctx
+                .elicit(form("Who are you?"))
+                .await
+                .context("asking who calls")
+                .map_err(HandlerError::failed)?;
+            Ok::<_, HandlerError>(format!(
+                "hello {}",
+                who.content.unwrap_or_default()["name"]
+                    .as_str()
+                    .unwrap_or("?")
+            ))
+        },
+    )
+    .unwrap();
+    s.add_tool(
+        Tool::new("optimist", "Asks, and goes on without an answer"),
+        |ctx: RequestContext, _req: CallToolRequest, _: NoArgs| async move {
+            let who = ctx.elicit(form("Who are you?")).await.ok();
+            Ok::<_, HandlerError>(match who.and_then(|w| w.content) {
+                Some(c) => format!("hello {}", c["name"].as_str().unwrap_or("?")),
+                None => "hello stranger".to_owned(),
+            })
+        },
+    )
+    .unwrap();
     s.add_tool(
         Tool::new("impatient", "Asks with a short timeout"),
         |ctx: RequestContext, _req: CallToolRequest, _: NoArgs| async move {
@@ -313,6 +345,47 @@ async fn modern_handlers_ask_through_retries() {
         result["content"][0]["text"],
         "Hello! [Greet Ada] (en, 2 roots)"
     );
+}
+
+/// Whatever a 2026-07-28 handler makes of the error its question returned (wrapped in
+/// anyhow, or caught), the round answers with the question; the retry with the answer
+/// completes. A legacy session asks on the stream and gets the same result.
+#[tokio::test]
+async fn a_pending_question_decides_the_round_whatever_the_handler_returns() {
+    let srv = TestHttpServer::serve(server(ServerOptions::default())).await;
+    let c = Modern::new(&srv.url);
+    for (i, tool) in ["wrapped", "optimist"].into_iter().enumerate() {
+        let id = 10 * (i as i64 + 1);
+        let call = json!({"name": tool, "arguments": {}});
+        let first = c.request(id, "tools/call", call.clone()).await;
+        let r = first.result();
+        assert_eq!(r["resultType"], "input_required", "{tool}: {r}");
+        let asks = r["inputRequests"].as_object().unwrap();
+        assert_eq!(asks.len(), 1, "{tool}: {r}");
+        let (key, ask) = asks.iter().next().unwrap();
+        assert_eq!(ask["method"], "elicitation/create");
+        let mut retry = call.clone();
+        retry["inputResponses"] = json!({ key.clone(): answer(ask) });
+        retry["requestState"] = r["requestState"].clone();
+        let done = c.request(id + 1, "tools/call", retry).await;
+        assert_eq!(
+            done.result()["resultType"],
+            "complete",
+            "{tool}: {}",
+            done.result()
+        );
+        assert_eq!(done.result()["content"][0]["text"], "hello Ada", "{tool}");
+        assert_ne!(done.result()["isError"], true, "{tool}");
+        let l = Legacy::connect(&srv.url).await;
+        let a = l
+            .request_answering(1, "tools/call", call, Some(&answer))
+            .await;
+        assert_eq!(
+            a.result()["content"][0]["text"],
+            "hello Ada",
+            "{tool} (legacy)"
+        );
+    }
 }
 
 /// Named questions asked concurrently: one round asks them all, under the handler's keys,

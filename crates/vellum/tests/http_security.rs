@@ -110,6 +110,24 @@ async fn localhost_protection_checks_the_host_of_loopback_requests() {
     );
 }
 
+/// A reverse proxy on the same machine forwards with its public name: the allowed hosts
+/// pass on a loopback connection (any port, any case), nothing else does.
+#[tokio::test]
+async fn allowed_hosts_pass_on_loopback_and_nothing_else_does() {
+    let f = test_server();
+    let o = StreamableHttpOptions::default().allow_host("mcp.example.com");
+    let srv = TestHttpServer::start(f.server, o).await;
+    let c = srv.client();
+    for host in ["mcp.example.com", "MCP.Example.Com:443", "localhost"] {
+        let a = send(&c, Method::POST, &[("host", host)]).await;
+        assert_eq!(a.status, StatusCode::OK, "Host {host}: {}", a.text());
+    }
+    for host in ["evil.com", "mcp.example.com.evil.com", "example.com"] {
+        let a = send(&c, Method::POST, &[("host", host)]).await;
+        assert_forbidden(&a, &format!("Host {host}"));
+    }
+}
+
 #[tokio::test]
 async fn disabled_localhost_protection_accepts_any_host() {
     let f = test_server();

@@ -137,6 +137,36 @@ async fn the_principal_reaches_the_tool_and_tokens_are_checked() {
     }
 }
 
+/// An issuer's own claims (a tenant, roles) reach the tool through `Principal::claim`.
+#[tokio::test]
+async fn the_tokens_own_claims_reach_the_tool() {
+    let key = Signer::ed25519("k1", 1);
+    let (_as, jwks_url) = jwks_setup(&[&key]).await;
+    let jwks = Arc::new(JwksCache::new(jwks_url).unwrap());
+    let mcp = start_mcp(|r| jwt_layer(r, jwks, None)).await;
+    let c = http();
+    let url = format!("{}/mcp", mcp.base());
+    let mut cl = claims("alice", "mcp");
+    cl["tenant"] = "acme".into();
+    cl["roles"] = json!(["admin", "billing"]);
+    let token = key.sign(&cl);
+    let sid = open_session(&c, &url, &token).await;
+    let r = post(
+        &c,
+        &url,
+        Some(&token),
+        Some(&sid),
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"tenant","arguments":{}}}"#,
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(
+        body["result"]["content"][0]["text"], "acme|admin,billing",
+        "{body}"
+    );
+}
+
 #[tokio::test]
 async fn insufficient_scope_is_403_naming_the_scope() {
     let key = Signer::ed25519("k1", 1);

@@ -137,6 +137,9 @@ async fn introspection_checks_audience_and_caches_by_token_hash() {
 
     let p = v.verify("good").await.unwrap();
     assert_eq!((p.subject.as_str(), p.scopes.len()), ("alice", 2));
+    // The response's own fields are the principal's claims.
+    assert_eq!(p.claim::<String>("client_id").as_deref(), Some("c1"));
+    assert_eq!(p.claims()["scope"], "a b");
     v.verify("good").await.unwrap();
     assert_eq!(state.introspections.load(Ordering::SeqCst), 1, "cached");
 

@@ -49,6 +49,9 @@ impl std::fmt::Debug for ClientAuth {
 /// The introspection response fields this verifier reads.
 #[derive(Deserialize)]
 struct IntrospectionResponse {
+    /// Every field of the response (the principal's claims).
+    #[serde(skip)]
+    fields: crate::protocol::JsonObject,
     active: bool,
     #[serde(default)]
     scope: Option<ScopeClaim>,
@@ -232,7 +235,15 @@ impl IntrospectionVerifier {
             .await
             .map_err(|e| fail(&e))?
             .ok_or_else(|| fail(&"response too large"))?;
-        serde_json::from_slice(&body).map_err(|e| fail(&e))
+        // Parsed once as a map (kept for `Principal::claims`), then read by name.
+        let fields: crate::protocol::JsonObject =
+            serde_json::from_slice(&body).map_err(|e| fail(&e))?;
+        let fields = serde_json::Value::Object(fields);
+        let mut r = IntrospectionResponse::deserialize(&fields).map_err(|e| fail(&e))?;
+        if let serde_json::Value::Object(fields) = fields {
+            r.fields = fields;
+        }
+        Ok(r)
     }
 
     fn judge(&self, r: IntrospectionResponse, now: u64) -> Result<Principal, InvalidToken> {
@@ -263,12 +274,13 @@ impl IntrospectionVerifier {
         p.client_id = r.client_id;
         p.expires_at = r.exp;
         p.dpop_jkt = r.cnf.and_then(|c| c.jkt);
-        Ok(p)
+        Ok(p.with_claims(r.fields))
     }
 }
 
 fn inactive() -> IntrospectionResponse {
     IntrospectionResponse {
+        fields: Default::default(),
         active: false,
         scope: None,
         client_id: None,

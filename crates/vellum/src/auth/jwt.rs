@@ -226,9 +226,15 @@ impl JwtVerifier {
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         validation.leeway = self.leeway;
         validation.validate_nbf = true;
-        let data = jsonwebtoken::decode::<Claims>(token, &key.key, &validation)
-            .map_err(|e| map_error(e.kind()))?;
-        let c = data.claims;
+        // Decoded once as a map (kept for `Principal::claims`), then read by name.
+        let data =
+            jsonwebtoken::decode::<crate::protocol::JsonObject>(token, &key.key, &validation)
+                .map_err(|e| map_error(e.kind()))?;
+        let claims = serde_json::Value::Object(data.claims);
+        let c = Claims::deserialize(&claims).map_err(|_| InvalidToken::Malformed)?;
+        let serde_json::Value::Object(claims) = claims else {
+            return Err(InvalidToken::Malformed.into());
+        };
         let scopes = c
             .scope
             .or(c.scp)
@@ -238,7 +244,7 @@ impl JwtVerifier {
         p.client_id = c.client_id.or(c.azp);
         p.expires_at = c.exp;
         p.dpop_jkt = c.cnf.and_then(|c| c.jkt);
-        Ok(p)
+        Ok(p.with_claims(claims))
     }
 }
 

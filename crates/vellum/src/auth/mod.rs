@@ -78,7 +78,15 @@ pub use crate::protocol::{PROTECTED_RESOURCE_WELL_KNOWN, ProtectedResourceMetada
 #[cfg(feature = "auth")]
 pub use verifier::{InvalidToken, TokenVerifier, VerifyError, VerifyFuture};
 
-/// An authenticated caller.
+/// An authenticated caller, as the OAuth resource-server layer (`AuthLayer`) verified it:
+/// identity, scopes, and every claim of the token.
+///
+/// Which one a tool takes: [`Caller`](crate::server::Caller) (an extractor, or
+/// `ctx.caller()`) for who is calling and what they may do; it is what the core binds
+/// sessions and tasks to and works under any authentication layer, including your own.
+/// Take `Principal` (an extractor too, `Option<Principal>` where auth is optional) when the
+/// tool needs what only the token says: [`claim`](Self::claim) reads your issuer's own
+/// claims (a tenant, an email, roles) by name.
 ///
 /// Sessions are bound to `(issuer, subject)`, not to a token, so a refreshed token keeps its
 /// session while another principal presenting the same session id is refused.
@@ -98,6 +106,9 @@ pub struct Principal {
     /// The RFC 7638 thumbprint of the key the token is bound to (its `cnf.jkt`, RFC 9449):
     /// such a token is accepted only with the `DPoP` scheme and a proof signed by that key.
     pub dpop_jkt: Option<String>,
+    /// Every claim of the verified token (or introspection response), shared by the
+    /// principal's clones: see [`claims`](Self::claims).
+    claims: std::sync::Arc<crate::protocol::JsonObject>,
 }
 
 /// A token's confirmation claim (RFC 7800 `cnf`); only `jkt` (RFC 9449) is read.
@@ -124,7 +135,42 @@ impl Principal {
             scopes: Vec::new(),
             expires_at: None,
             dpop_jkt: None,
+            claims: std::sync::Arc::default(),
         }
+    }
+
+    /// Sets the claims [`claims`](Self::claims) returns (the verifiers set the token's own;
+    /// a test or a verifier of your own sets any).
+    #[must_use]
+    pub fn with_claims(mut self, claims: crate::protocol::JsonObject) -> Self {
+        self.claims = std::sync::Arc::new(claims);
+        self
+    }
+
+    /// Every claim of the verified token, by name: the registered ones (`iss`, `sub`,
+    /// `exp`, …) and your issuer's own (`tenant`, `email`, `roles`, …). For a token checked
+    /// by introspection, the fields of the introspection response. Empty for a principal
+    /// made by hand without [`with_claims`](Self::with_claims).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use vellum::auth::Principal;
+    ///
+    /// let claims = json!({"sub": "ada", "tenant": "acme", "roles": ["admin"]});
+    /// let p = Principal::new("https://as.example", "ada")
+    ///     .with_claims(claims.as_object().unwrap().clone());
+    /// assert_eq!(p.claims()["tenant"], "acme");
+    /// assert_eq!(p.claim::<Vec<String>>("roles"), Some(vec!["admin".to_owned()]));
+    /// assert_eq!(p.claim::<String>("email"), None);
+    /// ```
+    pub fn claims(&self) -> &crate::protocol::JsonObject {
+        &self.claims
+    }
+
+    /// The claim `name` as a `T`; `None` when the token has no such claim or it is not a
+    /// `T` (a string where a list was expected, …).
+    pub fn claim<T: serde::de::DeserializeOwned>(&self, name: &str) -> Option<T> {
+        T::deserialize(self.claims.get(name)?).ok()
     }
 
     /// Adds scopes.

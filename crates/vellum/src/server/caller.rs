@@ -13,6 +13,11 @@ use std::sync::Arc;
 /// An authenticated caller: the party that vouched for it, who it is there, and the scopes
 /// its credential grants for this request.
 ///
+/// The one way a tool learns who is calling, under any authentication layer: take
+/// `Caller` (or `Option<Caller>`) as an argument, or read `ctx.caller()`. With the crate's
+/// OAuth layer, a tool that needs the token's own claims (tenant, email, roles) takes
+/// `vellum::auth::Principal` as well and reads `Principal::claim`.
+///
 /// Two callers are the same when issuer and subject are equal; the scopes are not part of
 /// the identity. Sessions are bound to a caller, not to a credential, so a refreshed or
 /// stepped-up credential (more scopes) keeps its session while another caller presenting

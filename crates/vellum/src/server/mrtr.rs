@@ -223,6 +223,9 @@ pub(crate) struct Attempt {
     asked: u32,
     /// The questions of this attempt still without an answer.
     pending: InputRequests,
+    /// The first answer of the client that did not fit its question: the client's error,
+    /// which decides the attempt's answer.
+    invalid_answer: Option<ErrorObject>,
 }
 
 /// What the handler's next question gets.
@@ -250,6 +253,21 @@ impl Attempt {
         self.responses = responses.unwrap_or_default();
         self.binding = Some(binding);
         Ok(())
+    }
+
+    /// Whether a question of this attempt is still without an answer.
+    pub(crate) fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// Records an answer of the wrong shape (the first one is kept).
+    pub(crate) fn refuse_answer(&mut self, error: ErrorObject) {
+        self.invalid_answer.get_or_insert(error);
+    }
+
+    /// The client's error of this attempt, if one of its answers did not fit.
+    pub(crate) fn invalid_answer(&self) -> Option<ErrorObject> {
+        self.invalid_answer.clone()
     }
 
     /// The answers handed to the handler in this attempt.

@@ -101,21 +101,6 @@ impl InsufficientScope {
     }
 }
 
-impl Server {
-    /// Every scope some tool registered now requires
-    /// ([`Tool::requires_scope`](crate::protocol::Tool::requires_scope)), each once: what a
-    /// protected-resource metadata document lists in `scopes_supported`.
-    pub fn declared_scopes(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        for entry in self.registry().tools.values() {
-            for s in &entry.tool.required_scopes {
-                push_unique(&mut out, s.clone());
-            }
-        }
-        out
-    }
-}
-
 /// The scopes `request` needs: its method's rules, and for `tools/call` the tool's own and
 /// the rules for that tool. Empty when it needs none (or names no known tool: that is the
 /// method's own error to give). A `tools/call` whose tool cannot be read (no `name`, or two
@@ -147,7 +132,7 @@ pub(crate) fn tool_scopes(
     name: &str,
     out: &mut Vec<String>,
 ) {
-    if let Some(entry) = server.tool(name) {
+    if let Some(entry) = server.registry().tool(name) {
         for s in &entry.tool.required_scopes {
             push_unique(out, s.clone());
         }
@@ -161,10 +146,8 @@ pub(crate) fn tool_scopes(
 
 /// Adds every scope a call of any tool needs to `out`.
 fn every_tool_scope(server: &Server, rules: Option<&ScopeRules>, out: &mut Vec<String>) {
-    for entry in server.registry().tools.values() {
-        for s in &entry.tool.required_scopes {
-            push_unique(out, s.clone());
-        }
+    for s in server.registry().declared_scopes() {
+        push_unique(out, s);
     }
     for s in rules.into_iter().flat_map(|r| r.tools.values()).flatten() {
         push_unique(out, s.clone());

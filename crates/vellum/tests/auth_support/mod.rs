@@ -166,6 +166,28 @@ pub(crate) fn mcp_server() -> Server {
         )
         .unwrap();
     server
+        .add_raw_tool(
+            Tool::new(
+                "tenant",
+                "The caller's tenant and roles, from the token's own claims",
+            ),
+            |ctx: RequestContext, _req: CallToolRequest| async move {
+                let p = ctx.extension::<Principal>().cloned();
+                let text = match p {
+                    Some(p) => format!(
+                        "{}|{}",
+                        p.claim::<String>("tenant").unwrap_or_default(),
+                        p.claim::<Vec<String>>("roles")
+                            .unwrap_or_default()
+                            .join(",")
+                    ),
+                    None => "anonymous".to_owned(),
+                };
+                Ok::<_, HandlerError>(CallToolResult::text(text))
+            },
+        )
+        .unwrap();
+    server
 }
 
 pub(crate) async fn start_mcp(layer: impl FnOnce(String) -> AuthLayer) -> TestHttpServer {

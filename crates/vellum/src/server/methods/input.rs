@@ -8,10 +8,10 @@
 //!    call that runs as a task);
 //! 5. call the handler;
 //! 6. frame its result, or map its failure with the one mapping
-//!    ([`HandlerError::into_wire`](super::super::handler_error::HandlerError::into_wire)).
+//!    ([`HandlerError::into_wire`](crate::server::handler_error::HandlerError::into_wire)).
 //!
 //! Each method says only what differs (an [`InputMethod`]). Not here: the handler context
-//! asking the question (`context.rs`) and the signed state (`mrtr.rs`).
+//! asking the question (`request/context.rs`) and the signed state (`mrtr.rs`).
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -19,21 +19,21 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::super::cache_hints::Cached;
-use super::super::context::RequestContext;
-use super::super::handler_error::{HandlerError, Served, WireFailure};
-use super::super::prompt::{GetPromptRequest, PromptEntry};
-use super::super::reply::{Outcome, cacheable_with, complete, failure};
-use super::super::request::RequestShared;
-use super::super::resource::{DynResourceHandler, ReadResourceRequest};
-use super::super::scopes::{self, ScopeRules};
-use super::super::tool::{CallToolRequest, ToolEntry, execute_tool};
-use super::tasks;
+use super::tasks::{self, Plan, ToolOutput};
 use crate::protocol::echo;
 use crate::protocol::{
     CallToolParams, CallToolResult, ErrorObject, GetPromptParams, GetPromptResult, InputResponses,
     JsonObject, Meta, RawJson, ReadResourceParams, ReadResourceResult, code,
 };
+use crate::server::handler_error::{HandlerError, Served, WireFailure};
+use crate::server::registry::cache_hints::Cached;
+use crate::server::registry::prompt::{GetPromptRequest, PromptEntry};
+use crate::server::registry::resource::{DynResourceHandler, ReadResourceRequest};
+use crate::server::registry::tool::{CallToolRequest, ToolEntry, execute_tool};
+use crate::server::request::context::RequestContext;
+use crate::server::request::reply::{Outcome, cacheable_with, complete, failure};
+use crate::server::request::request::{QuestionsVerdict, RequestShared};
+use crate::server::scopes::{self, ScopeRules};
 
 /// The params of a method that may ask the client: they carry the retry's answers and
 /// state besides `_meta`.
@@ -84,6 +84,11 @@ pub(super) trait InputMethod {
 
     /// Step 6, for a handler that succeeded.
     fn frame(shared: &RequestShared, output: Self::Output) -> Outcome;
+
+    /// Whether the output is a task the call became (its questions go on in the task).
+    fn is_task(_output: &Self::Output) -> bool {
+        false
+    }
 }
 
 /// Serves one request of a method that may ask the client (the six steps above).
@@ -99,7 +104,28 @@ pub(super) async fn serve<M: InputMethod>(
         Ok(call) => call,
         Err(answer) => return Ok(answer),
     };
-    Ok(match M::call(shared, call).await {
+    let output = M::call(shared, call).await;
+    // The questions decide the answer, whatever the handler made of the error that told it
+    // so (wrapped in anyhow, turned into text, or caught and ignored): an answer that did
+    // not fit is the client's error; a question left pending is asked, and the handler runs
+    // again with its answer.
+    if !output.as_ref().is_ok_and(M::is_task) {
+        match shared.questions_verdict() {
+            Some(QuestionsVerdict::InvalidAnswer(e)) => {
+                return Ok(failure(shared, WireFailure::Error(e)));
+            }
+            Some(QuestionsVerdict::Pending) => {
+                let asked = match output {
+                    Err(HandlerError::InputRequired(r)) => r,
+                    _ => Box::default(),
+                };
+                let asked = shared.input_required(asked);
+                return Ok(failure(shared, WireFailure::InputRequired(asked)));
+            }
+            None => {}
+        }
+    }
+    Ok(match output {
         Ok(output) => M::frame(shared, output),
         Err(e) => failure(
             shared,
@@ -116,15 +142,9 @@ pub(super) async fn serve<M: InputMethod>(
 /// `tools/call`.
 pub(super) struct ToolCall;
 
-/// What a tool call answers: the handler's result, or the task it became.
-pub(super) enum ToolOutput {
-    Result(CallToolResult),
-    Task(Outcome),
-}
-
 impl InputMethod for ToolCall {
     type Params = CallToolParams;
-    type Call = (Arc<ToolEntry>, CallToolRequest);
+    type Call = (Arc<ToolEntry>, CallToolRequest, Plan);
     type Output = ToolOutput;
     const SERVED: Served = Served::Tool;
 
@@ -132,7 +152,7 @@ impl InputMethod for ToolCall {
         shared: &Arc<RequestShared>,
         mut p: CallToolParams,
     ) -> Result<Self::Call, Outcome> {
-        let Some(entry) = shared.server.tool(&p.name) else {
+        let Some(entry) = shared.server.registry().tool(&p.name) else {
             return Err(Outcome::Error(ErrorObject::invalid_params(format!(
                 "Unknown tool: {}",
                 echo(&p.name)
@@ -168,25 +188,22 @@ impl InputMethod for ToolCall {
             meta: p.meta,
             task: p.task,
         };
-        match tasks::decide(shared, &entry, &request) {
+        match tasks::plan(shared, &entry, &request) {
             Err(e) => Err(Outcome::Error(e)),
-            Ok(Some(ttl)) => Err(tasks::start(shared, entry, request, ttl).await),
-            Ok(None) => Ok((entry, request)),
+            Ok(Plan::Task(ttl)) => Err(tasks::start(shared, entry, request, ttl).await),
+            Ok(plan) => Ok((entry, request, plan)),
         }
     }
 
     async fn call(
         shared: &Arc<RequestShared>,
-        (entry, request): Self::Call,
+        (entry, request, plan): Self::Call,
     ) -> Result<ToolOutput, HandlerError> {
-        // Only a call that may become a task needs its request again afterwards.
-        let kept = tasks::may_become_task(shared).then(|| request.clone());
-        match (execute_tool(shared.clone(), &entry, request).await, kept) {
-            // The handler asked to go on as a task (`RequestContext::become_task`).
-            (Err(_), Some(request)) if tasks::wants_task(shared) => Ok(ToolOutput::Task(
-                tasks::become_task(shared, entry, request).await,
-            )),
-            (other, _) => other.map(ToolOutput::Result),
+        match plan {
+            Plan::MayBecomeTask => tasks::in_place_until_task(shared, entry, request).await,
+            Plan::InPlace | Plan::Task(_) => execute_tool(shared.clone(), &entry, request)
+                .await
+                .map(ToolOutput::Result),
         }
     }
 
@@ -195,6 +212,10 @@ impl InputMethod for ToolCall {
             ToolOutput::Result(r) => complete(shared, r),
             ToolOutput::Task(answer) => answer,
         }
+    }
+
+    fn is_task(output: &ToolOutput) -> bool {
+        matches!(output, ToolOutput::Task(_))
     }
 }
 
@@ -244,7 +265,7 @@ impl InputMethod for ResourceRead {
         p: ReadResourceParams,
     ) -> Result<Self::Call, Outcome> {
         let found = {
-            let reg = shared.server.registry();
+            let reg = shared.server.registry().read();
             if let Some(e) = reg.resources.get(&p.uri) {
                 Some((e.handler.clone(), BTreeMap::new()))
             } else {
@@ -298,7 +319,14 @@ impl InputMethod for PromptGet {
         shared: &Arc<RequestShared>,
         mut p: GetPromptParams,
     ) -> Result<Self::Call, Outcome> {
-        let Some(entry) = shared.server.registry().prompts.get(&p.name).cloned() else {
+        let Some(entry) = shared
+            .server
+            .registry()
+            .read()
+            .prompts
+            .get(&p.name)
+            .cloned()
+        else {
             return Err(Outcome::Error(ErrorObject::invalid_params(format!(
                 "Unknown prompt: {}",
                 p.name

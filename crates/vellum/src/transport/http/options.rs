@@ -51,6 +51,18 @@ pub struct StreamableHttpOptions {
     /// Turn off the DNS-rebinding defence: by default a request that arrives on a loopback
     /// address with a `Host` that is not a loopback name or IP gets 403. Default: false.
     pub disable_localhost_protection: bool,
+    /// The address the handler is served on, for the DNS-rebinding defence when you serve
+    /// the handler with a server of your own (`axum::serve`, hyper): [`serve`](super::serve)
+    /// tells the handler each connection's address, other servers do not, and a handler
+    /// that does not know its address judges every request as a loopback one (it cannot
+    /// rule the rebinding attack out), so a public `Host` gets 403 saying why. Set it to the
+    /// listener's address (`listener.local_addr()`). Default: none.
+    pub local_address: Option<std::net::SocketAddr>,
+    /// Hosts accepted on a loopback connection besides loopback names: the public names a
+    /// reverse proxy on the same machine forwards with (`mcp.example.com`, matched without
+    /// the port, ASCII case-insensitively). Only names you serve belong here: each one is a
+    /// name a browser page could rebind. Default: none.
+    pub allowed_hosts: Vec<String>,
     /// Cross-origin (CSRF) protection, with the semantics of Go's
     /// `http.CrossOriginProtection`. `None` means the default policy, as in the seed. Even
     /// when disabled, a present `Origin` that is neither same-origin nor trusted gets 403
@@ -158,6 +170,21 @@ impl StreamableHttpOptions {
     /// the default maximum size).
     pub const DEFAULT_MAX_BUFFERED_BODY_BYTES: usize = 256 << 20;
 
+    /// Sets `local_address`: the address you serve the handler on with a server of your
+    /// own.
+    #[must_use]
+    pub fn local_address(mut self, address: std::net::SocketAddr) -> Self {
+        self.local_address = Some(address);
+        self
+    }
+
+    /// Adds to `allowed_hosts`: a public name a reverse proxy on this machine forwards with.
+    #[must_use]
+    pub fn allow_host(mut self, host: impl Into<String>) -> Self {
+        self.allowed_hosts.push(host.into());
+        self
+    }
+
     /// Sets `stateless`.
     #[must_use]
     pub fn stateless(mut self, on: bool) -> Self {
@@ -215,6 +242,8 @@ impl Default for StreamableHttpOptions {
             event_store: None,
             session_timeout: None,
             disable_localhost_protection: false,
+            local_address: None,
+            allowed_hosts: Vec::new(),
             cross_origin_protection: None,
             max_body_bytes: Self::DEFAULT_MAX_BODY_BYTES,
             body_timeout: Some(Self::DEFAULT_BODY_TIMEOUT),
@@ -251,6 +280,8 @@ impl std::fmt::Debug for StreamableHttpOptions {
                 "disable_localhost_protection",
                 &self.disable_localhost_protection,
             )
+            .field("local_address", &self.local_address)
+            .field("allowed_hosts", &self.allowed_hosts)
             .field("cross_origin_protection", &self.cross_origin_protection)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("body_timeout", &self.body_timeout)

@@ -11,8 +11,10 @@ use http::{HeaderMap, Method, header};
 use super::rejection::Rejection;
 
 /// How the connection a request arrived on looks. [`serve`](super::serve) inserts it into
-/// every request's extensions; when you serve the handler yourself, insert it too, or the
-/// handler assumes a loopback connection (the safe assumption for the localhost check).
+/// every request's extensions; when you serve the handler yourself, insert it too or set
+/// [`StreamableHttpOptions::local_address`](super::StreamableHttpOptions::local_address),
+/// or the handler judges requests as loopback ones (the safe assumption for the localhost
+/// check: it cannot rule DNS rebinding out) and refuses public `Host`s saying why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnectionInfo {
     /// The local address the connection was accepted on (`None` for Unix sockets).
@@ -21,17 +23,59 @@ pub struct ConnectionInfo {
     pub remote: Option<SocketAddr>,
 }
 
+/// What the localhost check knows of where a request arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Arrival {
+    /// On a loopback address: the Host must be a loopback name (or an allowed host).
+    Loopback,
+    /// Elsewhere (another address, a Unix socket, which no browser reaches by DNS).
+    Elsewhere,
+    /// Nobody said: judged as loopback, and a refusal says how to tell the handler.
+    Unknown,
+}
+
 impl ConnectionInfo {
-    /// True when the connection came in on a loopback address (or is unknown).
-    fn is_loopback(info: Option<&ConnectionInfo>) -> bool {
-        match info {
-            None => true,
-            Some(ConnectionInfo { local: Some(a), .. }) => {
-                a.ip().is_loopback() || is_mapped_loopback(a.ip())
-            }
+    /// Where the request arrived: the connection's local address, else the configured one.
+    fn arrival(info: Option<&ConnectionInfo>, configured: Option<SocketAddr>) -> Arrival {
+        let local = match info {
+            Some(ConnectionInfo { local: Some(a), .. }) => Some(*a),
             // A Unix socket: no browser can reach it by DNS, so nothing to rebind.
-            Some(ConnectionInfo { local: None, .. }) => false,
+            Some(ConnectionInfo { local: None, .. }) => return Arrival::Elsewhere,
+            None => configured,
+        };
+        match local {
+            Some(a) if a.ip().is_loopback() || is_mapped_loopback(a.ip()) => Arrival::Loopback,
+            Some(_) => Arrival::Elsewhere,
+            None => Arrival::Unknown,
         }
+    }
+}
+
+/// The settings of the localhost check beyond on/off.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct LocalhostPolicy {
+    /// The address the handler is served on when connections do not say.
+    pub(crate) local_address: Option<SocketAddr>,
+    /// Hosts accepted besides loopback names, lowercase, without ports.
+    pub(crate) allowed_hosts: Vec<String>,
+}
+
+impl LocalhostPolicy {
+    /// The policy of these options' `local_address` and `allowed_hosts`.
+    pub(crate) fn new(local_address: Option<SocketAddr>, allowed_hosts: &[String]) -> Self {
+        LocalhostPolicy {
+            local_address,
+            allowed_hosts: allowed_hosts
+                .iter()
+                .map(|h| h.trim().to_ascii_lowercase())
+                .collect(),
+        }
+    }
+
+    fn allows(&self, authority: &str) -> bool {
+        !self.allowed_hosts.is_empty()
+            && host_part(authority)
+                .is_some_and(|h| self.allowed_hosts.iter().any(|a| a.eq_ignore_ascii_case(h)))
     }
 }
 
@@ -80,18 +124,24 @@ pub fn is_loopback_host(authority: &str) -> bool {
         .is_ok_and(|ip| ip.is_loopback() || is_mapped_loopback(ip))
 }
 
-/// The DNS-rebinding defence: a loopback connection must name a loopback host.
+/// The DNS-rebinding defence: a loopback connection must name a loopback host (or one the
+/// policy allows).
 pub(crate) fn check_localhost(
     headers: &HeaderMap,
     uri: &http::Uri,
     info: Option<&ConnectionInfo>,
+    policy: &LocalhostPolicy,
 ) -> Result<(), Rejection> {
-    if !ConnectionInfo::is_loopback(info) {
+    let arrival = ConnectionInfo::arrival(info, policy.local_address);
+    if arrival == Arrival::Elsewhere {
         return Ok(());
     }
     let host = request_host(headers, uri);
     match host {
-        Some(h) if is_loopback_host(h) => Ok(()),
+        Some(h) if is_loopback_host(h) || policy.allows(h) => Ok(()),
+        Some(_) if arrival == Arrival::Unknown => Err(Rejection::Forbidden(
+            "Forbidden: invalid Host header (this handler does not know the address it is served on, so it accepts loopback hosts only: serve it with vellum's serve, or set StreamableHttpOptions::local_address)",
+        )),
         Some(_) => Err(Rejection::Forbidden("Forbidden: invalid Host header")),
         None => Err(Rejection::Forbidden("Forbidden: missing Host header")),
     }

@@ -22,13 +22,15 @@ use super::body::ResponseBody;
 use super::cors;
 use super::options::StreamableHttpOptions;
 use super::rejection::Rejection;
-use super::security::{ConnectionInfo, CrossOriginProtection, check_host_present, check_localhost};
+use super::security::{
+    ConnectionInfo, CrossOriginProtection, LocalhostPolicy, check_host_present, check_localhost,
+};
 
 /// The checks and the CORS rule, as configured from a handler's options.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Policy {
-    /// The DNS-rebinding defence is on.
-    localhost: bool,
+    /// The DNS-rebinding defence is on, with these settings.
+    localhost: Option<LocalhostPolicy>,
     origin: CrossOriginProtection,
     cors: bool,
 }
@@ -55,7 +57,8 @@ impl SecurityLayer {
     pub fn new(options: &StreamableHttpOptions) -> Self {
         SecurityLayer {
             policy: Arc::new(Policy {
-                localhost: !options.disable_localhost_protection,
+                localhost: (!options.disable_localhost_protection)
+                    .then(|| LocalhostPolicy::new(options.local_address, &options.allowed_hosts)),
                 origin: options.cross_origin_protection.clone().unwrap_or_default(),
                 cors: options.cors,
             }),
@@ -113,8 +116,8 @@ impl SecurityLayer {
         super::headers::check_head_size(uri, headers)?;
         super::headers::check_singletons(headers)?;
         check_host_present(version, headers, uri)?;
-        if self.policy.localhost {
-            check_localhost(headers, uri, connection)?;
+        if let Some(localhost) = &self.policy.localhost {
+            check_localhost(headers, uri, connection, localhost)?;
         }
         self.policy.origin.check(method, uri, headers)
     }

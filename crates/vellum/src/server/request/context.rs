@@ -17,10 +17,6 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::Server;
-use super::caller::Caller;
-use super::handler_error::HandlerError;
-use super::mrtr::NextAnswer;
 use super::request::{RequestShared, Scope};
 use crate::error::Error;
 use crate::protocol::encode_notification;
@@ -29,11 +25,34 @@ use crate::protocol::{
     Implementation, InputRequest, InputRequiredResult, ListRootsResult, LoggingLevel,
     LoggingMessageParams, Meta, ProgressParams, ProgressToken, ProtocolVersion, RequestId, methods,
 };
+use crate::server::Server;
+use crate::server::caller::Caller;
+use crate::server::handler_error::HandlerError;
+use crate::server::mrtr::NextAnswer;
 use crate::sync::lock;
 
 /// The context of one request, given to every handler.
 ///
 /// Cheap to clone; clones refer to the same request.
+///
+/// # Asking the client, in each era
+///
+/// [`elicit`](Self::elicit), [`create_message`](Self::create_message) and
+/// [`list_roots`](Self::list_roots) look the same in both eras but run differently:
+/// - in a legacy (2025) session the question is a request on the stream and the call
+///   waits for its answer: the handler runs once;
+/// - in 2026-07-28 (multi round-trip) a question without an answer yet returns
+///   `Err(Error::InputRequired)` at once, the request answers with the question, and the
+///   client sends the request again with the answer: **the handler runs again from the
+///   start on every round**, and this time the same question returns the answer. Work
+///   done before a question (writes, payments, messages) is therefore done once per round:
+///   put it after the questions, or make it idempotent. (A task's rounds are runs of the
+///   handler in the same way.)
+///
+/// A question left without an answer decides the round whatever the handler returns:
+/// passing the error on with `?`, wrapping it in another error type (anyhow, your own), or
+/// catching it and going on all answer with the question; an answer of the wrong shape is
+/// the client's error (-32602) in the same way.
 #[derive(Clone)]
 pub struct RequestContext {
     pub(crate) shared: Arc<RequestShared>,
@@ -66,7 +85,7 @@ impl RequestContext {
 
     /// This context with another timeout for its questions to the client (sampling,
     /// elicitation, roots, [`send_request`](Self::send_request)); the default is
-    /// [`ServerOptions::client_request_timeout`](super::ServerOptions::client_request_timeout).
+    /// [`ServerOptions::client_request_timeout`](crate::server::ServerOptions::client_request_timeout).
     /// On expiry a legacy session sends `notifications/cancelled` for the question and the
     /// call fails with [`Error::Timeout`]. (In the 2026-07-28 era the client answers by
     /// retrying, so there is nothing to wait for.)
@@ -181,7 +200,7 @@ impl RequestContext {
     /// with HTTP 403 and a `WWW-Authenticate` step-up challenge, which OAuth clients follow
     /// on their own.
     pub fn require_scope(&self, scope: &str) -> Result<(), HandlerError> {
-        super::scopes::check(self.caller(), vec![scope.to_owned()])
+        crate::server::scopes::check(self.caller(), vec![scope.to_owned()])
             .map_err(|refusal| HandlerError::Protocol(refusal.to_error()))
     }
 
@@ -204,7 +223,6 @@ impl RequestContext {
     ) -> Result<(), Error> {
         let msg = encode_notification(method, Some(params))?;
         self.shared
-            .outbox
             .send(msg)
             .await
             .map_err(|_| Error::RequestFinished)
@@ -380,10 +398,14 @@ impl RequestContext {
                 match next {
                     // An answer of the wrong shape is the client's protocol error (-32602),
                     // not a failure of the tool.
+                    // Recorded as well, so that it decides the answer whatever the handler
+                    // makes of this error.
                     NextAnswer::Answered(v) => serde_json::from_value(v).map_err(|e| {
-                        Error::Rpc(crate::protocol::ErrorObject::invalid_params(format!(
+                        let refused = crate::protocol::ErrorObject::invalid_params(format!(
                             "inputResponses: not an answer to {method}: {e}"
-                        )))
+                        ));
+                        self.shared.refuse_answer(refused.clone());
+                        Error::Rpc(refused)
                     }),
                     // Pending now: when the handler ends, the request's answer asks every
                     // pending question at once (`RequestShared::input_required`). This
@@ -400,6 +422,42 @@ impl RequestContext {
                 }
             }
         }
+    }
+
+    /// The point where a tool call becomes a task: for a tool registered
+    /// [`with_input_before_task`](crate::protocol::Tool::with_input_before_task) and a
+    /// 2026-07-28 client that declared the tasks extension, the handler gathers input by
+    /// multi round-trip first (its questions end each round as usual), then awaits this: the
+    /// request answers with the new task (`resultType: "task"`) and the handler goes on as
+    /// that task's first round, from right here, with the answers it got so far (nothing
+    /// runs it again). From then on its messages (progress, logs) have no stream and are
+    /// dropped, and a question it asks turns the task to `input_required`. Everywhere else (a
+    /// call that already is a task, a client without the extension, a legacy session) it
+    /// returns at once and the handler just goes on.
+    ///
+    /// ```no_run
+    /// # use vellum::prelude::*;
+    /// # async fn handler(ctx: RequestContext, form: vellum::protocol::ElicitParams) -> Result<CallToolResult, HandlerError> {
+    /// let name = ctx.with_input_key("user_name").elicit(form).await?;
+    /// ctx.become_task().await; // From here on, a task the client polls.
+    /// # let _ = name; Ok(CallToolResult::text("done")) }
+    /// ```
+    pub async fn become_task(&self) {
+        if !self.shared.begin_becoming_task() {
+            return;
+        }
+        // Suspends once: whoever serves the call sees it is becoming a task, answers with
+        // the task and moves this very handler into it, where it resumes.
+        let mut suspended = false;
+        std::future::poll_fn(|cx| {
+            if std::mem::replace(&mut suspended, true) {
+                std::task::Poll::Ready(())
+            } else {
+                cx.waker().wake_by_ref();
+                std::task::Poll::Pending
+            }
+        })
+        .await;
     }
 
     /// Sends an arbitrary request to the client on this request's stream and waits for the
