@@ -4,6 +4,7 @@
 mod auth_flags;
 mod commands;
 mod config;
+mod connection_flags;
 mod endpoint_flags;
 mod login;
 mod metrics_endpoint;

@@ -8,8 +8,8 @@ use clap::Args;
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use tower_layer::{Identity, Stack};
 use vellum::transport::http::{
-    CrossOriginProtection, Health, ServeLayer, StreamableHttpHandler, StreamableHttpOptions,
-    TlsConfig,
+    ConnectionLimits, CrossOriginProtection, Health, ServeLayer, StreamableHttpHandler,
+    StreamableHttpOptions, TlsConfig,
 };
 use vellum_demos::{DEMOS, Demo};
 
@@ -287,6 +287,8 @@ pub(crate) struct ServeArgs {
     )]
     otlp_service_name: String,
     #[command(flatten)]
+    connections: crate::connection_flags::ConnectionArgs,
+    #[command(flatten)]
     auth: Box<crate::auth_flags::AuthArgs>,
 }
 
@@ -494,15 +496,19 @@ async fn drained(health: Health, handler: StreamableHttpHandler, grace: Duration
     eprintln!("stopping: streams end with retry, in-flight requests finish");
 }
 
-/// Serves over TLS when configured, the handler inside `layer`.
+/// Serves over TLS when configured, the handler inside `layer`, within the connection
+/// limits.
 async fn serve_tcp(
     listener: tokio::net::TcpListener,
     tls: Option<TlsConfig>,
+    limits: ConnectionLimits,
     handler: StreamableHttpHandler,
     layer: impl ServeLayer,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let mut serving = vellum::transport::http::serve(listener, handler).layer(layer);
+    let mut serving = vellum::transport::http::serve(listener, handler)
+        .layer(layer)
+        .connection_limits(limits);
     if let Some(tls) = tls {
         serving = serving.tls(tls);
     }
@@ -609,6 +615,7 @@ async fn serve(args: ServeArgs, logger: Option<tracing::Dispatch>) -> anyhow::Re
             eprintln!("streamable HTTP MCP: unix:{}", path.display());
             eprintln!("{}", crate::endpoint_flags::options_line(handler.options()));
             vellum::transport::http::serve(listener, handler)
+                .connection_limits(args.connections.limits())
                 .with_graceful_shutdown(shutdown_signal())
                 .await
                 .with_context(|| format!("cannot serve on {}", path.display()))?;
@@ -618,6 +625,7 @@ async fn serve(args: ServeArgs, logger: Option<tracing::Dispatch>) -> anyhow::Re
         bail!("--unix needs a Unix system");
     }
     let tls = tls_config(&args)?;
+    let limits = args.connections.limits();
     let listener = tokio::net::TcpListener::bind(&args.addr)
         .await
         .with_context(|| format!("cannot listen on {}", args.addr))?;
@@ -653,16 +661,26 @@ async fn serve(args: ServeArgs, logger: Option<tracing::Dispatch>) -> anyhow::Re
         defaults.for_each(|d| eprintln!("{d}"));
         // The probes sit outside authorization: probes carry no token.
         match probes {
-            Some(p) => serve_tcp(listener, tls, handler, Stack::new(auth, p), shutdown).await?,
-            None => serve_tcp(listener, tls, handler, auth, shutdown).await?,
+            Some(p) => {
+                serve_tcp(
+                    listener,
+                    tls,
+                    limits,
+                    handler,
+                    Stack::new(auth, p),
+                    shutdown,
+                )
+                .await?
+            }
+            None => serve_tcp(listener, tls, limits, handler, auth, shutdown).await?,
         }
         return Ok(());
     }
     eprintln!("streamable HTTP MCP: {scheme}://{addr}");
     defaults.for_each(|d| eprintln!("{d}"));
     match probes {
-        Some(p) => serve_tcp(listener, tls, handler, p, shutdown).await?,
-        None => serve_tcp(listener, tls, handler, Identity::new(), shutdown).await?,
+        Some(p) => serve_tcp(listener, tls, limits, handler, p, shutdown).await?,
+        None => serve_tcp(listener, tls, limits, handler, Identity::new(), shutdown).await?,
     }
     Ok(())
 }

@@ -303,3 +303,32 @@ async fn an_oversized_header_list_is_refused_and_the_server_serves_on() {
     c.connect("2025-11-25").await;
     assert!(c.greet().await.contains("Alice"));
 }
+
+#[tokio::test]
+async fn a_host_header_that_differs_from_the_authority_is_refused() {
+    let f = test_server();
+    let srv = TestHttpServer::serve(f.server.clone()).await;
+    let tcp = tokio::net::TcpStream::connect(srv.addr).await.unwrap();
+    let (client, conn) = h2::client::handshake(tcp).await.unwrap();
+    let _conn = tokio::spawn(conn);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "h", "version": "0"}}})
+    .to_string();
+    // RFC 9113 §8.3.1: `:authority` 127.0.0.1 with `host: evil.com` is malformed; the same
+    // request with a `host` that agrees is served.
+    for (host, expected) in [("evil.com", 400), (&*srv.addr.to_string(), 200)] {
+        let mut client = within("h2 ready", client.clone().ready()).await.unwrap();
+        let req = http::Request::post(format!("http://{}/mcp", srv.addr))
+            .header("host", host)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(())
+            .unwrap();
+        let (resp, mut stream) = client.send_request(req, false).unwrap();
+        stream.send_data(body.clone().into(), true).unwrap();
+        let resp = within("an h2 answer", resp).await.unwrap();
+        assert_eq!(resp.status().as_u16(), expected, "host {host}");
+    }
+    assert_eq!(srv.handler.session_count(), 1);
+}

@@ -276,3 +276,28 @@ async fn every_hostile_request_is_refused_and_the_server_serves_on() {
         failures.join("\n")
     );
 }
+
+#[tokio::test]
+async fn client_input_echoed_in_an_error_is_cut_to_256_bytes() {
+    let f = test_server();
+    let srv = TestHttpServer::serve(f.server.clone()).await;
+    let mut c = srv.client();
+    c.connect("2025-11-25").await;
+    let long = "m".repeat(1 << 20);
+    let asks = [
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": long}),
+        serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                           "params": {"name": long, "arguments": {}}}),
+    ];
+    for (ask, code) in asks.iter().zip([-32601, -32602]) {
+        let a = c.post(ask).await;
+        let answer = a.last();
+        assert_eq!(answer["error"]["code"], code, "{answer}");
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(
+            message.ends_with(&format!("{}…", "m".repeat(256))),
+            "{message}"
+        );
+        assert!(a.body.len() < 1024, "an answer of {} bytes", a.body.len());
+    }
+}

@@ -187,6 +187,25 @@ async fn a_tool_limit_refuses_that_tool_and_not_another() {
 }
 
 #[tokio::test]
+async fn a_tool_limit_fails_closed_when_the_tool_name_cannot_be_read() {
+    let limits = RateLimits::new().tool("hello_world", few(1));
+    let srv = TestHttpServer::start(test_server().server, limited_calls(limits)).await;
+    let mut c = srv.client();
+    c.connect("2025-11-25").await;
+    assert_eq!(c.post(&hello(&c)).await.status, StatusCode::OK);
+    assert_limited(&c.post(&hello(&c)).await);
+    // Two `name` keys: the limiter cannot tell which bucket, so it refuses the call.
+    let twice = format!(
+        r#"{{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{{"name":"add","name":"hello_world","arguments":{{"user_name":"A"}}}}}}"#,
+        c.next_id()
+    );
+    let a = c.post_raw(twice).await;
+    let text = String::from_utf8_lossy(&a.body);
+    assert_eq!(a.status, StatusCode::BAD_REQUEST, "{text}");
+    assert!(text.contains("must name the tool once"), "{text}");
+}
+
+#[tokio::test]
 async fn a_method_limit_refuses_that_method_and_not_others() {
     let limits = RateLimits::new().method("tools/list", few(1));
     let srv = TestHttpServer::start(test_server().server, limited_calls(limits)).await;

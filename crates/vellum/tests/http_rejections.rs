@@ -170,6 +170,7 @@ const TESTED: &[(&str, &str)] = &[
     (EVERY, HEAD_SIZE),
     (EVERY, SINGLETON),
     (EVERY, NO_HOST),
+    (EVERY, BAD_AUTHORITY),
     (EVERY, HOST),
     (EVERY, ABSOLUTE_FORM),
     (EVERY, ORIGIN),
@@ -311,6 +312,7 @@ async fn send(
 // ---- every era ----------------------------------------------------------------------------------
 
 const NO_HOST: &str = "HTTP/1.1 or HTTP/2 request that names no authority (no `Host` header, no absolute-form target or `:authority`), on any connection, localhost protection on or off (RFC 9112 §3.2); an HTTP/1.0 request without `Host` is judged by the localhost check";
+const BAD_AUTHORITY: &str = "the authority named is malformed: a `Host` that is not ASCII, a port past 65535, or on HTTP/2 a `host` header that differs from `:authority` (RFC 9113 §8.3.1), on any connection, localhost protection on or off";
 const HOST: &str = "loopback connection and `Host` is not `localhost` / `127.x.y.z` / `[::1]` (localhost protection on)";
 const HEAD_SIZE: &str =
     "request head (target and header lines) larger than 64 KiB, whatever the packets it came in";
@@ -649,6 +651,36 @@ async fn row_no_host() {
         let expected = if protection_off { 200 } else { 403 };
         assert_eq!(a.status.as_u16(), expected, "HTTP/1.0: {}", a.text());
         assert_eq!(srv.handler.session_count(), usize::from(protection_off));
+    }
+}
+
+#[tokio::test]
+async fn row_bad_authority() {
+    let init = initialize().to_string();
+    let req = |host: &[u8]| {
+        let mut r = b"POST /mcp HTTP/1.1\r\nHost: ".to_vec();
+        r.extend_from_slice(host);
+        r.extend_from_slice(
+            format!(
+                "\r\nContent-Type: application/json\r\nAccept: {ACCEPT_BOTH}\r\n\
+                 Content-Length: {}\r\nConnection: close\r\n\r\n{init}",
+                init.len()
+            )
+            .as_bytes(),
+        );
+        r
+    };
+    for protection_off in [false, true] {
+        let mut options = StreamableHttpOptions::default();
+        options.disable_localhost_protection = protection_off;
+        let (_f, srv) = server(options).await;
+        let a = raw_http(&srv, &req(b"127.0.0.1:99999"), false).await;
+        check(EVERY, BAD_AUTHORITY, &a, None);
+        assert!(a.text().contains("invalid port"), "{}", a.text());
+        let a = raw_http(&srv, &req("caf\u{e9}.localhost".as_bytes()), false).await;
+        check(EVERY, BAD_AUTHORITY, &a, None);
+        assert!(a.text().contains("not ASCII"), "{}", a.text());
+        assert_eq!(srv.handler.session_count(), 0);
     }
 }
 

@@ -246,6 +246,29 @@ async fn a_legacy_session_steps_up_to_a_tool_scope_and_keeps_its_session() {
 }
 
 #[tokio::test]
+async fn a_call_whose_tool_cannot_be_read_needs_every_tool_scope() {
+    let f = start().await;
+    let base = token("carol", "mcp");
+    let m = legacy(&f, &base).await;
+    // Two `name` keys: the scope check cannot tell which tool, so it fails closed.
+    let twice = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read","name":"delete","arguments":{}}}"#;
+    let r = m
+        .builder(Method::POST)
+        .bearer_auth(&base)
+        .body(twice)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    let scope = challenge(&r);
+    assert!(
+        scope.contains("calendar:write") && scope.contains("calendar:export"),
+        "{scope}"
+    );
+    assert_eq!(f.runs.load(Ordering::SeqCst), 0, "a tool ran");
+}
+
+#[tokio::test]
 async fn a_modern_request_is_refused_before_the_tool_runs_and_then_steps_up() {
     let f = start().await;
     let m = Modern::new(&f.mcp.url);

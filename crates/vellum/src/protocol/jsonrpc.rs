@@ -15,6 +15,23 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
+/// The most bytes of a client's input an error message echoes back ([`echo`]).
+pub(crate) const ECHO_MAX_BYTES: usize = 256;
+
+/// `input` as an error message may quote it: its first [`ECHO_MAX_BYTES`] bytes (cut at a
+/// character boundary, `…` marking the cut), so a client's megabyte name costs a megabyte
+/// once, not again in the answer and the logs.
+pub(crate) fn echo(input: &str) -> Cow<'_, str> {
+    if input.len() <= ECHO_MAX_BYTES {
+        return Cow::Borrowed(input);
+    }
+    let mut end = ECHO_MAX_BYTES;
+    while !input.is_char_boundary(end) {
+        end -= 1;
+    }
+    Cow::Owned(format!("{}…", &input[..end]))
+}
+
 /// Standard and MCP-specific JSON-RPC error codes.
 pub mod code {
     /// Invalid JSON was received.
@@ -148,11 +165,12 @@ impl ErrorObject {
     pub fn invalid_request(message: impl Into<Cow<'static, str>>) -> Self {
         Self::new(code::INVALID_REQUEST, message)
     }
-    /// -32601 Method not found, naming the method.
+    /// -32601 Method not found, naming the method (its first 256 bytes: a client's input is
+    /// never echoed whole).
     pub fn method_not_found(method: &str) -> Self {
         Self::new(
             code::METHOD_NOT_FOUND,
-            format!("Method not found: {method}"),
+            format!("Method not found: {}", echo(method)),
         )
     }
     /// -32602 Invalid params.

@@ -26,12 +26,12 @@ mod versions;
 pub use client_features::*;
 pub use common::*;
 pub use content::*;
-pub(crate) use jsonrpc::encode_response_with;
 pub use jsonrpc::{
     DecodeError, ErrorObject, Message, Notification, Payload, ProgressToken, RawJson, Request,
     RequestId, Response, code, decode, decode_message, encode_error, encode_notification,
     encode_request, encode_response, encode_response_raw,
 };
+pub(crate) use jsonrpc::{echo, encode_response_with};
 pub use lifecycle::*;
 pub use mrtr::*;
 pub use notifications::*;

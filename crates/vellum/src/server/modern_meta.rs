@@ -8,6 +8,7 @@ use std::borrow::Cow;
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
+use crate::protocol::echo;
 use crate::protocol::{
     ClientCapabilities, ErrorObject, Implementation, LoggingLevel, ProtocolVersion,
     ProtocolVersions, RawJson, code, meta_keys,
@@ -107,7 +108,9 @@ pub(crate) fn request_meta(
         None => Ok(None),
         Some(p) => serde_json::from_slice::<MetaOnly<'_>>(p.as_bytes())
             .map(|m| m.meta)
-            .map_err(|e| ErrorObject::invalid_params(format!("Invalid params: {e}"))),
+            .map_err(|e| {
+                ErrorObject::invalid_params(format!("Invalid params: {}", echo(&e.to_string())))
+            }),
     }
 }
 

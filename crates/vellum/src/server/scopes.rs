@@ -103,7 +103,8 @@ impl InsufficientScope {
 
 /// The scopes `request` needs: its method's rules, and for `tools/call` the tool's own and
 /// the rules for that tool. Empty when it needs none (or names no known tool: that is the
-/// method's own error to give).
+/// method's own error to give). A `tools/call` whose tool cannot be read (no `name`, or two
+/// of them) fails closed: it needs every scope any tool needs.
 pub(crate) fn needed(
     server: &Server,
     rules: Option<&ScopeRules>,
@@ -115,10 +116,11 @@ pub(crate) fn needed(
     {
         out.extend(s.iter().cloned());
     }
-    if request.method == methods::TOOLS_CALL
-        && let Some(name) = tool_name(request)
-    {
-        tool_scopes(server, rules, &name, &mut out);
+    if request.method == methods::TOOLS_CALL {
+        match tool_name(request) {
+            Some(name) => tool_scopes(server, rules, &name, &mut out),
+            None => every_tool_scope(server, rules, &mut out),
+        }
     }
     out
 }
@@ -139,6 +141,16 @@ pub(crate) fn tool_scopes(
         for s in s {
             push_unique(out, s.clone());
         }
+    }
+}
+
+/// Adds every scope a call of any tool needs to `out`.
+fn every_tool_scope(server: &Server, rules: Option<&ScopeRules>, out: &mut Vec<String>) {
+    for s in server.registry().declared_scopes() {
+        push_unique(out, s);
+    }
+    for s in rules.into_iter().flat_map(|r| r.tools.values()).flatten() {
+        push_unique(out, s.clone());
     }
 }
 

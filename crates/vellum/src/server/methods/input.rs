@@ -20,6 +20,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::tasks::{self, Plan, ToolOutput};
+use crate::protocol::echo;
 use crate::protocol::{
     CallToolParams, CallToolResult, ErrorObject, GetPromptParams, GetPromptResult, InputResponses,
     JsonObject, Meta, RawJson, ReadResourceParams, ReadResourceResult, code,
@@ -154,7 +155,7 @@ impl InputMethod for ToolCall {
         let Some(entry) = shared.server.registry().tool(&p.name) else {
             return Err(Outcome::Error(ErrorObject::invalid_params(format!(
                 "Unknown tool: {}",
-                p.name
+                echo(&p.name)
             ))));
         };
         // The scopes are checked before anything else about the call: a caller without them

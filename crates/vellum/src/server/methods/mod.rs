@@ -36,6 +36,7 @@ mod lists;
 mod skills;
 mod tasks;
 
+use crate::protocol::echo;
 use input::{PromptGet, ResourceRead, ToolCall};
 use lists::{Prompts, Resources, Templates, Tools};
 
@@ -62,8 +63,9 @@ impl Eras {
 
 /// Decodes params into the method's type.
 fn parse<T: DeserializeOwned>(raw: &RawJson) -> Result<T, ErrorObject> {
-    raw.parse()
-        .map_err(|e| ErrorObject::invalid_params(format!("Invalid params: {e}")))
+    raw.parse().map_err(|e| {
+        ErrorObject::invalid_params(format!("Invalid params: {}", echo(&e.to_string())))
+    })
 }
 
 /// The params of a method that must have them.

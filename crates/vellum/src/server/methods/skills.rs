@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::protocol::echo;
 use crate::protocol::{
     DIRECTORY_MIME_TYPE, ErrorObject, GetSkillParams, GetSkillResult, ListSkillsResult,
     PaginatedParams, ReadDirectoryParams, ReadDirectoryResult, Resource,
@@ -44,8 +45,8 @@ pub(crate) fn get(shared: &RequestShared, p: GetSkillParams) -> Result<Outcome, 
         .get(&p.uri)
         .cloned()
         .ok_or_else(|| {
-            ErrorObject::invalid_params(format!("Unknown skill: {}", p.uri))
-                .with_data(serde_json::json!({ "uri": p.uri }))
+            ErrorObject::invalid_params(format!("Unknown skill: {}", echo(&p.uri)))
+                .with_data(serde_json::json!({ "uri": echo(&p.uri) }))
         })?;
     Ok(cacheable(
         shared,
@@ -64,8 +65,8 @@ pub(crate) fn read_directory(
 ) -> Result<Outcome, ErrorObject> {
     let uri = p.uri.trim_end_matches('/');
     let not_directory = || {
-        ErrorObject::invalid_params(format!("Not a directory: {}", p.uri))
-            .with_data(serde_json::json!({ "uri": p.uri }))
+        ErrorObject::invalid_params(format!("Not a directory: {}", echo(&p.uri)))
+            .with_data(serde_json::json!({ "uri": echo(&p.uri) }))
     };
     let skills: Vec<Arc<SkillFiles>> = shared
         .server

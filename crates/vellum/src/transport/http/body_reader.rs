@@ -1,6 +1,8 @@
 //! Reading a request body within its bounds: the size limit, a whole-body deadline, a
 //! minimum transfer rate, and a budget of bytes buffered for bodies across every connection
-//! of the handler.
+//! of the handler. The budget counts every body from its first byte but one per connection
+//! ([`Exemption`]): an HTTP/1.1 connection carries one body at a time, and the bodies of an
+//! HTTP/2 connection share one exemption, so many streams cannot each hold an uncounted part.
 //!
 //! A body that breaks a bound is refused at once and its bytes are dropped with the future
 //! that read them (hyper then closes the connection: a body that was not read to its end
@@ -9,7 +11,7 @@
 //! Not here: what the body means (`post.rs`).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::{Buf as _, BufMut as _, Bytes, BytesMut};
@@ -19,10 +21,72 @@ use tokio::time::Instant;
 
 use super::rejection::Rejection;
 
-/// The bytes of each body that the budget does not count: one read buffer's worth, which
-/// every connection may hold anyway (hyper buffers up to as much for the request head), so
-/// a small body that arrived with its headers is never refused for the others' sake.
+/// The bytes of a connection's exempt body that the budget does not count: one read
+/// buffer's worth, which every connection may hold anyway (hyper buffers up to as much for
+/// the request head), so a fresh client's small body is never refused for the others' sake.
 pub(super) const UNCOUNTED_BYTES: usize = 64 * 1024;
+
+/// The one exemption of an HTTP/2 connection's bodies: held by one body at a time.
+#[derive(Debug, Default)]
+pub(crate) struct BodyExemption {
+    taken: AtomicBool,
+}
+
+impl BodyExemption {
+    /// A connection's exemption, free.
+    pub(super) fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    fn take(&self) -> bool {
+        !self.taken.swap(true, Ordering::AcqRel)
+    }
+
+    fn give_back(&self) {
+        self.taken.store(false, Ordering::Release);
+    }
+}
+
+/// A request extension carrying its HTTP/2 connection's [`BodyExemption`] (what
+/// [`serve`](super::serve) inserts beside the `ConnectionInfo` when a layer wraps the handler).
+#[derive(Debug, Clone)]
+pub(crate) struct ConnectionExemption(pub(crate) Arc<BodyExemption>);
+
+impl ConnectionExemption {
+    /// The exemption an HTTP/2 request carries in its extensions (none for HTTP/1.1, whose
+    /// bodies are exempt each).
+    pub(super) fn of<B>(req: &http::Request<B>) -> Option<Arc<BodyExemption>> {
+        if req.version() < http::Version::HTTP_2 {
+            return None;
+        }
+        req.extensions()
+            .get::<ConnectionExemption>()
+            .map(|e| e.0.clone())
+    }
+}
+
+/// Which of a body's bytes the budget leaves uncounted.
+#[derive(Debug)]
+pub(super) enum Exemption {
+    /// An HTTP/1.1 body, alone on its connection: its first [`UNCOUNTED_BYTES`].
+    Own,
+    /// An HTTP/2 body: its connection's exemption when no other body holds it, else none.
+    Shared(Arc<BodyExemption>),
+    /// None (an HTTP/2 body on a connection the handler does not know).
+    None,
+}
+
+impl Exemption {
+    /// The exemption of a body of `version`, given its connection's shared one.
+    pub(super) fn of(version: http::Version, shared: Option<Arc<BodyExemption>>) -> Self {
+        match version {
+            http::Version::HTTP_09 | http::Version::HTTP_10 | http::Version::HTTP_11 => {
+                Exemption::Own
+            }
+            _ => shared.map_or(Exemption::None, Exemption::Shared),
+        }
+    }
+}
 
 /// How long a body may take before the minimum rate applies (a client's first bytes may
 /// wait for a slow start, a TLS record, a proxy).
@@ -60,6 +124,11 @@ impl BodyBudget {
         self.used.load(Ordering::Acquire)
     }
 
+    /// Whether nothing is left (a body without an exemption is refused before it is read).
+    fn is_spent(&self) -> bool {
+        self.max.is_some_and(|max| self.used() >= max)
+    }
+
     /// Takes `n` more bytes, or fails (taking nothing) when that would pass the budget.
     fn take(&self, n: usize) -> bool {
         let Some(max) = self.max else {
@@ -74,24 +143,39 @@ impl BodyBudget {
     }
 }
 
-/// The part of the budget one body holds; given back when dropped.
+/// The part of the budget one body holds (and its connection's exemption, if it took it);
+/// given back when dropped.
 #[derive(Debug)]
 pub(super) struct Held {
     budget: Arc<BodyBudget>,
     bytes: usize,
+    uncounted: usize,
+    shared: Option<Arc<BodyExemption>>,
 }
 
 impl Held {
-    fn new(budget: &Arc<BodyBudget>) -> Self {
-        Held {
+    /// The budget's part of a body about to be read; refused at once when the body would be
+    /// counted from its first byte and nothing is left.
+    fn new(budget: &Arc<BodyBudget>, exemption: Exemption) -> Result<Self, Rejection> {
+        let (uncounted, shared) = match exemption {
+            Exemption::Own => (UNCOUNTED_BYTES, None),
+            Exemption::Shared(e) if e.take() => (UNCOUNTED_BYTES, Some(e)),
+            Exemption::Shared(_) | Exemption::None => (0, None),
+        };
+        if uncounted == 0 && budget.is_spent() {
+            return Err(Rejection::BodyBudgetExhausted);
+        }
+        Ok(Held {
             budget: budget.clone(),
             bytes: 0,
-        }
+            uncounted,
+            shared,
+        })
     }
 
     /// Accounts for a body that has now received `total` bytes.
     fn grow_to(&mut self, total: usize) -> Result<(), Rejection> {
-        let counted = total.saturating_sub(UNCOUNTED_BYTES);
+        let counted = total.saturating_sub(self.uncounted);
         if counted > self.bytes {
             if !self.budget.take(counted - self.bytes) {
                 return Err(Rejection::BodyBudgetExhausted);
@@ -107,17 +191,21 @@ impl Drop for Held {
         if self.bytes > 0 {
             self.budget.used.fetch_sub(self.bytes, Ordering::AcqRel);
         }
+        if let Some(e) = &self.shared {
+            e.give_back();
+        }
     }
 }
 
-/// Reads a whole body within `limits`, holding its bytes against `budget`: 413 beyond the
-/// size limit, 408 past the deadline or below the minimum rate, 503 when the budget is
-/// spent, 400 if the body breaks off. The bytes stay counted until the returned [`Held`]
-/// is dropped (once the body is decoded).
+/// Reads a whole body within `limits`, holding its bytes against `budget` (all but those
+/// `exemption` leaves uncounted): 413 beyond the size limit, 408 past the deadline or below
+/// the minimum rate, 503 when the budget is spent, 400 if the body breaks off. The bytes
+/// stay counted until the returned [`Held`] is dropped (once the body is decoded).
 pub(super) async fn read_body<B>(
     body: B,
     limits: BodyLimits,
     budget: &Arc<BodyBudget>,
+    exemption: Exemption,
 ) -> Result<(Bytes, Held), Rejection>
 where
     B: Body + Send + 'static,
@@ -132,7 +220,7 @@ where
     }
     let start = Instant::now();
     let total_deadline = limits.timeout.map(|t| start + t);
-    let mut held = Held::new(budget);
+    let mut held = Held::new(budget, exemption)?;
     let mut body = std::pin::pin!(body);
     // One frame (the usual case: the body came with its headers) is returned as it is;
     // more are gathered into one buffer, grown as bytes arrive (never from the declared
@@ -204,12 +292,12 @@ mod tests {
     #[test]
     fn budget_counts_beyond_the_uncounted_part_and_gives_back() {
         let budget = BodyBudget::new(Some(100));
-        let mut a = Held::new(&budget);
+        let mut a = Held::new(&budget, Exemption::Own).unwrap();
         a.grow_to(UNCOUNTED_BYTES).unwrap();
         assert_eq!(budget.used(), 0);
         a.grow_to(UNCOUNTED_BYTES + 60).unwrap();
         assert_eq!(budget.used(), 60);
-        let mut b = Held::new(&budget);
+        let mut b = Held::new(&budget, Exemption::Own).unwrap();
         assert!(matches!(
             b.grow_to(UNCOUNTED_BYTES + 41),
             Err(Rejection::BodyBudgetExhausted)
@@ -221,6 +309,37 @@ mod tests {
         assert_eq!(budget.used(), 40);
         drop(b);
         assert_eq!(budget.used(), 0);
+    }
+
+    #[test]
+    fn http2_bodies_share_one_exemption_per_connection() {
+        let budget = BodyBudget::new(Some(100));
+        let conn = BodyExemption::new();
+        let mut first = Held::new(&budget, Exemption::Shared(conn.clone())).unwrap();
+        first.grow_to(UNCOUNTED_BYTES).unwrap();
+        assert_eq!(budget.used(), 0, "the first body holds the exemption");
+        // The connection's next body counts from its first byte.
+        let mut second = Held::new(&budget, Exemption::Shared(conn.clone())).unwrap();
+        second.grow_to(100).unwrap();
+        assert_eq!(budget.used(), 100);
+        // The budget is spent: a new body without the exemption is refused before any read.
+        assert!(matches!(
+            Held::new(&budget, Exemption::Shared(conn.clone())),
+            Err(Rejection::BodyBudgetExhausted)
+        ));
+        assert!(matches!(
+            Held::new(&budget, Exemption::None),
+            Err(Rejection::BodyBudgetExhausted)
+        ));
+        // Another connection's first body still has its own.
+        let other = Held::new(&budget, Exemption::Shared(BodyExemption::new()));
+        assert!(other.is_ok());
+        drop(first);
+        let third = Held::new(&budget, Exemption::Shared(conn)).unwrap();
+        assert_eq!(
+            third.uncounted, UNCOUNTED_BYTES,
+            "given back with the first body"
+        );
     }
 
     #[test]

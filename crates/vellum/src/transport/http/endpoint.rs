@@ -30,6 +30,7 @@ use http_body::Body;
 use crate::server::Server;
 
 use super::body::ResponseBody;
+use super::body_reader::{BodyExemption, ConnectionExemption};
 use super::options::StreamableHttpOptions;
 use super::rejection::{Rejection, refused};
 use super::security::ConnectionInfo;
@@ -97,7 +98,8 @@ impl StreamableHttpHandler {
     }
 
     /// How many bytes of request bodies are buffered now, across every connection, beyond
-    /// the uncounted first 64 KiB of each (what `max_buffered_body_bytes` caps).
+    /// the uncounted first 64 KiB of one body per connection (what `max_buffered_body_bytes`
+    /// caps).
     pub fn buffered_body_bytes(&self) -> usize {
         self.inner.bodies.used()
     }
@@ -151,18 +153,21 @@ impl StreamableHttpHandler {
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         let info = req.extensions().get::<ConnectionInfo>().copied();
-        match self.call_on(req, info).await {
+        let exemption = ConnectionExemption::of(&req);
+        match self.call_on(req, info, exemption).await {
             Ok(resp) => resp,
             Err(never) => match never {},
         }
     }
 
     /// Serves one request that arrived on a known connection (the accept loop calls this,
-    /// saving an extensions map per request): the security layer, then the HTTP method.
-    pub(crate) fn call_on<B>(
+    /// saving an extensions map per request), with the connection's shared body exemption
+    /// when it is an HTTP/2 one: the security layer, then the HTTP method.
+    pub(super) fn call_on<B>(
         &self,
         req: Request<B>,
         connection: Option<ConnectionInfo>,
+        exemption: Option<Arc<BodyExemption>>,
     ) -> HandlerFuture
     where
         B: Body + Send + 'static,
@@ -173,7 +178,8 @@ impl StreamableHttpHandler {
         let inner = self.inner.clone();
         let logger = self.inner.options.logger.as_ref();
         let refuse = |method: &Method, rejection| refused(logger, method, rejection);
-        let next = move |req| -> ByMethod { Box::pin(by_method(inner, req, connection)) };
+        let next =
+            move |req| -> ByMethod { Box::pin(by_method(inner, req, connection, exemption)) };
         HandlerFuture {
             inner: self
                 .inner
@@ -193,6 +199,7 @@ async fn by_method<B>(
     inner: Arc<Inner>,
     req: Request<B>,
     connection: Option<ConnectionInfo>,
+    exemption: Option<Arc<BodyExemption>>,
 ) -> Result<Response<ResponseBody>, Infallible>
 where
     B: Body + Send + 'static,
@@ -209,7 +216,7 @@ where
                 .await?;
         }
         match parts.method {
-            Method::POST => post(&inner, parts, body).await,
+            Method::POST => post(&inner, parts, body, exemption).await,
             Method::GET => get(&inner, parts).await,
             Method::DELETE => delete(&inner, &parts).await,
             // (A CORS preflight was answered by the security layer.)
@@ -258,6 +265,7 @@ where
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
         let info = req.extensions().get::<ConnectionInfo>().copied();
-        self.call_on(req, info)
+        let exemption = ConnectionExemption::of(&req);
+        self.call_on(req, info, exemption)
     }
 }

@@ -7,16 +7,11 @@
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 
 use super::security::ConnectionInfo;
-
-/// How long a TLS client may take to complete its handshake before the connection is
-/// dropped (a client that connects and stays silent must not hold a task for ever).
-pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What [`serve`](super::serve) accepts connections from: a bound tokio [`TcpListener`] or,
 /// on Unix, a bound [`UnixListener`](tokio::net::UnixListener); both convert into it. Bind

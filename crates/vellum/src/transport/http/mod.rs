@@ -15,17 +15,21 @@
 //! - [`StreamableHttpOptions`]: every option of the Go SDK's handler, and a few more.
 //! - [`serve`]`(listener, handler)`: the accept loop, with the right socket settings, on TCP
 //!   or a Unix socket; [`Serve`]'s builder methods add a layer, TLS (`TlsConfig`, feature
-//!   `tls`) and a graceful shutdown.
+//!   `tls`), the limits of its connections ([`ConnectionLimits`]) and a graceful shutdown.
 //!
 //! Every rejection and its HTTP status and JSON-RPC code are listed in
 //! `docs/http-status.md`.
 //!
 //! Not here: the client side of Streamable HTTP ([`crate::transport::http_client`]).
 
+mod answer_budget;
 mod body;
 mod body_reader;
 mod caching;
 mod cluster;
+mod connection_limits;
+mod connection_table;
+mod connection_task;
 mod cors;
 mod endpoint;
 mod get;
@@ -58,11 +62,12 @@ mod trace;
 mod trace_context;
 
 pub use body::ResponseBody;
+pub use connection_limits::ConnectionLimits;
 pub use endpoint::{HandlerFuture, StreamableHttpHandler};
 pub use health::{
     Health, HealthBody, HealthFuture, HealthLayer, HealthService, READINESS_CHECK_TIMEOUT,
 };
-pub use listener::{Listener, TLS_HANDSHAKE_TIMEOUT};
+pub use listener::Listener;
 #[cfg(feature = "metrics")]
 pub use metrics::{describe_metrics, names as metric_names};
 pub(crate) use mount::well_known_not_found;

@@ -79,10 +79,14 @@ pub struct StreamableHttpOptions {
     /// (a client that trickles its body gets 408 and its connection is closed). Default:
     /// [`StreamableHttpOptions::DEFAULT_MIN_BODY_RATE`] (1 KiB/s). `None`: no minimum.
     pub min_body_rate: Option<u64>,
-    /// The most bytes buffered for request bodies being received, across every connection
-    /// (the first 64 KiB of each body are not counted: every connection may buffer that
-    /// much of its request anyway). A body that would pass it gets 503 with `Retry-After`
-    /// and its connection is closed. Default:
+    /// The most bytes buffered for request bodies being received, across every connection.
+    /// Bodies count from their first byte but one per connection, whose first 64 KiB are not
+    /// counted (every connection may buffer that much of its request anyway): an HTTP/1.1
+    /// body, alone on its connection, and one body at a time of an HTTP/2 connection (served
+    /// by [`serve`](super::serve); on a connection the handler does not know, an HTTP/2 body
+    /// has no exemption). A body that would pass it gets 503 with `Retry-After` (an HTTP/1.1
+    /// connection is then closed, an HTTP/2 stream reset); once it is spent a new body
+    /// without the exemption is refused before any of it is read. Default:
     /// [`StreamableHttpOptions::DEFAULT_MAX_BUFFERED_BODY_BYTES`] (256 MiB). `None`: no cap.
     pub max_buffered_body_bytes: Option<usize>,
     /// The most entries of a JSON-RPC batch (2025-03-26 only); a larger batch gets 400.

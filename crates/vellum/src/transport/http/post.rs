@@ -13,7 +13,7 @@ use crate::protocol::{Message, Payload, ProtocolVersion, decode, methods};
 use crate::server::{handle_notification, handle_response};
 
 use super::body::ResponseBody;
-use super::body_reader::{BodyLimits, read_body};
+use super::body_reader::{BodyExemption, BodyLimits, Exemption, read_body};
 use super::headers::{Accepts, is_json_content_type, names, text};
 use super::modern_headers;
 use super::rejection::Rejection;
@@ -60,6 +60,7 @@ pub(super) async fn post<B>(
     inner: &Inner,
     parts: http::request::Parts,
     body: B,
+    exemption: Option<std::sync::Arc<BodyExemption>>,
 ) -> Result<Response<ResponseBody>, Rejection>
 where
     B: Body + Send + 'static,
@@ -73,7 +74,8 @@ where
     // legacy session, or with a legacy version header, is legacy: only a header-less request
     // without a session may be a modern one in disguise.)
     let ambiguous = header_version.is_none() && !parts.headers.contains_key(names::SESSION_ID);
-    let (payload, modern_meta) = read_payload(inner, &parts, body, ambiguous).await?;
+    let exemption = Exemption::of(parts.version, exemption);
+    let (payload, modern_meta) = read_payload(inner, &parts, body, exemption, ambiguous).await?;
     if header_version.is_some_and(ProtocolVersion::looks_modern) || modern_meta {
         let accepted = inner.options.protocol_versions;
         let meta = modern_headers::validate(&parts.headers, &payload, accepted)?;
@@ -118,6 +120,7 @@ async fn read_payload<B>(
     inner: &Inner,
     parts: &http::request::Parts,
     body: B,
+    exemption: Exemption,
     probe_meta: bool,
 ) -> Result<(Payload, bool), Rejection>
 where
@@ -130,7 +133,7 @@ where
         timeout: inner.options.body_timeout,
         min_rate: inner.options.min_body_rate,
     };
-    let (bytes, held) = read_body(body, limits, &inner.bodies).await?;
+    let (bytes, held) = read_body(body, limits, &inner.bodies, exemption).await?;
     let decoded = decode_body(bytes, probe_meta).await?;
     // The decoded messages share the bytes; what the budget bounds is bodies in transit.
     drop(held);

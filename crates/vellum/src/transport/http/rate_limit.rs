@@ -153,9 +153,13 @@ impl Limits {
             if self.calls.tools.is_empty() || r.method != methods::TOOLS_CALL {
                 continue;
             }
-            // A call whose params do not name a tool is refused later, by the server.
+            // A call whose tool cannot be read (no `name`, or two of them) fails closed here:
+            // the limit cannot tell which bucket it would take from.
             let Some(name) = r.params.as_ref().and_then(|p| tool_name(p.as_bytes())) else {
-                continue;
+                return Err(Rejection::BadRequest {
+                    id: Some(r.id.clone()),
+                    message: "Bad Request: tools/call params must name the tool once".into(),
+                });
             };
             if let Some(limit) = self.calls.tool_limit(&name) {
                 take(&*self.store, &format!("{caller}:t:{name}"), limit).await?;

@@ -40,6 +40,9 @@ pub(crate) enum Rejection {
     /// The bytes buffered for bodies across all connections reached their budget (503,
     /// `Retry-After`).
     BodyBudgetExhausted,
+    /// A finished answer found no room in the budget of answer bytes waiting to be written
+    /// (503, `Retry-After`; the answer is dropped).
+    AnswerBudgetExhausted,
     /// The body is not JSON or not JSON-RPC (400, -32700 / -32600).
     Decode(DecodeError),
     /// A malformed request (400, -32600).
@@ -106,6 +109,7 @@ impl Rejection {
             R::UnreadableBody => "unreadable_body",
             R::BodyTimeout => "body_timeout",
             R::BodyBudgetExhausted => "body_budget",
+            R::AnswerBudgetExhausted => "answer_budget",
             R::Decode(_) => "decode",
             R::BadRequest { .. } => "bad_request",
             R::UnsupportedLegacyVersion { .. } => "unsupported_version",
@@ -193,6 +197,15 @@ impl Rejection {
                 ErrorObject::new(
                     code::INTERNAL_ERROR,
                     "Service Unavailable: too many request bodies are being received",
+                ),
+                Some((header::RETRY_AFTER, HeaderValue::from_static("1"))),
+            ),
+            R::AnswerBudgetExhausted => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                None,
+                ErrorObject::new(
+                    code::INTERNAL_ERROR,
+                    "Service Unavailable: too many answers are waiting for their clients to read them",
                 ),
                 Some((header::RETRY_AFTER, HeaderValue::from_static("1"))),
             ),

@@ -151,20 +151,50 @@ pub(crate) fn check_localhost(
 /// 9112 §3.2 has a server answer 400 to an HTTP/1.1 request without `Host` (and RFC 9113
 /// §8.3.1 makes an HTTP/2 `http`/`https` request without `:authority` or `Host` malformed),
 /// on any connection, whatever the other checks. HTTP/1.0 predates `Host` and is left to the
-/// localhost check.
+/// localhost check. What is named must be well formed: a `Host` of visible ASCII, a port
+/// that fits 16 bits, and on HTTP/2 a `host` that agrees with `:authority` (RFC 9113
+/// §8.3.1: a request where they differ is malformed).
 pub(crate) fn check_host_present(
     version: http::Version,
     headers: &HeaderMap,
     uri: &http::Uri,
 ) -> Result<(), Rejection> {
-    let named = uri.authority().is_some() || headers.contains_key(header::HOST);
-    if named || matches!(version, http::Version::HTTP_09 | http::Version::HTTP_10) {
-        return Ok(());
-    }
-    Err(Rejection::BadRequest {
+    let bad = |message: &'static str| Rejection::BadRequest {
         id: None,
-        message: "Bad Request: missing Host header".into(),
-    })
+        message: message.into(),
+    };
+    let host = match headers.get(header::HOST).map(|v| v.to_str()) {
+        Some(Ok(h)) => Some(h),
+        Some(Err(_)) => return Err(bad("Bad Request: the Host header is not ASCII")),
+        None => None,
+    };
+    let authority = uri.authority().map(|a| a.as_str());
+    if version >= http::Version::HTTP_2
+        && let (Some(a), Some(h)) = (authority, host)
+        && !a.eq_ignore_ascii_case(h)
+    {
+        return Err(bad("Bad Request: :authority and Host differ"));
+    }
+    match authority.or(host) {
+        Some(named) if !port_fits(named) => Err(bad("Bad Request: invalid port in Host")),
+        Some(_) => Ok(()),
+        None if matches!(version, http::Version::HTTP_09 | http::Version::HTTP_10) => Ok(()),
+        None => Err(bad("Bad Request: missing Host header")),
+    }
+}
+
+/// Whether the port of `authority` (`host[:port]`, `[v6][:port]`), if it names one, fits
+/// 16 bits. Only a port of digits is judged here: anything else after the host makes it a
+/// host no check matches, which the localhost check refuses.
+fn port_fits(authority: &str) -> bool {
+    let port = match authority.rsplit_once(']') {
+        Some((_, tail)) => tail.strip_prefix(':').unwrap_or(""),
+        None if authority.matches(':').count() == 1 => {
+            authority.rsplit_once(':').map_or("", |(_, p)| p)
+        }
+        None => "",
+    };
+    port.is_empty() || !port.bytes().all(|b| b.is_ascii_digit()) || port.parse::<u16>().is_ok()
 }
 
 /// The authority of the request target when it has one (absolute form, HTTP/2's
@@ -314,6 +344,44 @@ fn same_origin(origin: &str, host: Option<&str>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn host_check(version: http::Version, uri: &str, host: &[u8]) -> Result<(), String> {
+        let mut headers = HeaderMap::new();
+        if !host.is_empty() {
+            headers.insert(header::HOST, http::HeaderValue::from_bytes(host).unwrap());
+        }
+        let uri: http::Uri = uri.parse().unwrap();
+        check_host_present(version, &headers, &uri).map_err(|r| match r {
+            Rejection::BadRequest { message, .. } => message,
+            other => format!("{other:?}"),
+        })
+    }
+
+    #[test]
+    fn the_named_authority_must_be_well_formed() {
+        use http::Version as V;
+        assert!(host_check(V::HTTP_11, "/mcp", b"127.0.0.1:8080").is_ok());
+        assert!(host_check(V::HTTP_11, "/mcp", b"[::1]:65535").is_ok());
+        assert!(host_check(V::HTTP_11, "/mcp", b"example.com:").is_ok());
+        // Not a port of digits: left to the localhost check.
+        assert!(host_check(V::HTTP_11, "/mcp", b"[::1]evil.com").is_ok());
+        assert!(host_check(V::HTTP_11, "/mcp", b"h:8x").is_ok());
+        for bad in [&b"127.0.0.1:99999"[..], b"[::1]:70000", b"h:000000065536"] {
+            let e = host_check(V::HTTP_11, "/mcp", bad).unwrap_err();
+            assert!(e.contains("invalid port"), "{e}");
+        }
+        let e = host_check(V::HTTP_11, "/mcp", "caf\u{e9}.example".as_bytes()).unwrap_err();
+        assert!(e.contains("not ASCII"), "{e}");
+        let e = host_check(V::HTTP_11, "/mcp", b"").unwrap_err();
+        assert!(e.contains("missing Host"), "{e}");
+        // HTTP/2: `host` must agree with `:authority`; HTTP/1.1's absolute form ignores it.
+        let e = host_check(V::HTTP_2, "http://127.0.0.1/mcp", b"evil.com").unwrap_err();
+        assert!(e.contains(":authority and Host differ"), "{e}");
+        assert!(host_check(V::HTTP_2, "http://127.0.0.1/mcp", b"127.0.0.1").is_ok());
+        assert!(host_check(V::HTTP_11, "http://127.0.0.1/mcp", b"evil.com").is_ok());
+        let e = host_check(V::HTTP_2, "http://127.0.0.1:99999/mcp", b"").unwrap_err();
+        assert!(e.contains("invalid port"), "{e}");
+    }
 
     #[test]
     fn loopback_hosts() {

@@ -1,8 +1,10 @@
 //! Serving the handler: [`serve`]`(listener, handler)`, a builder awaited as a future, with
-//! a layer around the handler ([`Serve::layer`]), TLS ([`Serve::tls`], feature `tls`) and a
-//! graceful shutdown ([`Serve::with_graceful_shutdown`]); one accept loop on TCP or a Unix
-//! socket with the settings that matter (TCP_NODELAY on every TCP socket, a header-read
-//! timeout, a handshake deadline).
+//! a layer around the handler ([`Serve::layer`]), TLS ([`Serve::tls`], feature `tls`), the
+//! limits of its connections ([`Serve::connection_limits`]) and a graceful shutdown
+//! ([`Serve::with_graceful_shutdown`]); one accept loop on TCP or a Unix socket with the
+//! settings that matter (TCP_NODELAY on every TCP socket, one deadline from accept to the
+//! first request head, an idle timeout, a connection cap, a budget of unwritten answer bytes
+//! and a write timeout: [`ConnectionLimits`]).
 //!
 //! Connections speak HTTP/1.1. With the feature `http2` they speak HTTP/1.1 or HTTP/2, told
 //! apart by the client's first bytes (the HTTP/2 preface): h2c with prior knowledge on plain
@@ -23,7 +25,9 @@
 //! each with one ACK and queues no more than one pending ACK of each).
 //!
 //! Not here: what a request does (`endpoint.rs`); sockets, handshakes and connections
-//! (`listener.rs`); the TLS configuration (`tls.rs`).
+//! (`listener.rs`); a connection's deadlines (`connection_task.rs`), the table of
+//! connections (`connection_table.rs`) and the answer budget (`answer_budget.rs`); the TLS
+//! configuration (`tls.rs`).
 
 use std::future::{Future, IntoFuture, Pending};
 use std::net::SocketAddr;
@@ -35,15 +39,19 @@ use http::{Request, Response};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 use tower_layer::{Identity, Layer};
 use tower_service::Service;
 
+use super::answer_budget::AnswerFuture;
+use super::body_reader::{BodyExemption, ConnectionExemption};
+use super::connection_limits::ConnectionLimits;
+use super::connection_table::{ConnectionTable, Registered};
+use super::connection_task;
 use super::endpoint::StreamableHttpHandler;
-use super::listener::{Accepting, Listener, TLS_HANDSHAKE_TIMEOUT};
+use super::listener::{Accepting, Listener};
 use super::security::ConnectionInfo;
 
 /// An error any service may fail with.
@@ -66,6 +74,7 @@ pub fn serve(listener: impl Into<Listener>, handler: StreamableHttpHandler) -> S
         handler,
         layer: Identity::new(),
         shutdown: std::future::pending(),
+        limits: ConnectionLimits::default(),
         #[cfg(feature = "tls")]
         tls: None,
     }
@@ -86,6 +95,7 @@ pub struct Serve<L = Identity, G = Pending<()>> {
     handler: StreamableHttpHandler,
     layer: L,
     shutdown: G,
+    limits: ConnectionLimits,
     #[cfg(feature = "tls")]
     tls: Option<super::TlsConfig>,
 }
@@ -99,6 +109,7 @@ impl<L, G> std::fmt::Debug for Serve<L, G> {
         f.debug_struct("Serve")
             .field("listener", &self.listener)
             .field("handler", &self.handler)
+            .field("limits", &self.limits)
             .finish_non_exhaustive()
     }
 }
@@ -113,6 +124,7 @@ impl<G> Serve<Identity, G> {
             handler: self.handler,
             layer: Layered(layer),
             shutdown: self.shutdown,
+            limits: self.limits,
             #[cfg(feature = "tls")]
             tls: self.tls,
         }
@@ -130,13 +142,23 @@ impl<L, G> Serve<L, G> {
             handler: self.handler,
             layer: self.layer,
             shutdown: signal,
+            limits: self.limits,
             #[cfg(feature = "tls")]
             tls: self.tls,
         }
     }
 
-    /// Speaks TLS on every connection: each handshake runs in the connection's own task
-    /// within [`TLS_HANDSHAKE_TIMEOUT`] (h2 or HTTP/1.1 by ALPN with the feature `http2`).
+    /// Sets the limits of the connections (deadlines, the connection cap, the answer
+    /// budget); [`ConnectionLimits::default`] otherwise.
+    pub fn connection_limits(mut self, limits: ConnectionLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Speaks TLS on every connection: each handshake runs in the connection's own task,
+    /// within the connection's first-request deadline
+    /// ([`ConnectionLimits::first_request_timeout`]; h2 or HTTP/1.1 by ALPN with the feature
+    /// `http2`).
     /// [`TlsConfig::reload`](super::TlsConfig::reload) changes the certificate of later
     /// handshakes while this serves.
     #[cfg(feature = "tls")]
@@ -145,14 +167,20 @@ impl<L, G> Serve<L, G> {
         self
     }
 
-    /// What the accept loop runs on: its listener, the handler, the layer, the shutdown
-    /// signal.
-    fn into_parts(self) -> (Accepting, StreamableHttpHandler, L, G) {
+    /// What the accept loop runs on: its listener and connection limits, the handler, the
+    /// layer, the shutdown signal.
+    fn into_parts(self) -> (Accepting, ConnectionLimits, StreamableHttpHandler, L, G) {
         let listener = self.listener.accepting(
             #[cfg(feature = "tls")]
             self.tls.as_ref(),
         );
-        (listener, self.handler, self.layer, self.shutdown)
+        (
+            listener,
+            self.limits,
+            self.handler,
+            self.layer,
+            self.shutdown,
+        )
     }
 }
 
@@ -206,10 +234,10 @@ where
     /// The handler itself: the connection reaches it as an argument, not in the
     /// request's extensions (no extensions map per request).
     fn into_future(self) -> ServeFuture {
-        let (listener, handler, _, shutdown) = self.into_parts();
+        let (listener, limits, handler, _, shutdown) = self.into_parts();
         let h = handler.clone();
-        let respond = move |req, info| h.call_on(req, Some(info));
-        Box::pin(accept_loop(listener, handler, respond, shutdown))
+        let respond = move |req, info, exemption| h.call_on(req, Some(info), exemption);
+        Box::pin(accept_loop(listener, limits, handler, respond, shutdown))
     }
 }
 
@@ -222,19 +250,24 @@ where
     type IntoFuture = ServeFuture;
 
     /// The handler inside the layer, each request with its [`ConnectionInfo`] in its
-    /// extensions.
+    /// extensions (and an HTTP/2 one with its connection's body exemption).
     fn into_future(self) -> ServeFuture {
-        let (listener, handler, Layered(layer), shutdown) = self.into_parts();
+        let (listener, limits, handler, Layered(layer), shutdown) = self.into_parts();
         let service = layer.layer(handler.clone());
-        let respond = move |mut req: Request<Incoming>, info: ConnectionInfo| {
+        let respond = move |mut req: Request<Incoming>,
+                            info: ConnectionInfo,
+                            exemption: Option<Arc<BodyExemption>>| {
             req.extensions_mut().insert(info);
+            if let Some(e) = exemption {
+                req.extensions_mut().insert(ConnectionExemption(e));
+            }
             let mut s = service.clone();
             async move {
                 std::future::poll_fn(|cx| s.poll_ready(cx)).await?;
                 s.call(req).await
             }
         };
-        Box::pin(accept_loop(listener, handler, respond, shutdown))
+        Box::pin(accept_loop(listener, limits, handler, respond, shutdown))
     }
 }
 
@@ -267,15 +300,16 @@ pub const H2_KEEP_ALIVE: Duration = Duration::from_secs(20);
 macro_rules! http1_settings_of {
     ($b:expr) => {
         $b.timer(TokioTimer::new())
-            .header_read_timeout(Duration::from_secs(30))
+            .header_read_timeout(None)
             .max_buf_size(2 * super::headers::MAX_HEAD_BYTES)
     };
 }
 
-/// The connection settings. HTTP/1.1: a 30 s header-read timeout (slowloris), at most
-/// 128 KiB of buffered request head (twice the handler's 64 KiB head limit, so that the
-/// handler, not the connection, refuses a head between the two with its JSON-RPC 431), at
-/// most 100 headers (hyper's default: setting it, even to the same 100, makes hyper
+/// The connection settings. HTTP/1.1: no header-read timer of hyper's (the connection's
+/// first-request deadline and idle timeout bound every head, without a timer per request),
+/// at most 128 KiB of buffered request head (twice the handler's 64 KiB head limit, so that
+/// the handler, not the connection, refuses a head between the two with its JSON-RPC 431),
+/// at most 100 headers (hyper's default: setting it, even to the same 100, makes hyper
 /// initialise a header array per parse, about 1.7k instructions per request). HTTP/2
 /// (feature `http2`): the limits of the module documentation.
 #[cfg(feature = "http2")]
@@ -309,12 +343,16 @@ fn builder() -> hyper::server::conn::http1::Builder {
 /// the loop.
 async fn accept_loop<F, Fut, B, E>(
     listener: Accepting,
+    limits: ConnectionLimits,
     handler: StreamableHttpHandler,
     respond: F,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()>
 where
-    F: Fn(Request<Incoming>, ConnectionInfo) -> Fut + Clone + Send + 'static,
+    F: Fn(Request<Incoming>, ConnectionInfo, Option<Arc<BodyExemption>>) -> Fut
+        + Clone
+        + Send
+        + 'static,
     Fut: Future<Output = Result<Response<B>, E>> + Send + 'static,
     E: Into<BoxError> + 'static,
     B: http_body::Body + Send + 'static,
@@ -322,7 +360,8 @@ where
     B::Error: Into<BoxError>,
 {
     let stop = CancellationToken::new();
-    let serving = accept_connections(listener, handler, respond, stop.clone());
+    let table = ConnectionTable::new(limits, handler.options().logger.clone());
+    let serving = accept_connections(listener, table, handler, respond, stop.clone());
     let mut task = AbortOnDropHandle::new(tokio::spawn(serving));
     tokio::select! {
         r = &mut task => return r.map_err(std::io::Error::other),
@@ -336,45 +375,63 @@ where
 /// `request_grace` (the handler's options), then close what is left.
 async fn accept_connections<F, Fut, B, E>(
     listener: Accepting,
+    table: Arc<ConnectionTable>,
     handler: StreamableHttpHandler,
     respond: F,
     stop: CancellationToken,
 ) where
-    F: Fn(Request<Incoming>, ConnectionInfo) -> Fut + Clone + Send + 'static,
+    F: Fn(Request<Incoming>, ConnectionInfo, Option<Arc<BodyExemption>>) -> Fut
+        + Clone
+        + Send
+        + 'static,
     Fut: Future<Output = Result<Response<B>, E>> + Send + 'static,
     E: Into<BoxError> + 'static,
     B: http_body::Body + Send + 'static,
     B::Data: Send,
     B::Error: Into<BoxError>,
 {
-    let graceful = GracefulShutdown::new();
     let builder = Arc::new(builder());
     loop {
+        // Connections closed to make room still hold their descriptors until their tasks
+        // end: let them go before taking more.
+        while table.crowded() && !stop.is_cancelled() {
+            table.some_closed(Duration::from_millis(50)).await;
+        }
         let (handshake, info) = tokio::select! {
             r = listener.next() => match r {
                 Ok(x) => x,
-                // Out of file descriptors and the like: wait a little instead of spinning.
-                Err(_) => { tokio::time::sleep(Duration::from_millis(50)).await; continue; }
+                // Out of file descriptors and the like: close the connections idle the
+                // longest, and wait for one to go instead of spinning.
+                Err(_) => {
+                    table.close_idle();
+                    table.some_closed(Duration::from_millis(50)).await;
+                    continue;
+                }
             },
             () = stop.cancelled() => break,
         };
+        // At the cap with no connection idle, the newcomer is closed at once.
+        let Some(state) = table.open() else {
+            continue;
+        };
         let respond = respond.clone();
+        let conn = state.clone();
         // Not boxed: hyper keeps the slot of a request's future for the connection's whole
         // life, and the response futures are small (the handler boxes its request's state,
         // ~4.5 KiB, once, inside its `HandlerFuture`).
-        let svc = service_fn(move |req| respond(req, info));
-        // Taken before the handshake, so a shutdown that starts meanwhile waits for it too.
-        let watcher = graceful.watcher();
+        let svc = service_fn(move |req: Request<Incoming>| {
+            let guard = conn.begin();
+            let exemption = (req.version() >= http::Version::HTTP_2).then(|| conn.body_exemption());
+            AnswerFuture::new(respond(req, info, exemption), guard)
+        });
         let builder = builder.clone();
         tokio::spawn(async move {
-            let Ok(Ok(stream)) =
-                tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, handshake.finish()).await
-            else {
+            let _registered = Registered(state.clone());
+            let Some(stream) = connection_task::handshake(&state, handshake).await else {
                 return;
             };
-            let _ = watcher
-                .watch(builder.serve_connection(TokioIo::new(stream), svc))
-                .await;
+            let http = builder.serve_connection(TokioIo::new(stream), svc);
+            connection_task::drive(&state, http, |c| c.graceful_shutdown()).await;
         });
     }
     drop(listener);
@@ -382,7 +439,8 @@ async fn accept_connections<F, Fut, B, E>(
     let grace = handler.options().request_grace;
     let deadline = tokio::time::Instant::now() + grace;
     let streams_end = tokio::time::Instant::now() + handler.options().stream_grace.min(grace);
-    let connections = graceful.shutdown();
+    table.shut_down();
+    let connections = table.all_closed();
     tokio::pin!(connections);
     // Streams first (after their grace), so their clients reconnect elsewhere while the
     // requests still running here finish within theirs.

@@ -11,6 +11,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::protocol::echo;
 use crate::protocol::{ErrorObject, JsonObject, Meta};
 use crate::server::request::reply::{HasMeta, Outcome, complete};
 use crate::server::request::request::{RequestShared, Scope};
@@ -57,7 +58,7 @@ pub(super) fn store_failed(e: StoreError) -> ErrorObject {
 }
 
 pub(super) fn not_found(id: &str) -> ErrorObject {
-    ErrorObject::invalid_params(format!("Failed to retrieve task: no task {id}"))
+    ErrorObject::invalid_params(format!("Failed to retrieve task: no task {}", echo(id)))
 }
 
 /// The task, if the caller may see it (its owner, in the era it was created in).
