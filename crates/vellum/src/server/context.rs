@@ -148,6 +148,16 @@ impl RequestContext {
         }
     }
 
+    /// The legacy session this request belongs to, as a handle an
+    /// [`Upstream`](super::Upstream) keeps; `None` for a 2026-07-28 request and for a
+    /// stateless server's throwaway sessions.
+    pub fn session(&self) -> Option<super::SessionRef> {
+        match &self.shared.scope {
+            Scope::Legacy(s) if !s.is_temporary() => Some(s.handle()),
+            _ => None,
+        }
+    }
+
     /// The request's `_meta`, if it carried one.
     pub fn meta(&self) -> Option<&Meta> {
         self.shared.meta.get()
@@ -371,7 +381,7 @@ impl RequestContext {
                     InputRequest::ListRoots => Value::Object(Default::default()),
                 };
                 let raw = session
-                    .request_client(method, &params, &self.shared.outbox, self.timeout())
+                    .request_client(method, &params, Some(&self.shared.outbox), self.timeout())
                     .await?;
                 Ok(raw.parse()?)
             }
@@ -413,7 +423,7 @@ impl RequestContext {
         match &self.shared.scope {
             Scope::Legacy(session) => {
                 let raw = session
-                    .request_client(method, params, &self.shared.outbox, timeout)
+                    .request_client(method, params, Some(&self.shared.outbox), timeout)
                     .await?;
                 Ok(raw.parse()?)
             }

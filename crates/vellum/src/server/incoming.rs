@@ -38,8 +38,15 @@ pub(crate) fn handle_notification(session: Option<&Arc<Session>>, n: &Notificati
                 h.unmatched_cancel(m);
             }
         }
-        // Progress from the client and roots changes need no action from the core.
-        _ => {}
+        // Progress from the client and roots changes need no action from the core; a
+        // server with an upstream passes them on.
+        _ => {
+            if let Some(s) = session
+                && let Some(up) = s.server().upstream()
+            {
+                up.notification(Some(&s.handle()), n);
+            }
+        }
     }
 }
 

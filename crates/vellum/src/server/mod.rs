@@ -48,6 +48,7 @@ mod skill_files;
 mod skills;
 mod task_store;
 mod tool;
+mod upstream;
 pub mod uri_template;
 
 pub use cache_hints::{CacheHints, Cached};
@@ -65,6 +66,7 @@ pub use scopes::{InsufficientScope, ScopeRules};
 pub use server::Server;
 #[cfg(feature = "skills")]
 pub use skill_files::{MAX_SKILL_BYTES, MAX_SKILL_FILES, SkillError, SkillFiles};
+pub use upstream::{ForwardedRequest, SessionRef, Upstream};
 pub use tool::{
     CallToolRequest, IntoToolResult, NoArgs, RegistrationError, Structured, is_valid_tool_name,
     schema_for,

@@ -29,6 +29,7 @@ use super::reply::Outcome;
 use super::session::Session;
 use super::task_store::Tasks;
 use super::tool::ToolEntry;
+use super::upstream::Upstream;
 use crate::protocol::{CacheHint, encode_notification};
 use crate::protocol::{
     Implementation, JsonObject, ListCapability, NotificationParams, ResourceUpdatedParams,
@@ -68,6 +69,8 @@ pub(crate) struct ServerInner {
     bus_listener: OnceLock<tokio_util::sync::DropGuard>,
     sessions: Mutex<HashMap<u64, Weak<Session>>>,
     next_session_key: AtomicU64,
+    /// Where requests are forwarded instead of served here, once set (a gateway).
+    upstream: OnceLock<Arc<dyn Upstream>>,
     change_scheduled: [AtomicBool; 3],
 }
 
@@ -111,6 +114,7 @@ impl Server {
                 tasks: Arc::default(),
                 sessions: Mutex::new(HashMap::new()),
                 next_session_key: AtomicU64::new(1),
+                upstream: OnceLock::new(),
                 change_scheduled: Default::default(),
             }),
         }
@@ -196,6 +200,18 @@ impl Server {
     {
         write(&self.inner.middleware).add_observer(f);
         self
+    }
+
+    /// Forwards this server's requests to `upstream` instead of serving them from its own
+    /// registries (see [`Upstream`] for what stays here). Set once, before serving; a
+    /// later call returns `false` and changes nothing.
+    pub fn set_upstream(&self, upstream: Arc<dyn Upstream>) -> bool {
+        self.inner.upstream.set(upstream).is_ok()
+    }
+
+    /// The upstream requests are forwarded to, if one is set.
+    pub(crate) fn upstream(&self) -> Option<&Arc<dyn Upstream>> {
+        self.inner.upstream.get()
     }
 
     pub(crate) fn middleware(&self) -> Middleware {

@@ -20,9 +20,10 @@ use serde::Serialize;
 use super::Server;
 use super::outbox::Outbox;
 use super::redact::redact_session_id;
+use super::upstream::SessionRef;
 use crate::error::Error;
 use crate::peer::{
-    Cancel, InflightRequests, PendingAnswers, RequestIds, Ticket, cancelled_notification,
+    Cancel, InflightRequests, PendingAnswers, RequestIds, Ticket, Waiter, cancelled_notification,
 };
 use crate::protocol::encode_request;
 use crate::protocol::{
@@ -119,6 +120,8 @@ pub(crate) struct Session {
     hooks: OnceLock<Arc<dyn SessionHooks>>,
     closed: AtomicBool,
     registry_key: u64,
+    /// This session, for the handles an upstream keeps ([`SessionRef`]).
+    me: Weak<Session>,
 }
 
 impl std::fmt::Debug for Session {
@@ -162,7 +165,7 @@ impl Session {
         init: Option<ClientInit>,
     ) -> Arc<Session> {
         let registry_key = server.next_session_key();
-        let s = Arc::new(Session {
+        let s = Arc::new_cyclic(|me| Session {
             id,
             server,
             temporary,
@@ -176,6 +179,7 @@ impl Session {
             hooks: OnceLock::new(),
             closed: AtomicBool::new(false),
             registry_key,
+            me: me.clone(),
         });
         if let Some(init) = init {
             let _ = s.init.set(init);
@@ -189,6 +193,16 @@ impl Session {
     /// The key of this session in its server's session table (stable for its lifetime).
     pub(crate) fn registry_key(&self) -> u64 {
         self.registry_key
+    }
+
+    /// A handle on this session for the server's upstream.
+    pub(crate) fn handle(&self) -> SessionRef {
+        SessionRef::new(self.registry_key, self.me.clone())
+    }
+
+    /// True for a stateless request's throwaway session.
+    pub(crate) fn is_temporary(&self) -> bool {
+        self.temporary
     }
 
     /// The transport's session id.
@@ -368,13 +382,15 @@ impl Session {
         self.pending.resolve(id, outcome)
     }
 
-    /// Sends a request to the client on `outbox` (the stream of the request being served)
-    /// and waits for the answer, which arrives through [`Session::resolve`].
+    /// Sends a request to the client and waits for the answer, which arrives through
+    /// [`Session::resolve`]: on `outbox` (the stream of the request being served), or with
+    /// none on the session's stream for unsolicited messages. A question given up before its
+    /// answer (the caller dropped it) is cancelled at the client.
     pub(crate) async fn request_client<P: Serialize + ?Sized>(
         self: &Arc<Self>,
         method: &str,
         params: &P,
-        outbox: &Outbox,
+        outbox: Option<&Outbox>,
         timeout: Duration,
     ) -> Result<RawJson, Error> {
         if self.temporary {
@@ -389,21 +405,21 @@ impl Session {
         let id = self.request_ids.next(prefix);
         let message = encode_request(&id, method, Some(params))?;
         // Dropping the waiter (the handler gave up) forgets the question.
-        let mut waiter = self.pending.wait_for(id, ());
-        outbox
-            .send(message)
-            .await
-            .map_err(|_| Error::RequestFinished)?;
-        match tokio::time::timeout(timeout, waiter.answer()).await {
+        let waiter = self.pending.wait_for(id, ());
+        match outbox {
+            Some(o) => o.send(message).await.map_err(|_| Error::RequestFinished)?,
+            None => self.send_unrelated(message).await?,
+        }
+        let mut question = Question {
+            waiter,
+            outbox,
+            session: self,
+        };
+        match tokio::time::timeout(timeout, question.waiter.answer()).await {
             Ok(Some(outcome)) => outcome.map_err(Error::Remote),
             Ok(None) => Err(Error::SessionClosed),
-            Err(_) => {
-                waiter.abandon();
-                if let Ok(msg) = cancelled_notification(waiter.id(), "timed out") {
-                    let _ = outbox.send(msg).await;
-                }
-                Err(Error::Timeout(timeout))
-            }
+            // The guard tells the client.
+            Err(_) => Err(Error::Timeout(timeout)),
         }
     }
 
@@ -437,6 +453,16 @@ impl Session {
         self.inflight.cancel_all();
         self.pending.clear();
         self.server.unregister_session(self.registry_key);
+        self.tell_upstream_closed();
+    }
+
+    /// Tells the server's upstream, if any, that this session is over.
+    fn tell_upstream_closed(&self) {
+        if !self.temporary
+            && let Some(up) = self.server.upstream()
+        {
+            up.session_closed(&self.handle());
+        }
     }
 
     pub(crate) fn is_closed(&self) -> bool {
@@ -448,6 +474,45 @@ impl Drop for Session {
     fn drop(&mut self) {
         if !self.temporary {
             self.server.unregister_session(self.registry_key);
+            if !self.closed.swap(true, Ordering::AcqRel) {
+                self.tell_upstream_closed();
+            }
+        }
+    }
+}
+
+/// A question to the client waiting for its answer: when the asker stops waiting first (it
+/// timed out, or dropped the question), the client is told with `notifications/cancelled`
+/// on the stream the question went out on.
+struct Question<'a> {
+    waiter: Waiter<'a, Result<RawJson, ErrorObject>, ()>,
+    outbox: Option<&'a Outbox>,
+    session: &'a Arc<Session>,
+}
+
+impl Drop for Question<'_> {
+    fn drop(&mut self) {
+        if !self.waiter.is_waiting() {
+            return;
+        }
+        self.waiter.abandon();
+        let Ok(message) = cancelled_notification(self.waiter.id(), "the server stopped waiting")
+        else {
+            return;
+        };
+        match self.outbox {
+            // Nothing waits on a full or closed stream: the question is forgotten here anyway.
+            Some(o) => {
+                o.try_send(message);
+            }
+            None => {
+                let session = self.session.clone();
+                if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                    rt.spawn(async move {
+                        let _ = session.send_unrelated(message).await;
+                    });
+                }
+            }
         }
     }
 }

@@ -11,7 +11,7 @@ use super::super::reply::{Outcome, cacheable, complete, empty};
 use super::super::request::{RequestShared, Scope};
 use super::super::session::{ClientInit, Session};
 use crate::protocol::{
-    DiscoverResult, ErrorObject, InitializeParams, InitializeResult, ProtocolVersion,
+    DiscoverResult, ErrorObject, InitializeParams, InitializeResult, ProtocolVersion, RawJson,
     SetLevelParams, SubscribeParams,
 };
 
@@ -23,39 +23,70 @@ fn session_of(shared: &RequestShared) -> Result<&Arc<Session>, ErrorObject> {
     }
 }
 
-/// `initialize`: negotiates the version and records what the client said.
-pub(super) fn initialize(
+/// `initialize`: negotiates the version and records what the client said. With an
+/// upstream, what the server is (capabilities, identity, instructions) is what the upstream
+/// opened for the session says, and the version the upstream chose wins where it is one this
+/// server speaks.
+pub(super) async fn initialize(
     shared: &RequestShared,
     p: InitializeParams,
 ) -> Result<Outcome, ErrorObject> {
     let session = session_of(shared)?;
-    let version = ProtocolVersion::negotiate_legacy(&p.protocol_version);
-    let init = ClientInit {
-        version,
-        capabilities: p.capabilities,
-        info: Some(p.client_info),
-    };
-    if !session.set_init(init) {
-        return Err(ErrorObject::invalid_request(
-            "Invalid request: the session is already initialized",
-        ));
+    if session.is_initialized() {
+        return Err(already_initialized());
     }
     let server = &shared.server;
-    let mut capabilities = server.capabilities();
-    capabilities.extensions = None;
-    if version < ProtocolVersion::V2025_11_25 {
-        capabilities.tasks = None;
+    let (version, mut result) = match server.upstream() {
+        Some(up) => {
+            let client_info = p.client_info.clone();
+            let capabilities = p.capabilities.clone();
+            let requested = p.protocol_version.clone();
+            let r = up.open_session(session.handle(), p).await?;
+            let version = ProtocolVersion::parse(&r.protocol_version)
+                .filter(|v| !v.is_modern())
+                .unwrap_or_else(|| ProtocolVersion::negotiate_legacy(&requested));
+            let init = ClientInit {
+                version,
+                capabilities,
+                info: Some(client_info),
+            };
+            (init, r)
+        }
+        None => {
+            let version = ProtocolVersion::negotiate_legacy(&p.protocol_version);
+            let r = InitializeResult {
+                protocol_version: String::new(),
+                capabilities: server.capabilities(),
+                server_info: server.info().clone(),
+                instructions: None,
+                meta: None,
+            };
+            let init = ClientInit {
+                version,
+                capabilities: p.capabilities,
+                info: Some(p.client_info),
+            };
+            (init, r)
+        }
+    };
+    let v = version.version;
+    if !session.set_init(version) {
+        return Err(already_initialized());
     }
-    Ok(complete(
-        shared,
-        InitializeResult {
-            protocol_version: version.as_str().to_owned(),
-            capabilities,
-            server_info: server.info().clone(),
-            instructions: server.options().instructions.clone(),
-            meta: None,
-        },
-    ))
+    result.protocol_version = v.as_str().to_owned();
+    result.capabilities.extensions = None;
+    if v < ProtocolVersion::V2025_11_25 {
+        result.capabilities.tasks = None;
+    }
+    if let Some(i) = &server.options().instructions {
+        result.instructions = Some(i.clone());
+    }
+    result.meta = None;
+    Ok(complete(shared, result))
+}
+
+fn already_initialized() -> ErrorObject {
+    ErrorObject::invalid_request("Invalid request: the session is already initialized")
 }
 
 /// `ping`: answers exactly `{}`.
@@ -63,17 +94,27 @@ pub(super) fn ping(shared: &RequestShared, _: ()) -> Result<Outcome, ErrorObject
     Ok(empty(shared))
 }
 
-/// `server/discover` (2026-07-28): versions, capabilities and instructions.
-pub(super) fn discover(shared: &RequestShared, _: ()) -> Result<Outcome, ErrorObject> {
+/// `server/discover` (2026-07-28): versions, capabilities and instructions (the upstream's,
+/// when the server has one).
+pub(super) async fn discover(shared: &RequestShared, _: ()) -> Result<Outcome, ErrorObject> {
     let server = &shared.server;
-    let mut capabilities = server.capabilities();
+    let (mut capabilities, mut instructions) = match server.upstream() {
+        Some(up) => {
+            let r = up.describe().await?;
+            (r.capabilities, r.instructions)
+        }
+        None => (server.capabilities(), None),
+    };
     capabilities.tasks = None;
+    if let Some(i) = &server.options().instructions {
+        instructions = Some(i.clone());
+    }
     Ok(cacheable(
         shared,
         DiscoverResult {
             supported_versions: DiscoverResult::all_versions(),
             capabilities,
-            instructions: server.options().instructions.clone(),
+            instructions,
             meta: None,
         },
     ))
@@ -81,21 +122,24 @@ pub(super) fn discover(shared: &RequestShared, _: ()) -> Result<Outcome, ErrorOb
 
 /// `logging/setLevel`.
 /// Like the subscriptions, the level is shared before the answer: a client that set it
-/// expects the level to hold for what other instances send it next.
+/// expects the level to hold for what other instances send it next. With an upstream, the
+/// request then goes on to it (its answer is the answer).
 pub(super) async fn set_level(
-    shared: &RequestShared,
+    shared: &Arc<RequestShared>,
+    raw: Option<&RawJson>,
     p: SetLevelParams,
 ) -> Result<Outcome, ErrorObject> {
     session_of(shared)?.set_log_level(p.level).done().await;
-    Ok(empty(shared))
+    Ok(forward_or(shared, raw).await)
 }
 
 /// `resources/subscribe` (`on`) and `resources/unsubscribe`. A change is shared (saved to
 /// the session store) before the answer: a client that opens its GET stream on another
 /// instance once subscribed must find the subscription there. A request that changes
-/// nothing waits for nothing.
+/// nothing waits for nothing. With an upstream, the request then goes on to it.
 pub(super) async fn subscribe(
-    shared: &RequestShared,
+    shared: &Arc<RequestShared>,
+    raw: Option<&RawJson>,
     p: SubscribeParams,
     on: bool,
 ) -> Result<Outcome, ErrorObject> {
@@ -106,5 +150,16 @@ pub(super) async fn subscribe(
         session.unsubscribe(&p.uri)
     };
     change.done().await;
-    Ok(empty(shared))
+    Ok(forward_or(shared, raw).await)
+}
+
+/// The upstream's answer to a request the server recorded, or `{}` without an upstream.
+async fn forward_or(shared: &Arc<RequestShared>, raw: Option<&RawJson>) -> Outcome {
+    match shared.server.upstream() {
+        Some(up) => {
+            let up = up.clone();
+            super::forward::forward(shared, &up, raw.cloned()).await
+        }
+        None => empty(shared),
+    }
 }

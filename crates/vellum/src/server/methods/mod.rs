@@ -24,6 +24,7 @@ use crate::protocol::{
 };
 
 mod completion;
+mod forward;
 mod input;
 mod lifecycle;
 mod listen;
@@ -124,11 +125,11 @@ method_table! {
     TOOLS_LIST, Both, optional(PaginatedParams),
         |s, raw, p| lists::serve::<Tools>(s, p);
     INITIALIZE + before_initialize, Legacy, required(InitializeParams),
-        |s, raw, p| lifecycle::initialize(s, p);
+        |s, raw, p| lifecycle::initialize(s, p).await;
     PING + before_initialize, Legacy, ignored(()),
         |s, raw, p| lifecycle::ping(s, p);
     DISCOVER, Modern, ignored(()),
-        |s, raw, p| lifecycle::discover(s, p);
+        |s, raw, p| lifecycle::discover(s, p).await;
     RESOURCES_LIST, Both, optional(PaginatedParams),
         |s, raw, p| lists::serve::<Resources>(s, p);
     RESOURCES_TEMPLATES_LIST, Both, optional(PaginatedParams),
@@ -136,9 +137,9 @@ method_table! {
     RESOURCES_READ, Both, required(ReadResourceParams),
         |s, raw, p| input::serve::<ResourceRead>(s, raw, p).await;
     RESOURCES_SUBSCRIBE, Legacy, required(SubscribeParams),
-        |s, raw, p| lifecycle::subscribe(s, p, true).await;
+        |s, raw, p| lifecycle::subscribe(s, raw, p, true).await;
     RESOURCES_UNSUBSCRIBE, Legacy, required(SubscribeParams),
-        |s, raw, p| lifecycle::subscribe(s, p, false).await;
+        |s, raw, p| lifecycle::subscribe(s, raw, p, false).await;
     PROMPTS_LIST, Both, optional(PaginatedParams),
         |s, raw, p| lists::serve::<Prompts>(s, p);
     PROMPTS_GET, Both, required(GetPromptParams),
@@ -146,7 +147,7 @@ method_table! {
     COMPLETION_COMPLETE, Both, required(CompleteParams),
         |s, raw, p| completion::complete(s, p).await;
     LOGGING_SET_LEVEL, Legacy, required(SetLevelParams),
-        |s, raw, p| lifecycle::set_level(s, p).await;
+        |s, raw, p| lifecycle::set_level(s, raw, p).await;
     TASKS_GET, Both, required(TaskIdParams),
         |s, raw, p| tasks::get(s, p).await;
     TASKS_RESULT, Legacy, required(TaskIdParams),
@@ -171,7 +172,8 @@ method_table! {
         |s, raw, p| listen::listen(s, p).await;
 }
 
-/// The innermost step of every request (after any request middleware).
+/// The innermost step of every request (after any request middleware): the table, or the
+/// server's upstream for every method the server does not answer itself.
 pub(crate) async fn dispatch_request(shared: Arc<RequestShared>, raw: Option<RawJson>) -> Outcome {
     if let Scope::Legacy(session) = &shared.scope
         && !session.is_initialized()
@@ -180,6 +182,12 @@ pub(crate) async fn dispatch_request(shared: Arc<RequestShared>, raw: Option<Raw
         return Outcome::Error(ErrorObject::invalid_request(
             "Invalid request: the session is not initialized yet",
         ));
+    }
+    if let Some(upstream) = shared.server.upstream()
+        && forward::forwarded(&shared.method)
+    {
+        let upstream = upstream.clone();
+        return forward::forward(&shared, &upstream, raw).await;
     }
     match dispatch(&shared, raw.as_ref()).await {
         Ok(outcome) => outcome,

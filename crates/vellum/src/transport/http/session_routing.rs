@@ -46,8 +46,15 @@ impl Inner {
             return Ok(None);
         };
         let s = match self.sessions.get(id) {
-            Some(s) if !s.closed.is_cancelled() => s,
-            Some(_) => return Err(Rejection::UnknownSession),
+            Some(s) if !s.closed.is_cancelled() && !s.core.is_closed() => s,
+            Some(s) => {
+                if !s.closed.is_cancelled() {
+                    // The server ended it (a gateway whose upstream went): end it for good
+                    // here, in the stores and on the other instances.
+                    let _ = self.sessions.close(&s.id).await;
+                }
+                return Err(Rejection::UnknownSession);
+            }
             None => self.restore(parts, id).await?,
         };
         if let Some(owner) = &s.owner {
