@@ -35,6 +35,8 @@ RULES = {
     # extractors, results and routes of handler functions (what the macros expand to)
     "handler":   {"protocol", "error", "sync", "server", "auth"},
     "otel":      {"transport"},                  # OTLP span export (the crypto provider)
+    # a server whose requests another MCP server serves, through the client
+    "gateway":   {"protocol", "error", "sync", "server", "client", "transport"},
 }
 # Names the crate root re-exports, and the module they belong to.
 ROOT_REEXPORTS = {"Error": "error", "Result": "error"}

@@ -73,6 +73,8 @@ pub(super) struct Inner {
     /// Cancelled when the last `Client` handle is dropped: the reader then stops and lets go
     /// of the transport (a child process is killed, connections close).
     pub(super) dropped: CancellationToken,
+    /// Cancelled once no call can be made any more (closed, or the transport ended).
+    pub(super) gone: CancellationToken,
 }
 
 impl Drop for Inner {
@@ -101,6 +103,7 @@ impl Inner {
             .fail_all(|| Err(self.end_error().unwrap_or(Error::SessionClosed)));
         self.listen_acks.clear();
         self.serving.cancel_all();
+        self.gone.cancel();
     }
 }
 
@@ -163,6 +166,18 @@ impl Client {
         self.state()
             .map(|s| s.supported_versions)
             .unwrap_or_default()
+    }
+
+    /// Waits until no call can be made any more (the transport ended: the server process
+    /// exited, say; or [`close`](Self::close) was called), and says why.
+    pub async fn closed(&self) -> Error {
+        self.inner.gone.cancelled().await;
+        self.inner.end_error().unwrap_or(Error::SessionClosed)
+    }
+
+    /// True once no call can be made any more (see [`closed`](Self::closed)).
+    pub fn is_closed(&self) -> bool {
+        self.inner.gone.is_cancelled()
     }
 
     /// Closes the connection: cancels what is waiting and ends the session (HTTP DELETE, or

@@ -89,9 +89,13 @@ impl Client {
     /// The legacy handshake: `initialize`, then `notifications/initialized`.
     async fn initialize(&self) -> Result<(), Error> {
         let config = &self.inner.config;
+        let asked = config
+            .initialize_version
+            .clone()
+            .unwrap_or_else(|| ProtocolVersion::LATEST_LEGACY.as_str().to_owned());
         let params = InitializeParams {
-            protocol_version: ProtocolVersion::LATEST_LEGACY.as_str().to_owned(),
-            capabilities: config.capabilities(Some(ProtocolVersion::LATEST_LEGACY)),
+            capabilities: config.capabilities(ProtocolVersion::parse(&asked)),
+            protocol_version: asked,
             client_info: config.info.clone(),
             meta: None,
         };

@@ -21,15 +21,26 @@ impl Client {
     pub(super) async fn call<R: DeserializeOwned>(
         &self,
         method: &str,
-        mut params: Map<String, Value>,
+        params: Map<String, Value>,
         opts: &CallOptions,
     ) -> Result<R, Error> {
+        Ok(self.call_rounds(method, params, opts).await?.parse()?)
+    }
+
+    /// Sends a request and returns its complete result as it came (`resultType` checked),
+    /// after the MRTR rounds of a modern server that needs input.
+    pub(super) async fn call_rounds(
+        &self,
+        method: &str,
+        mut params: Map<String, Value>,
+        opts: &CallOptions,
+    ) -> Result<RawJson, Error> {
         let rounds = self.inner.config.max_input_rounds;
         for _ in 0..=rounds {
             let raw = self.call_raw(method, params.clone(), opts).await?;
             let head: ResultHead = raw.parse()?;
             match head.result_type.unwrap_or_default() {
-                ResultType::Complete => return Ok(raw.parse()?),
+                ResultType::Complete => return Ok(raw),
                 ResultType::InputRequired => {
                     let responses = self
                         .answer_inputs(head.input_requests.unwrap_or_default())

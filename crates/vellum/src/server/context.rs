@@ -22,6 +22,7 @@ use super::caller::Caller;
 use super::handler_error::HandlerError;
 use super::mrtr::NextAnswer;
 use super::request::{RequestShared, Scope};
+use super::session_ref::SessionRef;
 use crate::error::Error;
 use crate::protocol::encode_notification;
 use crate::protocol::{
@@ -151,9 +152,9 @@ impl RequestContext {
     /// The legacy session this request belongs to, as a handle an
     /// [`Upstream`](super::Upstream) keeps; `None` for a 2026-07-28 request and for a
     /// stateless server's throwaway sessions.
-    pub fn session(&self) -> Option<super::SessionRef> {
+    pub fn session(&self) -> Option<SessionRef> {
         match &self.shared.scope {
-            Scope::Legacy(s) if !s.is_temporary() => Some(s.handle()),
+            Scope::Legacy(s) if !s.is_temporary() => Some(SessionRef::of(s)),
             _ => None,
         }
     }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use super::observe::MessageEvent;
 use super::session::Session;
+use super::session_ref::SessionRef;
 use crate::protocol::{
     CancelledParams, Notification, Response, encode_error, encode_notification,
     encode_response_raw, methods,
@@ -44,7 +45,7 @@ pub(crate) fn handle_notification(session: Option<&Arc<Session>>, n: &Notificati
             if let Some(s) = session
                 && let Some(up) = s.server().upstream()
             {
-                up.notification(Some(&s.handle()), n);
+                up.notification(Some(&SessionRef::of(s)), n);
             }
         }
     }

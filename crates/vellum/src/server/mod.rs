@@ -48,6 +48,7 @@ mod skill_files;
 mod skills;
 mod task_store;
 mod tool;
+mod session_ref;
 mod upstream;
 pub mod uri_template;
 
@@ -63,10 +64,11 @@ pub use prompt::GetPromptRequest;
 pub use reply::Outcome;
 pub use resource::ReadResourceRequest;
 pub use scopes::{InsufficientScope, ScopeRules};
-pub use server::Server;
+pub use server::{Server, WeakServer};
 #[cfg(feature = "skills")]
 pub use skill_files::{MAX_SKILL_BYTES, MAX_SKILL_FILES, SkillError, SkillFiles};
-pub use upstream::{ForwardedRequest, SessionRef, Upstream};
+pub use session_ref::SessionRef;
+pub use upstream::{ForwardedRequest, Upstream};
 pub use tool::{
     CallToolRequest, IntoToolResult, NoArgs, RegistrationError, Structured, is_valid_tool_name,
     schema_for,

@@ -29,6 +29,7 @@ use super::reply::Outcome;
 use super::session::Session;
 use super::task_store::Tasks;
 use super::tool::ToolEntry;
+use super::session_ref::SessionRef;
 use super::upstream::Upstream;
 use crate::protocol::{CacheHint, encode_notification};
 use crate::protocol::{
@@ -214,6 +215,13 @@ impl Server {
         self.inner.upstream.get()
     }
 
+    /// A session of this server ended: its upstream, if any, is told.
+    pub(crate) fn session_ended(&self, session: &Session) {
+        if let Some(up) = self.upstream() {
+            up.session_closed(&SessionRef::of(session));
+        }
+    }
+
     pub(crate) fn middleware(&self) -> Middleware {
         read(&self.inner.middleware).clone()
     }
@@ -279,6 +287,27 @@ impl Server {
             ),
             ..Default::default()
         }
+    }
+
+    /// Tells every client that asked that a list changed: `notification` is the list's
+    /// notification (`notifications/tools/list_changed`, `…/prompts/…`, `…/resources/…`),
+    /// announced as a change of this server's own registries is (debounced, to legacy
+    /// sessions and to `subscriptions/listen` streams, across instances with a bus). For a
+    /// server whose lists are another's (an [`Upstream`]'s); false for any other method.
+    pub fn notify_list_changed(&self, notification: &str) -> bool {
+        let kind = [ListKind::Tools, ListKind::Resources, ListKind::Prompts]
+            .into_iter()
+            .find(|k| k.method() == notification);
+        if let Some(kind) = kind {
+            self.changed(kind);
+        }
+        kind.is_some()
+    }
+
+    /// A handle that does not keep this server alive (for what a server owns that must
+    /// reach back to it, such as its upstream).
+    pub fn downgrade(&self) -> WeakServer {
+        WeakServer(Arc::downgrade(&self.inner))
     }
 
     /// Tells every subscribed client that a resource changed
@@ -502,6 +531,17 @@ impl Server {
             };
             server.deliver_list_changed(kind, targets, message);
         });
+    }
+}
+
+/// A [`Server`] that is not kept alive by this handle ([`Server::downgrade`]).
+#[derive(Clone, Debug, Default)]
+pub struct WeakServer(Weak<ServerInner>);
+
+impl WeakServer {
+    /// The server, while it exists.
+    pub fn upgrade(&self) -> Option<Server> {
+        self.0.upgrade().map(|inner| Server { inner })
     }
 }
 

@@ -20,7 +20,6 @@ use serde::Serialize;
 use super::Server;
 use super::outbox::Outbox;
 use super::redact::redact_session_id;
-use super::upstream::SessionRef;
 use crate::error::Error;
 use crate::peer::{
     Cancel, InflightRequests, PendingAnswers, RequestIds, Ticket, Waiter, cancelled_notification,
@@ -120,7 +119,7 @@ pub(crate) struct Session {
     hooks: OnceLock<Arc<dyn SessionHooks>>,
     closed: AtomicBool,
     registry_key: u64,
-    /// This session, for the handles an upstream keeps ([`SessionRef`]).
+    /// This session, for the handles an upstream keeps (`SessionRef`).
     me: Weak<Session>,
 }
 
@@ -195,9 +194,9 @@ impl Session {
         self.registry_key
     }
 
-    /// A handle on this session for the server's upstream.
-    pub(crate) fn handle(&self) -> SessionRef {
-        SessionRef::new(self.registry_key, self.me.clone())
+    /// This session, weakly (what its handles hold).
+    pub(crate) fn weak_self(&self) -> Weak<Session> {
+        self.me.clone()
     }
 
     /// True for a stateless request's throwaway session.
@@ -456,12 +455,10 @@ impl Session {
         self.tell_upstream_closed();
     }
 
-    /// Tells the server's upstream, if any, that this session is over.
+    /// Tells the server (its upstream, if it has one) that this session is over.
     fn tell_upstream_closed(&self) {
-        if !self.temporary
-            && let Some(up) = self.server.upstream()
-        {
-            up.session_closed(&self.handle());
+        if !self.temporary {
+            self.server.session_ended(self);
         }
     }
 

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use super::super::reply::{Outcome, cacheable, complete, empty};
 use super::super::request::{RequestShared, Scope};
 use super::super::session::{ClientInit, Session};
+use super::super::session_ref::SessionRef;
 use crate::protocol::{
     DiscoverResult, ErrorObject, InitializeParams, InitializeResult, ProtocolVersion, RawJson,
     SetLevelParams, SubscribeParams,
@@ -41,7 +42,13 @@ pub(super) async fn initialize(
             let client_info = p.client_info.clone();
             let capabilities = p.capabilities.clone();
             let requested = p.protocol_version.clone();
-            let r = up.open_session(session.handle(), p).await?;
+            // A stateless server's throwaway session serves this request alone: nothing to
+            // open for it.
+            let r = if session.is_temporary() {
+                up.describe().await?
+            } else {
+                up.open_session(SessionRef::of(session), p).await?
+            };
             let version = ProtocolVersion::parse(&r.protocol_version)
                 .filter(|v| !v.is_modern())
                 .unwrap_or_else(|| ProtocolVersion::negotiate_legacy(&requested));

@@ -18,6 +18,7 @@ use tokio::task::JoinHandle;
 use super::{DEFAULT_MAX_LINE_BYTES, Line, next_line, write_line};
 use crate::client::transport::{Incoming, OutgoingMessage, Transport, decode_incoming};
 use crate::error::TransportError;
+use crate::protocol::{Payload, decode};
 
 type Writer = Pin<Box<dyn AsyncWrite + Send>>;
 
@@ -35,6 +36,29 @@ impl std::fmt::Debug for LineTransport {
     }
 }
 
+/// How a client transport reads the server's lines.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct LineOptions {
+    /// The longest line accepted. Default [`DEFAULT_MAX_LINE_BYTES`].
+    pub max_line_bytes: usize,
+    /// What a line that is not JSON-RPC, or too long, does: skipped with a warning (`false`,
+    /// the default: the client stays up), or ends the transport with
+    /// [`TransportError::Protocol`] naming it (`true`: for a gateway, where a server that
+    /// writes anything else on its output is broken and its calls must fail rather than
+    /// wait).
+    pub strict: bool,
+}
+
+impl Default for LineOptions {
+    fn default() -> Self {
+        LineOptions {
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+            strict: false,
+        }
+    }
+}
+
 impl LineTransport {
     /// A transport reading the server's messages from `reader` and writing to `writer`.
     pub fn new<R, W>(reader: R, writer: W) -> LineTransport
@@ -42,32 +66,17 @@ impl LineTransport {
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Send + 'static,
     {
+        Self::with_options(reader, writer, LineOptions::default())
+    }
+
+    /// [`new`](Self::new) with these reading options.
+    pub fn with_options<R, W>(reader: R, writer: W, options: LineOptions) -> LineTransport
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Send + 'static,
+    {
         let (tx, rx) = mpsc::channel(256);
-        let reader = tokio::spawn(async move {
-            let mut reader = BufReader::new(reader);
-            loop {
-                match next_line(&mut reader, DEFAULT_MAX_LINE_BYTES).await {
-                    Ok(Some(Line::Message(bytes))) => {
-                        for i in decode_incoming(&bytes) {
-                            if tx.send(i).await.is_err() {
-                                return;
-                            }
-                        }
-                    }
-                    Ok(Some(Line::TooLong)) => {
-                        tracing::warn!(
-                            "the server sent a line longer than {DEFAULT_MAX_LINE_BYTES} bytes; skipped"
-                        );
-                    }
-                    Ok(None) => return,
-                    Err(e) => {
-                        // The calls waiting learn why.
-                        let _ = tx.send(Incoming::Ended(e.into())).await;
-                        return;
-                    }
-                }
-            }
-        });
+        let reader = tokio::spawn(read_lines(reader, tx, options));
         LineTransport {
             writer: Mutex::new(Some(Box::pin(writer))),
             incoming: Mutex::new(rx),
@@ -79,6 +88,51 @@ impl LineTransport {
     pub async fn close_writer(&self) {
         if let Some(mut w) = self.writer.lock().await.take() {
             let _ = tokio::io::AsyncWriteExt::shutdown(&mut w).await;
+        }
+    }
+}
+
+/// Reads the server's lines into `tx` until the stream ends (or, strict, a bad line).
+async fn read_lines<R: AsyncRead + Unpin>(
+    reader: R,
+    tx: mpsc::Sender<Incoming>,
+    options: LineOptions,
+) {
+    let max = options.max_line_bytes;
+    let mut reader = BufReader::new(reader);
+    loop {
+        let incoming = match next_line(&mut reader, max).await {
+            Ok(Some(Line::Message(bytes))) if options.strict => match decode(&bytes) {
+                Ok(Payload::Single(m)) => vec![Incoming::Message(m)],
+                Ok(Payload::Batch(v)) => v.into_iter().map(Incoming::Message).collect(),
+                Err(e) => {
+                    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(120)]).into_owned();
+                    let why = format!("the server wrote a line that is not JSON-RPC ({e}): {text:?}");
+                    let _ = tx.send(Incoming::Ended(TransportError::Protocol(why))).await;
+                    return;
+                }
+            },
+            Ok(Some(Line::Message(bytes))) => decode_incoming(&bytes),
+            Ok(Some(Line::TooLong)) if options.strict => {
+                let why = format!("the server wrote a line longer than {max} bytes");
+                let _ = tx.send(Incoming::Ended(TransportError::Protocol(why))).await;
+                return;
+            }
+            Ok(Some(Line::TooLong)) => {
+                tracing::warn!("the server sent a line longer than {max} bytes; skipped");
+                continue;
+            }
+            Ok(None) => return,
+            Err(e) => {
+                // The calls waiting learn why.
+                let _ = tx.send(Incoming::Ended(e.into())).await;
+                return;
+            }
+        };
+        for i in incoming {
+            if tx.send(i).await.is_err() {
+                return;
+            }
         }
     }
 }
@@ -173,7 +227,17 @@ impl ChildProcessTransport {
 
     /// Spawns `command` with piped stdin and stdout. The command's own stderr setting is
     /// kept (inherited by default).
-    pub fn spawn(mut command: Command) -> Result<ChildProcessTransport, StdioCommandError> {
+    pub fn spawn(command: Command) -> Result<ChildProcessTransport, StdioCommandError> {
+        Self::spawn_with(command, LineOptions::default())
+    }
+
+    /// [`spawn`](Self::spawn), reading the child's output with these options. With
+    /// `command.stderr(Stdio::piped())`, [`take_stderr`](Self::take_stderr) hands out the
+    /// child's stderr (to log it, say).
+    pub fn spawn_with(
+        mut command: Command,
+        options: LineOptions,
+    ) -> Result<ChildProcessTransport, StdioCommandError> {
         let program = command
             .as_std()
             .get_program()
@@ -194,7 +258,7 @@ impl ChildProcessTransport {
             });
         };
         Ok(ChildProcessTransport {
-            lines: LineTransport::new(stdout, stdin),
+            lines: LineTransport::with_options(stdout, stdin, options),
             child: Mutex::new(Some(child)),
             grace: Self::DEFAULT_GRACE,
             closing: AtomicBool::new(false),
@@ -220,6 +284,11 @@ impl ChildProcessTransport {
     pub fn with_grace(mut self, grace: Duration) -> Self {
         self.grace = grace;
         self
+    }
+
+    /// The child's stderr, once, when the command piped it.
+    pub async fn take_stderr(&self) -> Option<tokio::process::ChildStderr> {
+        self.child.lock().await.as_mut()?.stderr.take()
     }
 
     /// The child's process id, while it runs.

@@ -25,7 +25,7 @@ use bytes::Bytes;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 #[cfg(feature = "client")]
-pub use client_side::{ChildProcessTransport, LineTransport, StdioCommandError};
+pub use client_side::{ChildProcessTransport, LineOptions, LineTransport, StdioCommandError};
 pub use server_side::{DEFAULT_DRAIN_TIMEOUT, serve_lines, serve_stdio};
 
 /// The longest line either side accepts by default: 16 MiB.
@@ -82,12 +82,22 @@ pub(super) async fn next_line<R: AsyncBufRead + Unpin>(
     }
 }
 
+/// Writes one message and its line end, in one write for a message of ordinary size (a
+/// pipe is unbuffered: two writes would be two system calls, and two wake-ups of the peer).
 pub(super) async fn write_line<W: AsyncWrite + Unpin>(
     writer: &mut W,
     message: &[u8],
 ) -> io::Result<()> {
-    writer.write_all(message).await?;
-    writer.write_all(b"\n").await?;
+    const ONE_WRITE: usize = 64 * 1024;
+    if message.len() < ONE_WRITE {
+        let mut line = Vec::with_capacity(message.len() + 1);
+        line.extend_from_slice(message);
+        line.push(b'\n');
+        writer.write_all(&line).await?;
+    } else {
+        writer.write_all(message).await?;
+        writer.write_all(b"\n").await?;
+    }
     writer.flush().await
 }
 
