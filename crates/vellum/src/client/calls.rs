@@ -18,8 +18,8 @@ use crate::protocol::{
     CallToolParams, CallToolResult, CompleteParams, CompleteResult, CompletionArgument,
     CompletionReference, DiscoverResult, GetPromptParams, GetPromptResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
-    PaginatedParams, Prompt, RawJson, ReadResourceParams, ReadResourceResult, Resource, ResourceTemplate,
-    SetLevelParams, Tool, methods,
+    PaginatedParams, Prompt, RawJson, ReadResourceParams, ReadResourceResult, Resource,
+    ResourceTemplate, SetLevelParams, Tool, methods,
 };
 use crate::sync::write;
 
@@ -51,7 +51,11 @@ impl Client {
 
     /// Sends any notification in the session's era (for a client that passes notifications
     /// on, such as a gateway).
-    pub async fn send_notification(&self, method: &str, params: Option<Value>) -> Result<(), Error> {
+    pub async fn send_notification(
+        &self,
+        method: &str,
+        params: Option<Value>,
+    ) -> Result<(), Error> {
         self.notify(method, params).await
     }
 

@@ -189,10 +189,18 @@ pub(super) async fn open(
     init: Option<InitializeParams>,
     options: &GatewayOptions,
 ) -> Result<(Client, InitializeResult, String), Error> {
+    // A stdio server that ignores `server/discover` is legal and must not cost the whole
+    // start; over HTTP every server answers, though a login may come first.
+    let probe = match backend {
+        Backend::Stdio(_) => options
+            .start_timeout
+            .min(ClientBuilder::DEFAULT_PROBE_TIMEOUT),
+        Backend::Http { .. } => options.start_timeout,
+    };
     let mut b = builder(link)
         .protocol(options.protocol)
         .request_timeout(options.call_timeout)
-        .probe_timeout(options.start_timeout.min(ClientBuilder::DEFAULT_PROBE_TIMEOUT));
+        .probe_timeout(probe);
     b = match init {
         Some(p) => b
             .info(p.client_info)

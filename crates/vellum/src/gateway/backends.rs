@@ -200,7 +200,9 @@ impl Backends {
         let max = self.options.max_backends;
         let reserved = self
             .open
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < max).then_some(n + 1));
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            });
         if reserved.is_err() {
             return Err(ErrorObject::internal(format!(
                 "the gateway runs its limit of {max} backends (--max-children); try again later"
@@ -250,6 +252,10 @@ impl Backends {
             }
         };
         tracing::debug!(target: "vellum::gateway", "{label} started");
+        if client.is_modern() {
+            // That era announces list changes only on a listen stream.
+            link.listens().lists(&client).await;
+        }
         link.connected(client, info, label);
         self.install(&place, &link);
         tokio::spawn(self.clone().watch(place.clone(), link.clone()));

@@ -41,9 +41,7 @@ pub(super) async fn forward(
     };
     let mut params: Map<String, Value> = match &params {
         Some(p) => p.parse().map_err(|e| {
-            HandlerError::Protocol(ErrorObject::invalid_params(format!(
-                "Invalid params: {e}"
-            )))
+            HandlerError::Protocol(ErrorObject::invalid_params(format!("Invalid params: {e}")))
         })?,
         None => Map::new(),
     };

@@ -19,6 +19,7 @@ use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use super::era::Listens;
 use crate::client::{Client, ServerNotification};
 use crate::error::Error;
 use crate::protocol::{
@@ -84,6 +85,8 @@ pub(super) struct Link {
     next_call: AtomicU64,
     /// Messages for the link's session outside any request, in order.
     unsolicited: Option<mpsc::Sender<Bytes>>,
+    /// The listen streams held open on a 2026-07-28 backend.
+    listens: Listens,
 }
 
 impl Link {
@@ -110,6 +113,7 @@ impl Link {
             calls: Mutex::new(Vec::new()),
             next_call: AtomicU64::new(1),
             unsolicited,
+            listens: Listens::default(),
         })
     }
 
@@ -126,6 +130,10 @@ impl Link {
 
     pub(super) fn info(&self) -> Option<&InitializeResult> {
         self.info.get()
+    }
+
+    pub(super) fn listens(&self) -> &Listens {
+        &self.listens
     }
 
     pub(super) fn session(&self) -> Option<&SessionRef> {
@@ -207,7 +215,10 @@ impl Link {
     }
 
     /// `elicitation/create` of the backend.
-    pub(super) async fn ask_elicitation(&self, p: ElicitParams) -> Result<ElicitResult, ErrorObject> {
+    pub(super) async fn ask_elicitation(
+        &self,
+        p: ElicitParams,
+    ) -> Result<ElicitResult, ErrorObject> {
         match self.target() {
             Target::Call(ctx, events) => settle(ctx.elicit(p).await, &events),
             Target::Session(s) => asked(
@@ -278,7 +289,9 @@ impl Link {
             }
             (Target::Call(_, events), None) => queue(&events, Event::Log(l)),
             (Target::Session(_), _) => self.to_session(methods::MESSAGE, &l),
-            (Target::Nobody(why), _) => tracing::debug!("a log line of {} dropped: {why}", self.label()),
+            (Target::Nobody(why), _) => {
+                tracing::debug!("a log line of {} dropped: {why}", self.label())
+            }
         }
     }
 
@@ -313,7 +326,10 @@ impl Link {
             return;
         };
         if tx.try_send(m).is_err() {
-            tracing::warn!("{method} of {} dropped: the client reads too slowly", self.label());
+            tracing::warn!(
+                "{method} of {} dropped: the client reads too slowly",
+                self.label()
+            );
         }
     }
 }

@@ -46,6 +46,7 @@
 
 mod backend;
 mod backends;
+mod era;
 mod forward;
 mod link;
 
@@ -58,12 +59,9 @@ pub use backend::{Backend, ChildCommand};
 
 use crate::client::ProtocolChoice;
 use crate::protocol::{
-    ErrorObject, Implementation, InitializeParams, InitializeResult, Notification, RawJson,
-    methods,
+    ErrorObject, Implementation, InitializeParams, InitializeResult, Notification, RawJson, methods,
 };
-use crate::server::{
-    ForwardedRequest, HandlerError, Server, ServerOptions, SessionRef, Upstream,
-};
+use crate::server::{ForwardedRequest, HandlerError, Server, ServerOptions, SessionRef, Upstream};
 use backends::Backends;
 
 /// How a [`Gateway`] runs its backends. Every field's default is what
@@ -235,6 +233,14 @@ impl Upstream for Gateway {
                     _ => {}
                 }
             }
+            if let Some(client) = link.client().filter(|c| c.is_modern())
+                && let Some(answer) = link
+                    .listens()
+                    .serve(client, request.context.method(), request.params.as_ref())
+                    .await
+            {
+                return answer;
+            }
             forward::forward(link, request, backends.options.call_timeout).await
         })
     }
@@ -276,14 +282,29 @@ impl Upstream for Gateway {
             } else {
                 methods::RESOURCES_UNSUBSCRIBE
             };
-            let Ok(link) = backends.pool_link().await else { return };
-            let Some(client) = link.client().cloned() else { return };
+            let Ok(link) = backends.pool_link().await else {
+                return;
+            };
+            let Some(client) = link.client().cloned() else {
+                return;
+            };
             let mut params = serde_json::Map::new();
             params.insert("uri".into(), uri.into());
-            if let Err(e) = client
-                .request_raw(method, params, crate::client::CallOptions::default())
-                .await
-            {
+            let failed = if client.is_modern() {
+                let raw = RawJson::from_value(&params).ok();
+                match link.listens().serve(&client, method, raw.as_ref()).await {
+                    Some(Err(e)) => Some(e.to_string()),
+                    _ => None,
+                }
+            } else {
+                let opts = crate::client::CallOptions::default();
+                client
+                    .request_raw(method, params, opts)
+                    .await
+                    .err()
+                    .map(|e| e.to_string())
+            };
+            if let Some(e) = failed {
                 tracing::debug!(target: "vellum::gateway", "{method} on {}: {e}", link.label());
             }
         });

@@ -42,13 +42,13 @@ pub(crate) mod scopes;
 #[allow(clippy::module_inception)]
 mod server;
 mod session;
+mod session_ref;
 #[cfg(feature = "skills")]
 mod skill_files;
 #[cfg(feature = "skills")]
 mod skills;
 mod task_store;
 mod tool;
-mod session_ref;
 mod upstream;
 pub mod uri_template;
 
@@ -65,14 +65,14 @@ pub use reply::Outcome;
 pub use resource::ReadResourceRequest;
 pub use scopes::{InsufficientScope, ScopeRules};
 pub use server::{Server, WeakServer};
+pub use session_ref::SessionRef;
 #[cfg(feature = "skills")]
 pub use skill_files::{MAX_SKILL_BYTES, MAX_SKILL_FILES, SkillError, SkillFiles};
-pub use session_ref::SessionRef;
-pub use upstream::{ForwardedRequest, Upstream};
 pub use tool::{
     CallToolRequest, IntoToolResult, NoArgs, RegistrationError, Structured, is_valid_tool_name,
     schema_for,
 };
+pub use upstream::{ForwardedRequest, Upstream};
 
 // What the transports use of the core.
 pub(crate) use exchange::{Exchange, Step};

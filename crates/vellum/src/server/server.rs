@@ -27,9 +27,9 @@ use super::options::ServerOptions;
 use super::registry::{ListCache, Registry};
 use super::reply::Outcome;
 use super::session::Session;
+use super::session_ref::SessionRef;
 use super::task_store::Tasks;
 use super::tool::ToolEntry;
-use super::session_ref::SessionRef;
 use super::upstream::Upstream;
 use crate::protocol::{CacheHint, encode_notification};
 use crate::protocol::{

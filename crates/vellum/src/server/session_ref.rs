@@ -119,7 +119,11 @@ impl SessionRef {
     }
 
     /// Sends a notification that belongs to no request.
-    pub async fn notify<P: Serialize + ?Sized>(&self, method: &str, params: &P) -> Result<(), Error> {
+    pub async fn notify<P: Serialize + ?Sized>(
+        &self,
+        method: &str,
+        params: &P,
+    ) -> Result<(), Error> {
         self.send(encode_notification(method, Some(params))?).await
     }
 
@@ -132,7 +136,9 @@ impl SessionRef {
         timeout: Duration,
     ) -> Result<R, Error> {
         let session = self.live()?;
-        let raw = session.request_client(method, params, None, timeout).await?;
+        let raw = session
+            .request_client(method, params, None, timeout)
+            .await?;
         Ok(raw.parse()?)
     }
 

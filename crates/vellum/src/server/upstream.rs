@@ -43,7 +43,10 @@ pub trait Upstream: Send + Sync + 'static {
     /// Serves one request: its raw params in (without the `inputResponses` and
     /// `requestState` the server took out), its raw result out. Its context says who asks,
     /// in which era and session, and asks the client what the upstream asks.
-    fn forward(&self, request: ForwardedRequest) -> BoxFuture<'static, Result<RawJson, HandlerError>>;
+    fn forward(
+        &self,
+        request: ForwardedRequest,
+    ) -> BoxFuture<'static, Result<RawJson, HandlerError>>;
 
     /// A notification of the client the server does not consume itself
     /// (`notifications/roots/list_changed`, unknown ones); `session` is the legacy session

@@ -25,8 +25,7 @@ use super::super::request::RequestShared;
 use super::super::scopes::{self, ScopeRules};
 use super::super::upstream::{ForwardedRequest, Upstream};
 use crate::protocol::{
-    ErrorObject, InputResponses, Meta, RawJson, ResultType, encode_response_raw,
-    methods,
+    ErrorObject, InputResponses, Meta, RawJson, ResultType, encode_response_raw, methods,
 };
 
 /// True for the methods a server with an upstream forwards without answering them itself.
@@ -67,9 +66,7 @@ pub(super) async fn forward(
         Some(r) => match r.parse() {
             Ok(h) => h,
             Err(e) => {
-                return Outcome::Error(ErrorObject::invalid_params(format!(
-                    "Invalid params: {e}"
-                )));
+                return Outcome::Error(ErrorObject::invalid_params(format!("Invalid params: {e}")));
             }
         },
         None => Head::default(),
@@ -112,7 +109,9 @@ pub(super) async fn forward(
                 Served::Other
             };
             let wire = match e.into_wire(served, shared.is_modern()) {
-                WireFailure::InputRequired(r) => WireFailure::InputRequired(shared.input_required(r)),
+                WireFailure::InputRequired(r) => {
+                    WireFailure::InputRequired(shared.input_required(r))
+                }
                 other => other,
             };
             failure(shared, wire)
@@ -184,7 +183,12 @@ fn frame(shared: &RequestShared, result: &RawJson) -> Outcome {
         _ => None,
     };
     let cache = cached_result(&shared.method).map(|c| shared.server.cache_hint(c));
-    encode_result(shared, Forwarded { fields, meta }, ResultType::Complete, cache)
+    encode_result(
+        shared,
+        Forwarded { fields, meta },
+        ResultType::Complete,
+        cache,
+    )
 }
 
 /// Which cached result a method's answer is.

@@ -107,15 +107,20 @@ async fn read_lines<R: AsyncRead + Unpin>(
                 Ok(Payload::Batch(v)) => v.into_iter().map(Incoming::Message).collect(),
                 Err(e) => {
                     let text = String::from_utf8_lossy(&bytes[..bytes.len().min(120)]).into_owned();
-                    let why = format!("the server wrote a line that is not JSON-RPC ({e}): {text:?}");
-                    let _ = tx.send(Incoming::Ended(TransportError::Protocol(why))).await;
+                    let why =
+                        format!("the server wrote a line that is not JSON-RPC ({e}): {text:?}");
+                    let _ = tx
+                        .send(Incoming::Ended(TransportError::Protocol(why)))
+                        .await;
                     return;
                 }
             },
             Ok(Some(Line::Message(bytes))) => decode_incoming(&bytes),
             Ok(Some(Line::TooLong)) if options.strict => {
                 let why = format!("the server wrote a line longer than {max} bytes");
-                let _ = tx.send(Incoming::Ended(TransportError::Protocol(why))).await;
+                let _ = tx
+                    .send(Incoming::Ended(TransportError::Protocol(why)))
+                    .await;
                 return;
             }
             Ok(Some(Line::TooLong)) => {
