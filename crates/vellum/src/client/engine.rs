@@ -93,11 +93,19 @@ impl Client {
         }
         if modern && let Some(v) = &version {
             meta.insert(meta_keys::PROTOCOL_VERSION, v);
-            let caps = inner.config.capabilities(ProtocolVersion::parse(v));
-            meta.insert(meta_keys::CLIENT_CAPABILITIES, caps);
-            meta.insert(meta_keys::CLIENT_INFO, &inner.config.info);
+            // The client's own context, where the caller did not give one (a gateway gives
+            // the context of the client it speaks for).
+            if !meta.0.contains_key(meta_keys::CLIENT_CAPABILITIES) {
+                let caps = inner.config.capabilities(ProtocolVersion::parse(v));
+                meta.insert(meta_keys::CLIENT_CAPABILITIES, caps);
+            }
+            if !meta.0.contains_key(meta_keys::CLIENT_INFO) {
+                meta.insert(meta_keys::CLIENT_INFO, &inner.config.info);
+            }
             let level = *read(&inner.log_level);
-            if let Some(level) = level {
+            if let Some(level) = level
+                && !meta.0.contains_key(meta_keys::LOG_LEVEL)
+            {
                 meta.insert(meta_keys::LOG_LEVEL, level);
             }
         }

@@ -42,9 +42,11 @@ impl Client {
             match head.result_type.unwrap_or_default() {
                 ResultType::Complete => return Ok(raw),
                 ResultType::InputRequired => {
-                    let responses = self
-                        .answer_inputs(head.input_requests.unwrap_or_default())
-                        .await?;
+                    let requests = head.input_requests.unwrap_or_default();
+                    let responses = match &opts.input_round {
+                        Some(f) => f(requests).await?,
+                        None => self.answer_inputs(requests).await?,
+                    };
                     if responses.is_empty() {
                         params.remove("inputResponses");
                     } else {

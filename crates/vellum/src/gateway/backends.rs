@@ -80,6 +80,8 @@ pub(super) struct Backends {
     open: AtomicUsize,
     /// Resources watched on the pool (by listen streams and sessions sharing it), counted.
     watched: Mutex<HashMap<String, usize>>,
+    /// Set once the gateway shuts down: links then end as asked, not on their own.
+    closing: std::sync::atomic::AtomicBool,
 }
 
 impl Backends {
@@ -93,6 +95,7 @@ impl Backends {
             pool: Mutex::new((0..size).map(|_| None).collect()),
             open: AtomicUsize::new(0),
             watched: Mutex::new(HashMap::new()),
+            closing: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -290,7 +293,7 @@ impl Backends {
         };
         let why = client.closed().await;
         let session = place.session();
-        if session.is_some_and(|s| !s.is_open()) {
+        if self.closing.load(Ordering::Acquire) || session.is_some_and(|s| !s.is_open()) {
             tracing::debug!(target: "vellum::gateway", "{} closed with its session", link.label());
         } else {
             tracing::warn!(
@@ -371,6 +374,7 @@ impl Backends {
 
     /// Closes every link (the gateway shuts down).
     pub(super) async fn close_all(&self) {
+        self.closing.store(true, Ordering::Release);
         let mut clients = Vec::new();
         for (_, slot) in lock(&self.sessions).drain() {
             if let Slot::Open(l) = slot {

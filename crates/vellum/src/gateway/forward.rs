@@ -12,7 +12,9 @@ use serde_json::{Map, Value};
 use super::link::{Event, Link, queue};
 use crate::client::CallOptions;
 use crate::error::{Error, TransportError};
-use crate::protocol::{ErrorObject, Meta, ProgressParams, RawJson, meta_keys, methods};
+use crate::protocol::{
+    ErrorObject, InputRequest, InputRequests, Meta, ProgressParams, RawJson, meta_keys, methods,
+};
 use crate::server::{ForwardedRequest, HandlerError, RequestContext};
 
 /// The `_meta` keys of the 2026-07-28 context: each side's own, never passed on.
@@ -49,8 +51,14 @@ pub(super) async fn forward(
     let mut opts = CallOptions::default().timeout(call_timeout);
     if let Some(Value::Object(mut meta)) = params.remove("_meta") {
         let token = meta.remove(meta_keys::PROGRESS_TOKEN);
-        for k in CONTEXT_KEYS {
-            meta.remove(k);
+        // The version is each side's own. A 2026-07-28 client's capabilities, identity and
+        // level go on to a backend of that era (the client core adds them only where the
+        // caller did not); otherwise the backend knows the session's from its handshake.
+        meta.remove(meta_keys::PROTOCOL_VERSION);
+        if !(client.is_modern() && ctx.protocol_version().is_modern()) {
+            for k in CONTEXT_KEYS {
+                meta.remove(k);
+            }
         }
         if !meta.is_empty() {
             opts.meta = Some(Meta(meta));
@@ -68,6 +76,13 @@ pub(super) async fn forward(
             });
         }
     }
+    // A 2026-07-28 backend's questions come with the call: they go to this request's
+    // client under the backend's own keys.
+    let round_ctx = ctx.clone();
+    opts = opts.on_input_round(move |requests| {
+        let ctx = round_ctx.clone();
+        async move { answer_round(&ctx, requests).await }
+    });
     let call = client.request_raw(ctx.method(), params, opts);
     tokio::pin!(call);
     loop {
@@ -84,6 +99,19 @@ pub(super) async fn forward(
                 Event::Abort(e) => return Err(e),
             },
             answer = &mut call => {
+                // What the backend's answer raced: its questions answered in the same turn
+                // (a 2026-07-28 backend's input round runs inside the call).
+                while let Ok(event) = rx.try_recv() {
+                    match event {
+                        Event::Abort(e) => return Err(e),
+                        Event::Notify(method, params) => {
+                            let _ = ctx.notify(&method, &params).await;
+                        }
+                        Event::Log(l) => {
+                            let _ = ctx.log(l.level, l.logger.as_deref(), l.data).await;
+                        }
+                    }
+                }
                 return match answer {
                     Ok(raw) => plain_result(&client, &ctx, raw),
                     Err(e) => Err(call_error(&link, e)),
@@ -91,6 +119,47 @@ pub(super) async fn forward(
             }
         }
     }
+}
+
+/// Asks the front request's client every question of a backend's input round at once, each
+/// under the backend's key: a legacy client gets them as requests on the request's stream, a
+/// 2026-07-28 client as one input round of its own (the request ends asking, and its retry
+/// brings the answers, which the backend gets when the call runs again).
+async fn answer_round(
+    ctx: &RequestContext,
+    requests: InputRequests,
+) -> Result<Map<String, Value>, Error> {
+    let asked = requests.into_iter().map(|(key, question)| {
+        let ctx = ctx.with_input_key(key.clone());
+        async move {
+            let answer = match question {
+                InputRequest::Elicit(p) => ctx.elicit(p).await.and_then(to_value),
+                InputRequest::CreateMessage(p) => ctx.create_message(p).await.and_then(to_value),
+                InputRequest::ListRoots => ctx.list_roots().await.and_then(to_value),
+            };
+            (key, answer)
+        }
+    });
+    let mut answers = Map::new();
+    let mut pending = None;
+    for (key, answer) in futures_util::future::join_all(asked).await {
+        match answer {
+            Ok(v) => {
+                answers.insert(key, v);
+            }
+            // Every pending question is in the request's attempt: one error carries them.
+            Err(Error::InputRequired(r)) => pending = Some(Error::InputRequired(r)),
+            Err(e) => return Err(e),
+        }
+    }
+    match pending {
+        Some(e) => Err(e),
+        None => Ok(answers),
+    }
+}
+
+fn to_value<T: serde::Serialize>(v: T) -> Result<Value, Error> {
+    Ok(serde_json::to_value(v)?)
 }
 
 /// A legacy client gets a 2026-07-28 backend's result without that era's framing (the

@@ -25,7 +25,7 @@ use super::super::request::RequestShared;
 use super::super::scopes::{self, ScopeRules};
 use super::super::upstream::{ForwardedRequest, Upstream};
 use crate::protocol::{
-    ErrorObject, InputResponses, Meta, RawJson, ResultType, encode_response_raw, methods,
+    CacheHint, ErrorObject, InputResponses, Meta, RawJson, ResultType, encode_response_raw, methods,
 };
 
 /// True for the methods a server with an upstream forwards without answering them itself.
@@ -182,7 +182,7 @@ fn frame(shared: &RequestShared, result: &RawJson) -> Outcome {
         Some(Value::Object(m)) => Some(Meta(m)),
         _ => None,
     };
-    let cache = cached_result(&shared.method).map(|c| shared.server.cache_hint(c));
+    let cache = cache_hint(shared, &shared.method);
     encode_result(
         shared,
         Forwarded { fields, meta },
@@ -191,14 +191,17 @@ fn frame(shared: &RequestShared, result: &RawJson) -> Outcome {
     )
 }
 
-/// Which cached result a method's answer is.
-fn cached_result(method: &str) -> Option<Cached> {
-    Some(match method {
+/// The cache hints of a method's answer, for those a client may cache: the application's
+/// for the lists and reads, the defaults for the skills (as when the server serves them).
+fn cache_hint(shared: &RequestShared, method: &str) -> Option<CacheHint> {
+    let cached = match method {
         methods::TOOLS_LIST => Cached::ToolsList,
         methods::PROMPTS_LIST => Cached::PromptsList,
         methods::RESOURCES_LIST => Cached::ResourcesList,
         methods::RESOURCES_TEMPLATES_LIST => Cached::ResourceTemplatesList,
         methods::RESOURCES_READ => Cached::ResourcesRead,
+        methods::SKILLS_LIST | methods::SKILLS_GET => return Some(CacheHint::default()),
         _ => return None,
-    })
+    };
+    Some(shared.server.cache_hint(cached))
 }
