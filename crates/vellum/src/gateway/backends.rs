@@ -29,6 +29,9 @@ use crate::protocol::{ErrorObject, InitializeParams};
 use crate::server::{SessionRef, WeakServer};
 use crate::sync::lock;
 
+/// How long the calls of a backend that ended get to answer before its session closes.
+const SETTLE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// A link being opened, awaitable by every request that needs it.
 type Opening = Shared<BoxFuture<'static, Result<Arc<Link>, ErrorObject>>>;
 
@@ -186,9 +189,16 @@ impl Backends {
 
     /// Opens every pool slot now (a gateway whose backends are shared keeps them ready).
     pub(super) async fn fill_pool(self: &Arc<Self>) -> Result<(), ErrorObject> {
-        let size = lock(&self.pool).len();
-        for _ in 0..size {
-            self.pool_link().await?;
+        self.pool_link().await?;
+        let opening: Vec<Opening> = lock(&self.pool)
+            .iter()
+            .filter_map(|slot| match slot {
+                Some(Slot::Opening(f)) => Some(f.clone()),
+                _ => None,
+            })
+            .collect();
+        for f in opening {
+            f.await?;
         }
         Ok(())
     }
@@ -306,6 +316,8 @@ impl Backends {
         }
         self.release(&place, Some(&link));
         if let Some(s) = session {
+            // Its calls answer with the backend's end first; then its client gets 404.
+            link.settled(SETTLE).await;
             s.close();
         }
         // Let the transport go (the child's process is reaped, connections close).

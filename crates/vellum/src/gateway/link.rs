@@ -82,6 +82,8 @@ pub(super) struct Link {
     /// Names the backend in logs and errors (`child 1234`, `upstream https://…`).
     label: OnceLock<String>,
     calls: Mutex<Vec<Call>>,
+    /// Told each time the last front request in flight leaves.
+    idle: tokio::sync::Notify,
     next_call: AtomicU64,
     /// Messages for the link's session outside any request, in order.
     unsolicited: Option<mpsc::Sender<Bytes>>,
@@ -111,6 +113,7 @@ impl Link {
             server,
             label: OnceLock::new(),
             calls: Mutex::new(Vec::new()),
+            idle: tokio::sync::Notify::new(),
             next_call: AtomicU64::new(1),
             unsolicited,
             listens: Listens::default(),
@@ -147,6 +150,21 @@ impl Link {
     /// How many front requests are in flight on it.
     pub(super) fn load(&self) -> usize {
         lock(&self.calls).len()
+    }
+
+    /// Waits (at most `limit`) until no front request is in flight on it: after the
+    /// backend ended, its calls have their errors by then.
+    pub(super) async fn settled(&self, limit: Duration) {
+        let wait = async {
+            loop {
+                let told = self.idle.notified();
+                if self.load() == 0 {
+                    return;
+                }
+                told.await;
+            }
+        };
+        let _ = tokio::time::timeout(limit, wait).await;
     }
 
     /// Registers a front request in flight until the guard drops; its events arrive on the
@@ -381,6 +399,11 @@ pub(super) struct CallGuard {
 
 impl Drop for CallGuard {
     fn drop(&mut self) {
-        lock(&self.link.calls).retain(|c| c.id != self.id);
+        let mut calls = lock(&self.link.calls);
+        calls.retain(|c| c.id != self.id);
+        if calls.is_empty() {
+            drop(calls);
+            self.link.idle.notify_waiters();
+        }
     }
 }
