@@ -37,16 +37,17 @@ impl Client {
     }
 
     /// Sends any request with params as a JSON object and returns its result undecoded, as
-    /// the server sent it (for a client that passes results on, such as a gateway). The
-    /// era's `_meta` is added to the caller's (`opts.meta`), and the MRTR rounds of a modern
-    /// server run with this client's handlers.
+    /// the server sent it (for a client that passes results on, such as a gateway): a
+    /// complete result, or the task a 2026-07-28 server made of the request. The era's
+    /// `_meta` is added to the caller's (`opts.meta`), and the MRTR rounds of a modern
+    /// server run with this client's handlers (or the call's own, `opts.input_round`).
     pub async fn request_raw(
         &self,
         method: &str,
         params: Map<String, Value>,
         opts: CallOptions,
     ) -> Result<RawJson, Error> {
-        self.call_rounds(method, params, &opts).await
+        self.call_rounds(method, params, &opts, true).await
     }
 
     /// Sends any notification in the session's era (for a client that passes notifications

@@ -24,16 +24,21 @@ impl Client {
         params: Map<String, Value>,
         opts: &CallOptions,
     ) -> Result<R, Error> {
-        Ok(self.call_rounds(method, params, opts).await?.parse()?)
+        Ok(self
+            .call_rounds(method, params, opts, false)
+            .await?
+            .parse()?)
     }
 
     /// Sends a request and returns its complete result as it came (`resultType` checked),
-    /// after the MRTR rounds of a modern server that needs input.
+    /// after the MRTR rounds of a modern server that needs input; with `accept_task`, a
+    /// task the server made of the request is a result too.
     pub(super) async fn call_rounds(
         &self,
         method: &str,
         mut params: Map<String, Value>,
         opts: &CallOptions,
+        accept_task: bool,
     ) -> Result<RawJson, Error> {
         let rounds = self.inner.config.max_input_rounds;
         for _ in 0..=rounds {
@@ -57,6 +62,7 @@ impl Client {
                         None => params.remove("requestState"),
                     };
                 }
+                ResultType::Task if accept_task => return Ok(raw),
                 ResultType::Task => {
                     return Err(Error::Unsupported(
                         "the server answered with a task, which this client did not ask for".into(),

@@ -269,6 +269,11 @@ impl Backends {
             // That era announces list changes only on a listen stream.
             link.listens().lists(&client).await;
         }
+        if client.is_modern() || place.session().is_none() {
+            // 2026-07-28 calls mirror `x-mcp-header` arguments into headers: the client
+            // core mirrors them to the backend, the front checks the client's.
+            link.learn_tools(&client).await;
+        }
         link.connected(client, info, label);
         self.install(&place, &link);
         tokio::spawn(self.clone().watch(place.clone(), link.clone()));
@@ -348,6 +353,13 @@ impl Backends {
                 }
             }
         }
+    }
+
+    /// The `x-mcp-header` arguments of a tool, as a pool link learned them.
+    pub(super) fn param_headers(&self, tool: &str) -> Option<Arc<[crate::protocol::ParamHeader]>> {
+        lock(&self.pool)
+            .iter()
+            .find_map(|slot| slot.as_ref().and_then(Slot::live)?.param_headers(tool))
     }
 
     /// A session ended: its link closes (the watcher frees its place).

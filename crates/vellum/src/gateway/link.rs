@@ -11,8 +11,9 @@
 //!
 //! Not here: opening the client (`backend.rs`) and forwarding a request (`forward.rs`).
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -24,10 +25,11 @@ use crate::client::{Client, ServerNotification};
 use crate::error::Error;
 use crate::protocol::{
     CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult, ErrorObject,
-    InitializeResult, ListRootsResult, LoggingMessageParams, encode_notification, methods,
+    InitializeResult, ListRootsResult, LoggingMessageParams, ParamHeader, encode_notification,
+    methods,
 };
 use crate::server::{HandlerError, RequestContext, SessionRef, WeakServer};
-use crate::sync::lock;
+use crate::sync::{lock, read, write};
 
 /// How many messages may wait for one front request's stream or a session's stream (a
 /// backend flooding faster than the client reads loses the newest, with a warning).
@@ -89,6 +91,10 @@ pub(super) struct Link {
     unsolicited: Option<mpsc::Sender<Bytes>>,
     /// The listen streams held open on a 2026-07-28 backend.
     listens: Listens,
+    /// This link (for the tasks it starts on itself).
+    me: std::sync::Weak<Link>,
+    /// The `x-mcp-header` arguments of the backend's tools, by tool, where learned.
+    tool_headers: RwLock<HashMap<String, Arc<[ParamHeader]>>>,
 }
 
 impl Link {
@@ -106,7 +112,8 @@ impl Link {
             });
             tx
         });
-        Arc::new(Link {
+        Arc::new_cyclic(|me| Link {
+            me: me.clone(),
             client: OnceLock::new(),
             info: OnceLock::new(),
             session,
@@ -117,6 +124,7 @@ impl Link {
             next_call: AtomicU64::new(1),
             unsolicited,
             listens: Listens::default(),
+            tool_headers: RwLock::new(HashMap::new()),
         })
     }
 
@@ -145,6 +153,51 @@ impl Link {
 
     pub(super) fn label(&self) -> &str {
         self.label.get().map_or("the backend", String::as_str)
+    }
+
+    /// Lists the backend's tools to learn their `x-mcp-header` arguments by the rules the
+    /// server core applies to its own tools (and, for a 2026-07-28 backend, lets the client
+    /// core learn them too, to mirror them to it).
+    pub(super) async fn learn_tools(&self, client: &Client) {
+        if client.is_modern() {
+            let _ = client.list_all_tools().await;
+        }
+        let mut learned = HashMap::new();
+        let mut cursor: Option<Value> = None;
+        loop {
+            let mut params = serde_json::Map::new();
+            if let Some(c) = cursor.take() {
+                params.insert("cursor".into(), c);
+            }
+            let page = match client
+                .request_raw(methods::TOOLS_LIST, params, Default::default())
+                .await
+                .and_then(|r| Ok(r.parse::<crate::protocol::ListToolsResult>()?))
+            {
+                Ok(p) => p,
+                Err(e) => {
+                    tracing::debug!(target: "vellum::gateway", "{}: no tool list: {e}", self.label());
+                    return;
+                }
+            };
+            for t in page.tools {
+                if let Ok(h) = ParamHeader::of_schema(&t.input_schema)
+                    && !h.is_empty()
+                {
+                    learned.insert(t.name, Arc::from(h));
+                }
+            }
+            match page.next_cursor {
+                Some(c) => cursor = Some(Value::String(c)),
+                None => break,
+            }
+        }
+        *write(&self.tool_headers) = learned;
+    }
+
+    /// The `x-mcp-header` arguments of one of the backend's tools, if learned.
+    pub(super) fn param_headers(&self, tool: &str) -> Option<Arc<[ParamHeader]>> {
+        read(&self.tool_headers).get(tool).cloned()
     }
 
     /// How many front requests are in flight on it.
@@ -315,6 +368,12 @@ impl Link {
 
     /// A list changed: the link's session hears it, or (shared) every client that asked.
     fn list_changed(&self, method: &'static str) {
+        if method == methods::TOOLS_LIST_CHANGED
+            && !read(&self.tool_headers).is_empty()
+            && let (Some(client), Some(me)) = (self.client.get().cloned(), self.me.upgrade())
+        {
+            tokio::spawn(async move { me.learn_tools(&client).await });
+        }
         match &self.session {
             Some(_) => self.to_session(method, &serde_json::json!({})),
             None => {

@@ -271,6 +271,10 @@ impl Upstream for Gateway {
         self.backends.session_closed(session);
     }
 
+    fn param_headers(&self, tool: &str) -> Option<Arc<[crate::protocol::ParamHeader]>> {
+        self.backends.param_headers(tool)
+    }
+
     fn watch_resource(&self, uri: &str, watching: bool) {
         if !self.backends.count_watch(uri, watching) {
             return;

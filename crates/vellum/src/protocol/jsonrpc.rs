@@ -185,6 +185,7 @@ impl RawJson {
     }
 
     /// `{}`.
+    #[cfg(feature = "client")]
     pub(crate) fn empty_object() -> Self {
         RawJson(Bytes::from_static(b"{}"))
     }

@@ -14,12 +14,16 @@
 //! Not here: the forwarding path itself (`methods/forward.rs`) and any upstream (the
 //! gateway, `crate::gateway`, is one).
 
+use std::sync::Arc;
+
 use futures_util::future::BoxFuture;
 
 use super::context::RequestContext;
 use super::handler_error::HandlerError;
 use super::session_ref::SessionRef;
-use crate::protocol::{ErrorObject, InitializeParams, InitializeResult, Notification, RawJson};
+use crate::protocol::{
+    ErrorObject, InitializeParams, InitializeResult, Notification, ParamHeader, RawJson,
+};
 
 /// Where a server's requests go when it forwards them (see the [module](self) for which).
 ///
@@ -55,6 +59,13 @@ pub trait Upstream: Send + Sync + 'static {
 
     /// A legacy session ended (closed by the client, expired, or dropped).
     fn session_closed(&self, _session: &SessionRef) {}
+
+    /// The `x-mcp-header` arguments of one of the upstream's tools, when known: the server
+    /// then checks a 2026-07-28 call's `Mcp-Param-*` headers against them (SEP-2243) before
+    /// forwarding it, as it does for its own tools.
+    fn param_headers(&self, _tool: &str) -> Option<Arc<[ParamHeader]>> {
+        None
+    }
 
     /// A `subscriptions/listen` stream started (`watching`) or stopped watching a resource:
     /// an upstream that must subscribe to hear about it does so here (calls balance: one

@@ -25,7 +25,8 @@ use super::super::request::RequestShared;
 use super::super::scopes::{self, ScopeRules};
 use super::super::upstream::{ForwardedRequest, Upstream};
 use crate::protocol::{
-    CacheHint, ErrorObject, InputResponses, Meta, RawJson, ResultType, encode_response_raw, methods,
+    CacheHint, ErrorObject, InputResponses, JsonObject, Meta, RawJson, ResultType,
+    encode_response_raw, methods,
 };
 
 /// True for the methods a server with an upstream forwards without answering them itself.
@@ -74,12 +75,18 @@ pub(super) async fn forward(
     shared.set_meta(head.meta);
     if shared.method == methods::TOOLS_CALL
         && let Some(Value::String(name)) = &head.name
-        && let Err(refusal) = check_tool_scopes(shared, name)
+        && let Err(refusal) = check_tool(shared, upstream, name, raw.as_ref())
     {
         return Outcome::Error(refusal);
     }
     let mut params = raw;
-    if shared.is_modern() {
+    // The methods whose retries carry the client's answers (`tasks/update` carries answers
+    // too, but for the task: those go on untouched).
+    let rounds = matches!(
+        shared.method.as_str(),
+        methods::TOOLS_CALL | methods::RESOURCES_READ | methods::PROMPTS_GET
+    );
+    if shared.is_modern() && rounds {
         let retry = head.input_responses.is_some() || head.request_state.is_some();
         if let Err(e) = shared.begin_attempt(
             params.as_ref(),
@@ -119,16 +126,40 @@ pub(super) async fn forward(
     }
 }
 
-/// Step 2: the scopes a call of tool `name` needs (the tool's own are the upstream's to
-/// declare; the rules given to the transport apply here too).
-fn check_tool_scopes(shared: &RequestShared, name: &str) -> Result<(), ErrorObject> {
+/// Step 2: what a call of tool `name` must pass before it is forwarded: the scopes it needs
+/// (the tool's own are the upstream's to declare; the rules given to the transport apply
+/// here too), and on 2026-07-28 HTTP its `Mcp-Param-*` headers, when the upstream knows the
+/// tool's `x-mcp-header` arguments.
+fn check_tool(
+    shared: &RequestShared,
+    upstream: &Arc<dyn Upstream>,
+    name: &str,
+    raw: Option<&RawJson>,
+) -> Result<(), ErrorObject> {
     let rules = shared
         .http
         .as_ref()
         .and_then(|h| h.extensions.get::<Arc<ScopeRules>>());
     let mut needed = Vec::new();
     scopes::tool_scopes(&shared.server, rules.map(|r| &**r), name, &mut needed);
-    scopes::check(shared.caller(), needed).map_err(|refusal| refusal.to_error())
+    scopes::check(shared.caller(), needed).map_err(|refusal| refusal.to_error())?;
+    if let (true, Some(http)) = (shared.is_modern(), &shared.http)
+        && let Some(headers) = upstream.param_headers(name).filter(|h| !h.is_empty())
+    {
+        #[derive(Deserialize)]
+        struct Arguments {
+            #[serde(default)]
+            arguments: Option<JsonObject>,
+        }
+        let args: Arguments = match raw {
+            Some(r) => r
+                .parse()
+                .map_err(|e| ErrorObject::invalid_params(format!("Invalid params: {e}")))?,
+            None => Arguments { arguments: None },
+        };
+        super::input::check_param_headers(&headers, &http.headers, args.arguments.as_ref())?;
+    }
+    Ok(())
 }
 
 /// The params without `inputResponses` and `requestState`.
@@ -174,14 +205,21 @@ fn frame(shared: &RequestShared, result: &RawJson) -> Outcome {
             )));
         }
     };
-    // The upstream's own framing, if it spoke 2026-07-28, gives way to this server's.
-    for key in ["resultType", "ttlMs", "cacheScope"] {
-        fields.remove(key);
+    // The upstream's own framing, if it spoke 2026-07-28, gives way to this server's; a
+    // task it made of the request stays one (its `ttlMs` is the task's).
+    let task = fields.get("resultType").and_then(Value::as_str) == Some("task");
+    fields.remove("resultType");
+    if !task {
+        fields.remove("ttlMs");
+        fields.remove("cacheScope");
     }
     let meta = match fields.remove("_meta") {
         Some(Value::Object(m)) => Some(Meta(m)),
         _ => None,
     };
+    if task {
+        return encode_result(shared, Forwarded { fields, meta }, ResultType::Task, None);
+    }
     let cache = cache_hint(shared, &shared.method);
     encode_result(
         shared,

@@ -18,6 +18,7 @@ use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::sync::Arc;
 use std::task::Poll;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode};
@@ -40,6 +41,13 @@ use super::session_table::{ActivityGuard, HttpSession};
 use super::sse_writer::{self, SseEvent, SseStream, push_event};
 use super::trace::{RequestInfo, RequestTrace, log_event};
 use super::trace_context::TraceContext;
+
+/// How long a lone 2026-07-28 request whose answer was not ready at the first poll waits for
+/// its first message before its stream starts: long enough for an answer that is only a
+/// hop away (a gateway's backend answers in well under a millisecond), short enough that a
+/// handler that streams, or works for long, starts its stream at once as far as a person
+/// can tell.
+const MODERN_HOLD: Duration = Duration::from_millis(250);
 
 /// Where the requests of a POST get their protocol context.
 enum Origin {
@@ -103,7 +111,11 @@ impl Inner {
             })
             .flatten();
         let (post, mut events, early) = self.start_requests(parts, requests, route)?;
-        let mut first = first_events(&mut events, json_mode, accepts.sse, post.new).await;
+        // A lone 2026-07-28 request holds its headers a moment for its first message, so an
+        // error that was not ready at the first poll (a handler that awaits a quick lookup, a
+        // gateway's backend) still gets its HTTP status (SEP-2575).
+        let hold = (post.modern && !post.batch).then_some(MODERN_HOLD);
+        let mut first = first_events(&mut events, json_mode, accepts.sse, post.new, hold).await;
         let prefix = self.make_resumable(&post, &mut events, &mut first).await;
         let session_header = self.commit_new_session(&post, &first).await?;
         let answer = Answer {
@@ -346,10 +358,13 @@ async fn first_events(
     json_mode: bool,
     accepts_sse: bool,
     new_session: bool,
+    hold: Option<Duration>,
 ) -> FirstEvents {
     let mut buffered: Vec<PostEvent> = Vec::new();
     let mut upgraded = false;
-    let complete = poll_fn(|cx| {
+    // JSON mode and a new session wait for the result anyway.
+    let hold = hold.filter(|_| !json_mode && !new_session);
+    let first = poll_fn(|cx| {
         loop {
             match events.poll_post_event(cx) {
                 Poll::Ready(Some(ev)) => {
@@ -370,11 +385,15 @@ async fn first_events(
                     return Poll::Ready(false);
                 }
                 Poll::Pending if json_mode || new_session => return Poll::Pending,
+                Poll::Pending if hold.is_some() && buffered.is_empty() => return Poll::Pending,
                 Poll::Pending => return Poll::Ready(false),
             }
         }
-    })
-    .await;
+    });
+    let complete = match hold {
+        Some(limit) => tokio::time::timeout(limit, first).await.unwrap_or(false),
+        None => first.await,
+    };
     FirstEvents {
         buffered,
         complete,
