@@ -380,3 +380,107 @@ async fn shared_children_serve_every_session() {
     assert!(seen.is_subset(&pool), "{seen:?} ⊄ {pool:?}");
     assert_eq!(children_of(p.pid()), pool, "no child per session");
 }
+
+/// An HS256 token of `issuer` for `audience`.
+fn token(issuer: &str, audience: &str) -> String {
+    let exp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 600;
+    let claims = json!({"iss": issuer, "sub": "someone", "aud": audience, "exp": exp});
+    let key = jsonwebtoken::EncodingKey::from_secret(SECRET.as_bytes()).unwrap();
+    jsonwebtoken::encode(&jsonwebtoken::Header::default(), &claims, &key).unwrap()
+}
+
+const SECRET: &str = "a test secret of at least thirty-two bytes";
+
+/// A vellum client of `url` sending `bearer`, answering sampling (the test kit's handlers).
+async fn client_with(
+    url: &str,
+    bearer: &str,
+    choice: vellum::client::ProtocolChoice,
+) -> vellum::client::Client {
+    let mut options = vellum::transport::http_client::HttpClientOptions::default();
+    options.headers.insert(
+        http::header::AUTHORIZATION,
+        format!("Bearer {bearer}").parse().unwrap(),
+    );
+    let t =
+        vellum::transport::http_client::StreamableHttpClientTransport::with_options(url, options)
+            .unwrap();
+    let seen = vellum_testkit::client::Seen::default();
+    vellum_testkit::client::builder(choice, &seen)
+        .connect(t)
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_in_front_of_vellum_serve() {
+    use vellum::client::ProtocolChoice;
+    // The upstream: a protected vellum serve; the proxy holds its token.
+    let upstream = vellum_testkit::process::vellum_serve_with_env(
+        &[
+            "--server",
+            "everything",
+            "--auth-issuer",
+            "https://up.example",
+            "--auth-audience",
+            "up",
+        ],
+        &[("VELLUM_AUTH_HS256_SECRET", SECRET)],
+    );
+    let header = format!(
+        "Authorization: Bearer {}",
+        token("https://up.example", "up")
+    );
+    for era in ["auto", "legacy"] {
+        let mut cmd = Command::new(vellum_bin());
+        cmd.args([
+            "proxy",
+            "--addr",
+            "127.0.0.1:0",
+            "--upstream",
+            &upstream.mcp_url(),
+        ])
+        .args(["--upstream-header", &header, "--upstream-protocol", era])
+        // Its own clients authenticate to it, with another audience.
+        .args([
+            "--auth-issuer",
+            "https://front.example",
+            "--auth-audience",
+            "front",
+        ])
+        .env("VELLUM_AUTH_HS256_SECRET", SECRET)
+        .env_remove("RUST_LOG");
+        let p = ServerProcess::spawn(cmd);
+        let url = p.mcp_url();
+        // No token, no entry: the proxy's own resource server answers.
+        let bare = McpHttp::new(&url)
+            .post(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}))
+            .await;
+        assert_eq!(bare.status, 401, "{era}");
+        let front = token("https://front.example", "front");
+        for choice in [ProtocolChoice::Legacy, ProtocolChoice::Modern] {
+            let c = client_with(&url, &front, choice).await;
+            let r = c
+                .call_tool("hello_world", json!({"user_name": "Up"}))
+                .await
+                .unwrap();
+            assert_eq!(
+                r.content[0].as_text(),
+                Some("Hello World, Up"),
+                "{era} {choice:?}"
+            );
+            // The upstream asks the client's model (a request or an input round) through it.
+            let r = c
+                .call_tool("test_sampling", json!({"prompt": "2+2?"}))
+                .await
+                .unwrap();
+            let text = r.content[0].as_text().unwrap_or_default();
+            assert!(text.contains("four"), "{era} {choice:?}: {text}");
+            c.close().await;
+        }
+    }
+}
