@@ -484,3 +484,39 @@ async fn upstream_in_front_of_vellum_serve() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn instances_sharing_redis_serve_each_others_sessions() {
+    let redis = vellum_testkit::redis::RedisServer::start();
+    let store = redis.url();
+    let start = || {
+        proxy(
+            &child(""),
+            &["--session-store", &store, "--event-store", &store],
+        )
+    };
+    let (a, b) = (start(), start());
+    // A session begun on one instance …
+    let s = Legacy::connect(&a.mcp_url()).await;
+    let pid_a = pid_of(&s, 1).await;
+    assert!(children_of(a.pid()).contains(&pid_a));
+    // … is served by the other, whose child for it starts with the session's own
+    // initialize (restored from the store).
+    let mut on_b = s.mcp.at(&b.mcp_url());
+    on_b.capabilities = full_capabilities();
+    let on_b = Legacy { mcp: on_b };
+    let r = call(&on_b, 2, "echo", json!({"text": "elsewhere"})).await;
+    assert_eq!(text_of(&r["result"]), "echo: elsewhere");
+    let caps = b.line_with("initialized by vellum-tests with");
+    assert!(caps.contains("\"elicitation\""), "{caps}");
+    let pid_b = pid_of(&on_b, 3).await;
+    assert!(
+        children_of(b.pid()).contains(&pid_b),
+        "B runs a child of its own"
+    );
+    // Ending it on B ends it everywhere: A's child goes too.
+    assert_eq!(on_b.mcp.delete().await, 204);
+    a.wait_until(Duration::from_secs(10), "A's child to exit", || {
+        !children_of(a.pid()).contains(&pid_a)
+    });
+}

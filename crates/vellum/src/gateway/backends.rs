@@ -85,6 +85,8 @@ pub(super) struct Backends {
     watched: Mutex<HashMap<String, usize>>,
     /// Set once the gateway shuts down: links then end as asked, not on their own.
     closing: std::sync::atomic::AtomicBool,
+    /// Told each time a place is freed.
+    freed: tokio::sync::Notify,
 }
 
 impl Backends {
@@ -99,6 +101,7 @@ impl Backends {
             open: AtomicUsize::new(0),
             watched: Mutex::new(HashMap::new()),
             closing: std::sync::atomic::AtomicBool::new(false),
+            freed: tokio::sync::Notify::new(),
         })
     }
 
@@ -332,6 +335,7 @@ impl Backends {
     /// Frees a link's place (or that of an opening that failed: `link` none).
     fn release(&self, place: &Place, link: Option<&Arc<Link>>) {
         self.open.fetch_sub(1, Ordering::AcqRel);
+        self.freed.notify_waiters();
         let same = |slot: &Slot| match (slot, link) {
             (Slot::Open(l), Some(link)) => Arc::ptr_eq(l, link),
             (Slot::Opening(_), None) => true,
@@ -411,6 +415,17 @@ impl Backends {
             }
         }
         futures_util::future::join_all(clients.iter().map(Client::close)).await;
+        // Links still opening, and the watchers of those just closed, free their places.
+        let freed = async {
+            loop {
+                let told = self.freed.notified();
+                if self.count() == 0 {
+                    return;
+                }
+                told.await;
+            }
+        };
+        let _ = tokio::time::timeout(SETTLE, freed).await;
     }
 }
 

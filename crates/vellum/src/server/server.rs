@@ -72,6 +72,9 @@ pub(crate) struct ServerInner {
     next_session_key: AtomicU64,
     /// Where requests are forwarded instead of served here, once set (a gateway).
     upstream: OnceLock<Arc<dyn Upstream>>,
+    /// The upstream's identity as encoded JSON, once learned: what 2026-07-28 results name as
+    /// their server (a gateway answers as the server behind it, in both eras).
+    upstream_info: OnceLock<Box<RawValue>>,
     change_scheduled: [AtomicBool; 3],
 }
 
@@ -116,6 +119,7 @@ impl Server {
                 sessions: Mutex::new(HashMap::new()),
                 next_session_key: AtomicU64::new(1),
                 upstream: OnceLock::new(),
+                upstream_info: OnceLock::new(),
                 change_scheduled: Default::default(),
             }),
         }
@@ -213,6 +217,28 @@ impl Server {
     /// The upstream requests are forwarded to, if one is set.
     pub(crate) fn upstream(&self) -> Option<&Arc<dyn Upstream>> {
         self.inner.upstream.get()
+    }
+
+    /// Records the upstream's identity, as it described itself (the first one learned stays).
+    pub(crate) fn learn_upstream_info(&self, info: &Implementation) {
+        if self.inner.upstream_info.get().is_none()
+            && let Ok(json) = serde_json::value::to_raw_value(info)
+        {
+            let _ = self.inner.upstream_info.set(json);
+        }
+    }
+
+    /// True once the upstream's identity is known (always true without an upstream).
+    pub(crate) fn knows_upstream_info(&self) -> bool {
+        self.upstream().is_none() || self.inner.upstream_info.get().is_some()
+    }
+
+    /// The identity 2026-07-28 results carry: the upstream's once known, else this server's.
+    pub(crate) fn announced_info(&self) -> &RawValue {
+        self.inner
+            .upstream_info
+            .get()
+            .unwrap_or(&self.inner.info_json)
     }
 
     /// A session of this server ended: its upstream, if any, is told.

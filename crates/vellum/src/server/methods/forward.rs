@@ -73,6 +73,13 @@ pub(super) async fn forward(
         None => Head::default(),
     };
     shared.set_meta(head.meta);
+    if shared.is_modern()
+        && !shared.server.knows_upstream_info()
+        && let Ok(r) = upstream.describe().await
+    {
+        // A 2026-07-28 answer names the server behind (learned once).
+        shared.server.learn_upstream_info(&r.server_info);
+    }
     if shared.method == methods::TOOLS_CALL
         && let Some(Value::String(name)) = &head.name
         && let Err(refusal) = check_tool(shared, upstream, name, raw.as_ref())

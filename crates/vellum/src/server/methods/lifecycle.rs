@@ -49,6 +49,7 @@ pub(super) async fn initialize(
             } else {
                 up.open_session(SessionRef::of(session), p).await?
             };
+            server.learn_upstream_info(&r.server_info);
             let version = ProtocolVersion::parse(&r.protocol_version)
                 .filter(|v| !v.is_modern())
                 .unwrap_or_else(|| ProtocolVersion::negotiate_legacy(&requested));
@@ -108,6 +109,7 @@ pub(super) async fn discover(shared: &RequestShared, _: ()) -> Result<Outcome, E
     let (mut capabilities, mut instructions) = match server.upstream() {
         Some(up) => {
             let r = up.describe().await?;
+            server.learn_upstream_info(&r.server_info);
             (r.capabilities, r.instructions)
         }
         None => (server.capabilities(), None),
