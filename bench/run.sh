@@ -7,6 +7,7 @@
 #
 # usage: bench/run.sh [--quick | --smoke] [--only a,b,...] [--scenarios a,b,...] [--reps N]
 #                     [--debug] [--nice N | --rt] [--no-build] [--no-report] [--out DIR]
+#                     [--compare REV]
 #   --quick      one repetition of everything with short windows (0.3 s warm-up, 1.5 s
 #                measured), held sessions up to 10,000, fan-out to 1,000 streams
 #   --smoke      seconds-long check (tiny windows and counts, 1 rep, no report); see smoke.sh
@@ -21,11 +22,17 @@
 #                kernel still leaves other work 5% of each second)
 #   --out DIR    where results.jsonl, versions.txt and server logs go
 #                (default bench/results/<date-time>)
+#   --compare REV  before/after: also builds the git revision REV (bench/compare/, a target
+#                dir of its own) and runs each Vellum server twice per repetition, REV's build
+#                (labelled base:NAME) right before the working tree's; prints and writes
+#                compare.md (medians, ratio, per-repetition ratios) instead of
+#                docs/benchmarks.md. Default servers vellum,vellum@2026 and scenarios
+#                latency,throughput unless --only / --scenarios say otherwise.
 # See bench/README.md for the method.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/servers.sh"
 
-mode=full reps="" only="" scenarios="" build=1 report=1 out="" nice=0 rt=0
+mode=full reps="" only="" scenarios="" build=1 report=1 out="" nice=0 rt=0 compare=""
 while (($#)); do
     case $1 in
         --quick) mode=quick ;;
@@ -44,6 +51,8 @@ while (($#)); do
         --no-report) report=0 ;;
         --out) out=${2:?--out needs a folder}; shift ;;
         --out=*) out=${1#--out=} ;;
+        --compare) compare=${2:?--compare needs a revision}; shift ;;
+        --compare=*) compare=${1#--compare=} ;;
         -h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -96,11 +105,29 @@ hard=$(ulimit -Hn)
 cargo_flags=()
 [[ $BENCH_PROFILE == release ]] && cargo_flags=(--release)
 
+if [[ -n $compare ]]; then
+    compare_sha=$(git -C "$REPO_DIR" rev-parse --verify --quiet "$compare^{commit}") ||
+        { echo "run.sh: --compare: no revision '$compare'" >&2; exit 2; }
+    [[ -n $only ]] || only=vellum,vellum@2026
+    [[ -n $scenarios ]] || scenarios=latency,throughput
+fi
+
 servers=()
 if [[ -n $only ]]; then
     IFS=, read -r -a servers <<<"$only"
 else
     read -r -a servers <<<"$ALL_SERVERS"
+fi
+# --compare: each Vellum server's twin built from the base revision runs right before it.
+if [[ -n $compare ]]; then
+    twinned=()
+    for s in "${servers[@]}"; do
+        [[ $s == vellum* ]] && twinned+=("base:$s")
+        twinned+=("$s")
+    done
+    servers=("${twinned[@]}")
+    # A base binary given in the environment is used as it is (the smoke passes the same build).
+    export VELLUM_BASE_BIN=${VELLUM_BASE_BIN:-$BENCH_DIR/compare/$compare_sha/vellum}
 fi
 scenario_list=()
 if [[ -n $scenarios ]]; then
@@ -117,6 +144,18 @@ if ((build)); then
         echo "== building vellum ($BENCH_PROFILE)" >&2
         (cd "$REPO_DIR" && nice -n 15 cargo build "${cargo_flags[@]}" --quiet -p vellum-cli) ||
             echo "run.sh: building vellum failed; its servers will be skipped" >&2
+    fi
+    if [[ -n $compare && ! -x $VELLUM_BASE_BIN ]]; then
+        # The revision's tree, exported (no worktree to clean up), built in a target dir
+        # shared by every compared revision so that only what changed is rebuilt.
+        echo "== building vellum at $compare (${compare_sha:0:12}, $BENCH_PROFILE)" >&2
+        src=$BENCH_DIR/compare/$compare_sha/src
+        rm -rf "$src" && mkdir -p "$src"
+        git -C "$REPO_DIR" archive "$compare_sha" | tar -x -C "$src"
+        (cd "$src" && nice -n 15 cargo build "${cargo_flags[@]}" --quiet --locked -p vellum-cli \
+            --target-dir "$BENCH_DIR/compare/target") &&
+            cp "$BENCH_DIR/compare/target/$BENCH_PROFILE/vellum" "$VELLUM_BASE_BIN" ||
+            { echo "run.sh: building $compare failed" >&2; exit 1; }
     fi
     peers=()
     for s in "${servers[@]}"; do
@@ -159,6 +198,7 @@ lock_version() { # Cargo.lock crate
 {
     if [[ " ${runnable[*]} " == *" vellum"* ]]; then
         echo "vellum: $(git -C "$REPO_DIR" describe --always --dirty 2>/dev/null || echo unknown) ($BENCH_PROFILE build)"
+        [[ -n $compare ]] && echo "vellum base: $compare = ${compare_sha:0:12} ($BENCH_PROFILE build)"
     fi
     echo "harness: mcpbench $(lock_version "$BENCH_DIR/Cargo.lock" loadgen), hyper $(lock_version "$BENCH_DIR/Cargo.lock" hyper), tokio $(lock_version "$BENCH_DIR/Cargo.lock" tokio)"
     echo "rustc: $(rustc --version 2>/dev/null)"
@@ -245,10 +285,10 @@ run_one() { # server scenario rep [extra mcpbench flags...]; BENCH_TOOLS in the 
     read -r -a flags <<<"$(server_flags "$s")"
     "$MCPBENCH" wait-port --free --addr "127.0.0.1:$port" || { failed "$s" "$sc" "$rep" "port $port busy"; return; }
     echo "== rep $rep  $s  $sc" >&2
-    if [[ $s == vellum-redis ]]; then
+    if [[ ${s#base:} == vellum-redis ]]; then
         redis-cli -p "$redis_port" flushall >/dev/null || { failed "$s" "$sc" "$rep" "redis flushall failed"; return; }
     fi
-    if [[ $s == vellum-redis-cluster ]]; then
+    if [[ ${s#base:} == vellum-redis-cluster ]]; then
         for p in "${cluster_ports[@]}"; do
             redis-cli -p "$p" flushall >/dev/null || { failed "$s" "$sc" "$rep" "redis flushall failed"; return; }
         done
@@ -290,7 +330,7 @@ run_one() { # server scenario rep [extra mcpbench flags...]; BENCH_TOOLS in the 
     "${prio[@]}" taskset -c 1 "$MCPBENCH" run --scenario "$sc" --server-pid "$server_pid" "${common[@]}" \
         "${flags[@]}" "${extra[@]}" 2>>"$log" ||
         failed "$s" "$sc" "$rep" "mcpbench failed, see logs/$s-$sc-$rep.log"
-    if [[ $s == vellum-metrics ]]; then
+    if [[ ${s#base:} == vellum-metrics ]]; then
         # The row means "recorder installed": its /metrics must have counted the calls.
         local murl
         murl=$(sed -n 's/^metrics: //p' "$log" | tail -n 1)
@@ -325,7 +365,12 @@ echo "== $(wc -l <"$results") result lines in $took s; results in $results" >&2
 } >"$out/meta.txt"
 
 # --- report -----------------------------------------------------------------------------------
-if ((report)); then
+if [[ -n $compare ]]; then
+    "$MCPBENCH" compare "$results" --base-label "$compare (${compare_sha:0:9})" \
+        --new-label "$(git -C "$REPO_DIR" describe --always --dirty 2>/dev/null || echo 'working tree')" \
+        --markdown "$out/compare.md"
+    echo "== before/after table in $out/compare.md" >&2
+elif ((report)); then
     cmd="bench/run.sh"
     [[ $mode != full ]] && cmd+=" --$mode"
     [[ -n $only ]] && cmd+=" --only $only"

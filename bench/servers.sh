@@ -11,6 +11,8 @@
 # vellum-auth* need BENCH_AUTH_JWKS_URL, BENCH_AUTH_ISSUER and BENCH_AUTH_TOKEN: run.sh mints a
 # key and a token (auth/mint.py) and serves the JWKS on loopback.
 # BENCH_TOOLS=N starts the server with N extra tools to list (the `tools` scenario).
+# A name prefixed `base:` (run.sh --compare) is the same server run from VELLUM_BASE_BIN, the
+# build of another revision.
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_DIR=$(dirname "$BENCH_DIR")
@@ -54,6 +56,10 @@ auth_start() {
 
 # server_exec NAME PORT: exec the server.
 server_exec() {
+    if [[ $1 == base:* ]]; then
+        VELLUM_BIN=${VELLUM_BASE_BIN:?base servers need VELLUM_BASE_BIN} server_exec "${1#base:}" "$2"
+        return
+    fi
     local addr=127.0.0.1:$2 tools=${BENCH_TOOLS:-0}
     local vellum=("$VELLUM_BIN" serve --addr "$addr" --server bench --bench-tools "$tools")
     case $1 in
@@ -93,6 +99,7 @@ server_exec() {
 
 # server_flags NAME: extra mcpbench flags (2026-07-28 servers are spoken to in that version).
 server_flags() {
+    [[ $1 == base:* ]] && { server_flags "${1#base:}"; return; }
     case $1 in
         *stateless*) echo "--stateless" ;;
         *@2026) echo "--protocol-version 2026-07-28" ;;
@@ -111,6 +118,7 @@ ALL_SCENARIOS="latency throughput sessions stream conc size tools hold streams f
 # SDK's default server, the store and framing variants on the request/response scenarios and
 # the streaming one).
 server_scenarios() {
+    [[ $1 == base:* ]] && { server_scenarios "${1#base:}"; return; }
     case $1 in
         null | null-sse) echo "latency throughput sessions conc hold streams setup cold" ;;
         rmcp-stateless-json | go-stateless | vellum-stateless) echo "latency throughput setup cold" ;;
@@ -132,6 +140,7 @@ server_scenarios() {
 
 # server_peer NAME: which part of peers/build.sh the server needs (empty: none).
 server_peer() {
+    [[ $1 == base:* ]] && { server_peer "${1#base:}"; return; }
     case $1 in
         rmcp*) echo rmcp ;;
         ts*) echo ts ;;
@@ -143,6 +152,11 @@ server_peer() {
 
 # server_missing NAME: why the server cannot run here (empty: it can).
 server_missing() {
+    if [[ $1 == base:* ]]; then
+        [[ -n ${VELLUM_BASE_BIN:-} ]] || { echo "no VELLUM_BASE_BIN (run.sh --compare sets it)"; return; }
+        VELLUM_BIN=$VELLUM_BASE_BIN server_missing "${1#base:}"
+        return
+    fi
     case $1 in
         vellum*)
             [[ -x $VELLUM_BIN ]] || { echo "no $VELLUM_BIN"; return; }

@@ -19,6 +19,15 @@ out=$(mktemp -d "${TMPDIR:-/tmp}/vellum-bench-smoke.XXXXXX")
 "$here/run.sh" --smoke --debug --only "$only" --out "$out"
 "$here/target/debug/mcpbench" check "$out/results.jsonl" --expect "$only"
 rm -rf "$out"
+# The harness's own unit tests (the report's tables, the before/after pairing), and the
+# --compare plumbing: twins labelled base:NAME, run from VELLUM_BASE_BIN (here the same debug
+# build, so nothing else is built), and a table with a row for each.
+cargo test --quiet --manifest-path "$here/Cargo.toml"
+VELLUM_BASE_BIN=${VELLUM_BIN:-$here/../target/debug/vellum} \
+    "$here/run.sh" --smoke --debug --no-build --compare HEAD --only vellum --scenarios latency --out "$out"
+grep -q '^| vellum | latency | req/s |' "$out/compare.md" ||
+    { echo "smoke.sh: --compare wrote no row for vellum:" >&2; cat "$out/compare.md" >&2; exit 1; }
+rm -rf "$out"
 # One cheap pass over the rows added later (h2c, the metrics recorder, the resource server),
 # a few seconds: the scenarios where each differs from `vellum`, on the binaries just built.
 if [[ $only == vellum,null ]]; then

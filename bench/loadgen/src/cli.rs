@@ -23,6 +23,8 @@ pub(crate) enum Command {
     Run(RunArgs),
     /// Turn JSON lines of results into a Markdown report and an SVG chart.
     Report(ReportArgs),
+    /// Before/after table of a `run.sh --compare` run (base servers labelled `base:NAME`).
+    Compare(CompareArgs),
     /// Wait until a TCP port accepts connections (poll every 2 ms), or check it is free.
     WaitPort(WaitPortArgs),
     /// Wait until a process has exited (poll every 2 ms); non-zero exit on timeout.
@@ -227,6 +229,26 @@ pub(crate) struct ReportArgs {
     /// File of `key: value` lines about the run (mode, repetitions, duration_s).
     #[arg(long)]
     pub(crate) meta: Option<PathBuf>,
+}
+
+/// Arguments of `mcpbench compare`.
+#[derive(Args, Debug)]
+pub(crate) struct CompareArgs {
+    /// JSON-lines result files written by `mcpbench run`.
+    #[arg(required = true)]
+    pub(crate) results: Vec<PathBuf>,
+    /// Label prefix of the servers built from the base revision.
+    #[arg(long, default_value = "base:")]
+    pub(crate) base_prefix: String,
+    /// Column heading of the base revision.
+    #[arg(long, default_value = "base")]
+    pub(crate) base_label: String,
+    /// Column heading of the working tree.
+    #[arg(long, default_value = "working tree")]
+    pub(crate) new_label: String,
+    /// Also write the table to this Markdown file.
+    #[arg(long)]
+    pub(crate) markdown: Option<PathBuf>,
 }
 
 /// Arguments of `mcpbench wait-port`.

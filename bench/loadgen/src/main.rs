@@ -1,7 +1,8 @@
 //! `mcpbench`: the Vellum benchmark harness.
 //!
 //! A Streamable HTTP load generator for MCP servers (`run`), the report writer that turns its
-//! JSON-lines results into `docs/benchmarks.md` and an SVG chart (`report`), and a port poller
+//! JSON-lines results into `docs/benchmarks.md` and an SVG chart (`report`), a before/after
+//! table of one interleaved run against another revision (`compare`), and a port poller
 //! for the runner script (`wait-port`). See `bench/README.md` for the method.
 //!
 //! Layout: `cli` (arguments), `proto` (request framing per protocol era), `client` (client
@@ -41,6 +42,7 @@ fn main() -> std::process::ExitCode {
 fn run(cli: cli::Cli) -> anyhow::Result<()> {
     match cli.command {
         cli::Command::Report(args) => report::write(&args),
+        cli::Command::Compare(args) => report::compare::write(&args),
         cli::Command::Run(args) => {
             limits::raise_nofile(limits::WANT_NOFILE);
             runtime()?.block_on(scenario::run(args))

@@ -4,6 +4,7 @@
 //! SVG. Machine facts are read here from `/proc`; versions come from the runner's file.
 
 mod chart;
+pub(crate) mod compare;
 mod curves;
 mod markdown;
 mod noise;
