@@ -85,6 +85,12 @@ case $mode in
         fanout=(--points 50 --rounds 2 --fanout-timeout 10)
         setup=(--setup-count 10) tools_points=(10 100) chunks=(--chunk-calls 2) ;;
 esac
+# Held sessions of the gateways (a child process each), per mode.
+case $mode in
+    full) gateway_hold=(--points 100,300 --settle 2 --step-budget 120 --fresh 10) ;;
+    quick) gateway_hold=(--points 50,150 --settle 1 --step-budget 60 --fresh 5) ;;
+    smoke) gateway_hold=(--points 5,10 --settle 0.2 --step-budget 10 --fresh 2) ;;
+esac
 conc=()
 size=()
 if [[ $mode == smoke ]]; then
@@ -321,7 +327,10 @@ run_one() { # server scenario rep [extra mcpbench flags...]; BENCH_TOOLS in the 
         latency | throughput | sessions | stream | tools) extra=("${load[@]}") ;;
         conc) extra=("${load[@]}" "${conc[@]}") ;;
         size) extra=("${load[@]}" "${size[@]}") ;;
-        hold) extra=("${hold[@]}") ;;
+        hold)
+            extra=("${hold[@]}")
+            # A gateway runs a child process per held session: hundreds, not thousands.
+            case ${s#base:} in vellum-proxy | supergateway) extra=("${gateway_hold[@]}") ;; esac ;;
         streams) extra=("${streams[@]}") ;;
         fanout) extra=("${fanout[@]}") ;;
         setup) extra=("${setup[@]}") ;;

@@ -136,8 +136,17 @@ async fn per_session_children_serve_both_eras() {
     );
 
     // A log line of the child reaches the request's stream.
-    let r = call(&a, 4, "log", json!({"text": "from the child"})).await;
-    assert_eq!(text_of(&r["result"]), "logged");
+    let r = a
+        .request(
+            4,
+            "tools/call",
+            json!({"name": "log", "arguments": {"text": "from the child"}}),
+        )
+        .await;
+    assert_eq!(text_of(r.result()), "logged");
+    let logs = r.notifications("notifications/message");
+    assert_eq!(logs.len(), 1, "{:?}", r.messages);
+    assert_eq!(logs[0]["params"]["data"], "from the child");
 
     // The child's question: a request on the POST's stream (legacy) …
     let roots: &Responder = &|_m| json!({"roots": [{"uri": "file:///work"}]});

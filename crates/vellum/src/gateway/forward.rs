@@ -17,6 +17,9 @@ use crate::protocol::{
 };
 use crate::server::{ForwardedRequest, HandlerError, RequestContext};
 
+/// How long an answer waits for the backend's questions through its request to end.
+const QUESTIONS_SETTLE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// The `_meta` keys of the 2026-07-28 context: each side's own, never passed on.
 const CONTEXT_KEYS: [&str; 4] = [
     meta_keys::PROTOCOL_VERSION,
@@ -47,7 +50,7 @@ pub(super) async fn forward(
         })?,
         None => Map::new(),
     };
-    let (_registered, events, mut rx) = link.register(&ctx);
+    let (_registered, events, mut rx, asking) = link.register(&ctx);
     let mut opts = CallOptions::default().timeout(call_timeout);
     if let Some(Value::Object(mut meta)) = params.remove("_meta") {
         let token = meta.remove(meta_keys::PROGRESS_TOKEN);
@@ -99,6 +102,9 @@ pub(super) async fn forward(
                 Event::Abort(e) => return Err(e),
             },
             answer = &mut call => {
+                // A question the backend gave up ends (and is cancelled at the client)
+                // before the answer goes out.
+                asking.settled(QUESTIONS_SETTLE).await;
                 // What the backend's answer raced: its questions answered in the same turn
                 // (a 2026-07-28 backend's input round runs inside the call).
                 while let Ok(event) = rx.try_recv() {

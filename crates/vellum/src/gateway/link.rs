@@ -12,7 +12,7 @@
 //! Not here: opening the client (`backend.rs`) and forwarding a request (`forward.rs`).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
@@ -62,11 +62,55 @@ struct Call {
     origin: Origin,
     ctx: RequestContext,
     events: mpsc::Sender<Event>,
+    asking: Arc<Asking>,
+}
+
+/// The backend's questions being asked through one front request: its answer waits for
+/// them to end (a question the backend gave up is cancelled at the client before the
+/// answer goes out).
+#[derive(Default)]
+pub(super) struct Asking {
+    count: AtomicUsize,
+    done: tokio::sync::Notify,
+}
+
+impl Asking {
+    /// Waits (at most `limit`) until no question is being asked.
+    pub(super) async fn settled(&self, limit: Duration) {
+        let wait = async {
+            loop {
+                let told = self.done.notified();
+                if self.count.load(Ordering::Acquire) == 0 {
+                    return;
+                }
+                told.await;
+            }
+        };
+        let _ = tokio::time::timeout(limit, wait).await;
+    }
+}
+
+/// One question being asked (dropped when it ends, answered or not).
+struct Asked(Arc<Asking>);
+
+impl Asked {
+    fn new(asking: &Arc<Asking>) -> Asked {
+        asking.count.fetch_add(1, Ordering::AcqRel);
+        Asked(asking.clone())
+    }
+}
+
+impl Drop for Asked {
+    fn drop(&mut self) {
+        if self.0.count.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.done.notify_waiters();
+        }
+    }
 }
 
 /// Where a question or message of the backend goes.
 enum Target {
-    Call(RequestContext, mpsc::Sender<Event>),
+    Call(RequestContext, mpsc::Sender<Event>, Arc<Asking>),
     Session(SessionRef),
     Nobody(String),
 }
@@ -225,24 +269,31 @@ impl Link {
     pub(super) fn register(
         self: &Arc<Self>,
         ctx: &RequestContext,
-    ) -> (CallGuard, mpsc::Sender<Event>, mpsc::Receiver<Event>) {
+    ) -> (
+        CallGuard,
+        mpsc::Sender<Event>,
+        mpsc::Receiver<Event>,
+        Arc<Asking>,
+    ) {
         let id = self.next_call.fetch_add(1, Ordering::Relaxed);
         let origin = match ctx.session() {
             Some(s) => Origin::Session(s.key()),
             None => Origin::Alone(id),
         };
         let (events, rx) = mpsc::channel(QUEUE);
+        let asking = Arc::new(Asking::default());
         lock(&self.calls).push(Call {
             id,
             origin,
             ctx: ctx.clone(),
             events: events.clone(),
+            asking: asking.clone(),
         });
         let guard = CallGuard {
             link: self.clone(),
             id,
         };
-        (guard, events, rx)
+        (guard, events, rx, asking)
     }
 
     /// Where a question or message of the backend goes now.
@@ -260,7 +311,11 @@ impl Link {
         let one_client = matches!(newest.origin, Origin::Session(_))
             && calls.iter().all(|c| c.origin == newest.origin);
         if calls.len() == 1 || one_client {
-            return Target::Call(newest.ctx.clone(), newest.events.clone());
+            return Target::Call(
+                newest.ctx.clone(),
+                newest.events.clone(),
+                newest.asking.clone(),
+            );
         }
         Target::Nobody(format!(
             "{} is shared and requests of {} clients are in flight on it: the proxy cannot \
@@ -276,7 +331,10 @@ impl Link {
         p: CreateMessageParams,
     ) -> Result<CreateMessageResult, ErrorObject> {
         match self.target() {
-            Target::Call(ctx, events) => settle(ctx.create_message(p).await, &events),
+            Target::Call(ctx, events, asking) => {
+                let _asked = Asked::new(&asking);
+                settle(ctx.create_message(p).await, &events)
+            }
             Target::Session(s) => asked(
                 s.request(methods::SAMPLING_CREATE_MESSAGE, &p, QUESTION_TIMEOUT)
                     .await,
@@ -291,7 +349,10 @@ impl Link {
         p: ElicitParams,
     ) -> Result<ElicitResult, ErrorObject> {
         match self.target() {
-            Target::Call(ctx, events) => settle(ctx.elicit(p).await, &events),
+            Target::Call(ctx, events, asking) => {
+                let _asked = Asked::new(&asking);
+                settle(ctx.elicit(p).await, &events)
+            }
             Target::Session(s) => asked(
                 s.request(methods::ELICITATION_CREATE, &p, QUESTION_TIMEOUT)
                     .await,
@@ -303,7 +364,10 @@ impl Link {
     /// `roots/list` of the backend.
     pub(super) async fn ask_roots(&self) -> Result<ListRootsResult, ErrorObject> {
         match self.target() {
-            Target::Call(ctx, events) => settle(ctx.list_roots().await, &events),
+            Target::Call(ctx, events, asking) => {
+                let _asked = Asked::new(&asking);
+                settle(ctx.list_roots().await, &events)
+            }
             Target::Session(s) => asked(
                 s.request(
                     methods::ROOTS_LIST,
@@ -353,12 +417,12 @@ impl Link {
     /// lines only where they can be told apart, filtered by the front request's level.
     fn log(&self, l: LoggingMessageParams) {
         match (self.target(), &self.session) {
-            (Target::Call(_, events), Some(_)) => {
+            (Target::Call(_, events, _), Some(_)) => {
                 if let Ok(v) = serde_json::to_value(&l) {
                     queue(&events, Event::Notify(methods::MESSAGE.to_owned(), v));
                 }
             }
-            (Target::Call(_, events), None) => queue(&events, Event::Log(l)),
+            (Target::Call(_, events, _), None) => queue(&events, Event::Log(l)),
             (Target::Session(_), _) => self.to_session(methods::MESSAGE, &l),
             (Target::Nobody(why), _) => {
                 tracing::debug!("a log line of {} dropped: {why}", self.label())
@@ -388,7 +452,9 @@ impl Link {
     fn pass_on(&self, method: &str, params: Option<Value>) {
         let params = params.unwrap_or_else(|| serde_json::json!({}));
         match self.target() {
-            Target::Call(_, events) => queue(&events, Event::Notify(method.to_owned(), params)),
+            Target::Call(_, events, _) => {
+                queue(&events, Event::Notify(method.to_owned(), params));
+            }
             Target::Session(_) => self.to_session(method, &params),
             Target::Nobody(why) => {
                 tracing::debug!("{method} of {} dropped: {why}", self.label());
