@@ -279,6 +279,14 @@ async fn a_child_that_never_answers_times_out() {
     );
     assert!(started.elapsed() < Duration::from_secs(8));
     assert!(c.session.is_none(), "no session without a child");
+
+    // A call the child does not answer in time fails, and the child hears it cancelled.
+    let p = proxy(&child(""), &["--call-timeout", "1s"]);
+    let s = Legacy::connect(&p.mcp_url()).await;
+    let r = call(&s, 1, "slow", json!({"seconds": 30})).await;
+    let message = r["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("did not answer within 1s"), "{r}");
+    p.line_with("cancelled");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -286,6 +294,7 @@ async fn a_thousand_sessions_against_fifty_children() {
     let p = proxy(&child(""), &["--max-children", "50"]);
     let url = p.mcp_url();
     let pid = p.pid();
+    let fds_before = p.fds();
     // Sample the children while the sessions arrive.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let (s, most) = (
@@ -359,6 +368,11 @@ async fn a_thousand_sessions_against_fifty_children() {
     }
     p.wait_until(Duration::from_secs(20), "the children to exit", || {
         children_of(pid).is_empty()
+    });
+    // Their pipes and the refused connections are gone too.
+    drop((served, http));
+    p.wait_until(Duration::from_secs(20), "the descriptors to be released", || {
+        p.fds() <= fds_before + 8
     });
     let mut again = McpHttp::new(&url);
     again.connect("2025-11-25").await;
