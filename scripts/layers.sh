@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # The architecture's import rules, checked: which top-level module of the `vellum` crate may
-# import which (RULES below is the source of truth; docs/architecture.md draws it), and that
-# no two files of one module import each other in a circle.
+# import which (RULES below is the source of truth; docs/architecture.md draws it), that no
+# import runs back up the layers (to a module above the importer's, or through the crate
+# root's re-exports, which sit above every layer), and that no two files of one module
+# import each other in a circle. It prints the import graph between the modules (module ->
+# module, with the number of imports) and the count of imports back up the layers, which
+# must be 0.
 #
 #   bash scripts/layers.sh               check crates/vellum/src; exit 1 on any violation
 #   bash scripts/layers.sh --src DIR     check another source tree laid out the same way
@@ -38,8 +42,11 @@ RULES = {
     # a server whose requests another MCP server serves, through the client
     "gateway":   {"protocol", "error", "sync", "server", "client", "transport"},
 }
-# Names the crate root re-exports, and the module they belong to.
+# Names the crate root re-exports, and the module they belong to (an import of them through
+# the crate root runs back up the layers: import them from their module).
 ROOT_REEXPORTS = {"Error": "error", "Result": "error"}
+# The crate root (lib.rs and its inline modules, such as the prelude): above every layer.
+ROOT = "(crate root)"
 # The one recursion a module may keep: `Server` owns the handlers, and each handler's
 # context reaches back to its `Server`. Files name it through the module root
 # (`super::Server`); such an import is not an edge of the file graph.
@@ -233,7 +240,23 @@ def facade_exports(sources):
     return exports
 
 
-def check(src):
+def reach(module):
+    """Every module `module` may import, directly or through the layers it may import."""
+    seen, todo = set(), list(RULES.get(module, ()))
+    while todo:
+        m = todo.pop()
+        if m not in seen:
+            seen.add(m)
+            todo.extend(RULES.get(m, ()))
+    return seen
+
+
+def check(src, graph=None, ups=None):
+    """The violations in the tree at `src`. `graph` (a dict) receives the import counts
+    between modules, `ups` (a list) the imports that run back up the layers (also among the
+    violations)."""
+    graph = {} if graph is None else graph
+    ups = [] if ups is None else ups
     sources = {}
     for root, _, files in os.walk(src):
         for f in files:
@@ -276,6 +299,22 @@ def check(src):
             if target == "<above the crate root>":
                 problems.append(f"{rel}:{line}: `super::` climbs above the crate root")
                 continue
+            # The graph's node for the target: its module, or the crate root for an item of
+            # lib.rs (a re-export, an inline module such as the prelude).
+            node = target if (target,) in modules or target in RULES else ROOT
+            here = top if top is not None else ROOT
+            if node != here:
+                graph[(here, node)] = graph.get((here, node), 0) + 1
+            if top is not None and node != top and (node == ROOT or top in reach(node)):
+                if node == ROOT:
+                    home = ROOT_REEXPORTS.get(target)
+                    fix = f" (import it from `crate::{home}`)" if home else ""
+                    why = f"imports `crate::{'::'.join(segs)}` through the crate root{fix}"
+                else:
+                    why = f"imports `{node}`, a layer above it"
+                up = f"{rel}:{line}: runs back up the layers: `{top}` {why}"
+                ups.append(up)
+                problems.append(up)
             target = ROOT_REEXPORTS.get(target, target)
             if top is None:
                 continue  # the crate root may import anything
@@ -341,7 +380,7 @@ def self_test():
         "server/server.rs": "use super::a::A;\npub struct Server;\n",
         "server/a.rs": "use super::b::B;\nuse crate::store;\npub struct A;\n"
                        "#[cfg(test)]\nmod tests {\n    use super::super::b::B;\n    use super::*;\n}\n",
-        "server/b.rs": "use super::Server; // the knot\nuse crate::Error;\npub struct B;\n",
+        "server/b.rs": "use super::Server; // the knot\nuse crate::error::Error;\npub struct B;\n",
         "transport/mod.rs": "pub mod http;\n",
         "transport/http/mod.rs": "mod handler;\n",
         "transport/http/handler.rs": "use super::super::super::server::Server;\nuse crate::server::b::B;\n",
@@ -360,7 +399,15 @@ def self_test():
         "server/facade.rs": ("use super::Hidden;\npub struct F;\n", "circle between files: server/facade.rs"),
         "server/hidden.rs": ("use super::facade::F;\npub struct Hidden;\n", None),
         "server/root_reexport.rs": ("use crate::prelude::X;\n", "which is no module of the rule table"),
+        # Allowed by the rule table (the crate root re-exports `error`'s type), and still an
+        # import back up the layers: the one kind only the up-count catches.
+        "transport/root_error.rs": ("fn f() -> crate::Error { todo() }\n", "through the crate root (import it from `crate::error`)"),
+        "store/up_direct.rs": ("use crate::error::Error;\n", "`error`, a layer above it"),
     }
+    # The planted imports that run back up the layers (the others are sideways or broken).
+    planted_ups = {"protocol/bad_use.rs", "protocol/bad_inline.rs", "store/bad_group.rs",
+                   "server/bad_super.rs", "server/deep/bad.rs", "transport/bad_auth.rs",
+                   "server/root_reexport.rs", "transport/root_error.rs", "store/up_direct.rs"}
     failures = []
     with tempfile.TemporaryDirectory() as d:
         def write(files):
@@ -371,13 +418,23 @@ def self_test():
                     f.write(text)
 
         write(clean)
-        problems = check(d)
+        graph, ups = {}, []
+        problems = check(d, graph, ups)
         if problems:
             failures.append("the clean tree was refused:\n  " + "\n  ".join(problems))
+        if graph.get(("server", "error")) != 1 or graph.get((ROOT, "server")) != 1:
+            failures.append(f"the clean tree's import graph is wrong: {graph}")
         write({rel: text for rel, (text, _) in planted.items()})
         with open(os.path.join(d, "server/mod.rs"), "a", encoding="utf-8") as f:
             f.write("mod facade;\nmod hidden;\npub use hidden::Hidden;\n")
-        problems = check(d)
+        ups = []
+        problems = check(d, None, ups)
+        for rel in sorted(planted_ups):
+            if not any(u.startswith(rel + ":") for u in ups):
+                failures.append(f"not counted as an import back up the layers: {rel}")
+        unplanted = [u for u in ups if u.split(":")[0] not in planted_ups]
+        if unplanted:
+            failures.append("counted as imports back up the layers, but not planted as such:\n  " + "\n  ".join(unplanted))
         for rel, (_, expect) in planted.items():
             if expect and not any(expect in p and rel.split("/")[0] in p for p in problems):
                 failures.append(f"not caught: {rel} ({expect})")
@@ -386,7 +443,8 @@ def self_test():
     if failures:
         print("layers self-test FAILED:\n" + "\n".join(failures))
         return 1
-    print(f"layers self-test: {sum(1 for _, e in planted.values() if e)} planted violations caught, the clean tree passes")
+    print(f"layers self-test: {sum(1 for _, e in planted.values() if e)} planted violations caught "
+          f"({len(planted_ups)} of them imports back up the layers, each counted), the clean tree passes")
     return 0
 
 
@@ -399,7 +457,13 @@ def main(argv):
     elif argv:
         print(__doc__ if False else "usage: layers.sh [--src DIR | --self-test]")
         return 2
-    problems = check(src)
+    graph, ups = {}, []
+    problems = check(src, graph, ups)
+    print(f"import graph of {src} (module -> module: imports):")
+    for here in sorted({a for a, _ in graph}, key=lambda m: (m == ROOT, m)):
+        edges = sorted((b, n) for (a, b), n in graph.items() if a == here)
+        print(f"  {here:<12} -> " + ", ".join(f"{b} {n}" for b, n in edges))
+    print(f"imports back up the layers: {len(ups)}")
     for p in problems:
         print(p)
     if problems:

@@ -34,7 +34,7 @@ cargo clippy --all-targets --all-features -- -D warnings
 step "the crates as users get them (scripts/release-checks.sh: each feature alone, one crypto provider, docs -D warnings, publish dry run)"
 bash scripts/release-checks.sh
 
-step "import layers (scripts/layers.sh: the rule table, no circles between files; self-test first)"
+step "import layers (scripts/layers.sh: the rule table, the import graph with no import back up the layers, no circles between files; self-test first)"
 bash scripts/layers.sh --self-test
 bash scripts/layers.sh
 

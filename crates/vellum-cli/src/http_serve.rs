@@ -8,8 +8,8 @@ use anyhow::{Context as _, bail};
 use tower_layer::{Identity, Stack};
 use vellum::store::MemoryEventStore;
 use vellum::transport::http::{
-    CrossOriginProtection, Health, StreamableHttpHandler, StreamableHttpOptions, TlsConfig,
-    serve_listener_with, serve_tls_listener_with,
+    CrossOriginProtection, Health, ServeLayer, StreamableHttpHandler, StreamableHttpOptions,
+    TlsConfig,
 };
 
 use crate::http_args::HttpArgs;
@@ -219,31 +219,18 @@ async fn drained(health: Health, handler: StreamableHttpHandler, grace: Duration
 }
 
 /// Serves over TLS when configured, the handler inside `layer`.
-async fn serve_tcp<L, B>(
+async fn serve_tcp(
     listener: tokio::net::TcpListener,
     tls: Option<TlsConfig>,
     handler: StreamableHttpHandler,
-    layer: L,
-    shutdown: impl std::future::Future<Output = ()>,
-) -> std::io::Result<()>
-where
-    L: tower_layer::Layer<StreamableHttpHandler>,
-    L::Service: tower_service::Service<http::Request<hyper::body::Incoming>, Response = http::Response<B>>
-        + Clone
-        + Send
-        + 'static,
-    <L::Service as tower_service::Service<http::Request<hyper::body::Incoming>>>::Future:
-        Send + 'static,
-    <L::Service as tower_service::Service<http::Request<hyper::body::Incoming>>>::Error:
-        Into<Box<dyn std::error::Error + Send + Sync>> + 'static,
-    B: http_body::Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    match tls {
-        Some(tls) => serve_tls_listener_with(listener, tls, handler, layer, shutdown).await,
-        None => serve_listener_with(listener, handler, layer, shutdown).await,
+    layer: impl ServeLayer,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let mut serving = vellum::transport::http::serve(listener, handler).layer(layer);
+    if let Some(tls) = tls {
+        serving = serving.tls(tls);
     }
+    serving.with_graceful_shutdown(shutdown).await
 }
 
 pub(crate) async fn shutdown_signal() {
@@ -358,7 +345,8 @@ async fn serve(
             let listener = tokio::net::UnixListener::bind(path)
                 .with_context(|| format!("cannot listen on {}", path.display()))?;
             eprintln!("streamable HTTP MCP: unix:{}", path.display());
-            vellum::transport::http::serve_unix_listener(listener, handler, shutdown_signal())
+            vellum::transport::http::serve(listener, handler)
+                .with_graceful_shutdown(shutdown_signal())
                 .await
                 .with_context(|| format!("cannot serve on {}", path.display()))?;
             return Ok(());

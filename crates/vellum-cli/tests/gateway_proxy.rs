@@ -371,9 +371,11 @@ async fn a_thousand_sessions_against_fifty_children() {
     });
     // Their pipes and the refused connections are gone too.
     drop((served, http));
-    p.wait_until(Duration::from_secs(20), "the descriptors to be released", || {
-        p.fds() <= fds_before + 8
-    });
+    p.wait_until(
+        Duration::from_secs(20),
+        "the descriptors to be released",
+        || p.fds() <= fds_before + 8,
+    );
     let mut again = McpHttp::new(&url);
     again.connect("2025-11-25").await;
 }

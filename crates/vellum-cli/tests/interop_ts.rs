@@ -214,10 +214,11 @@ fn wrong_greeting_server() -> (String, tokio::sync::oneshot::Sender<()>) {
                 .expect("bind 127.0.0.1:0");
             let addr = listener.local_addr().expect("an address");
             let _ = ready.send(format!("http://{addr}/mcp"));
-            let _ = vellum::transport::http::serve_listener(listener, handler, async {
-                let _ = stopped.await;
-            })
-            .await;
+            let _ = vellum::transport::http::serve(listener, handler)
+                .with_graceful_shutdown(async {
+                    let _ = stopped.await;
+                })
+                .await;
         });
     });
     let url = url

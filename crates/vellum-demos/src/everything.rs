@@ -549,7 +549,8 @@ async fn main() -> anyhow::Result<()> {
     )));
     let handler = StreamableHttpHandler::for_server(server, options);
     let addr = "127.0.0.1:8000";
+    let listener = tokio::net::TcpListener::bind(addr).await?;
     eprintln!("streamable HTTP MCP: http://{addr}/mcp");
-    serve(addr, handler).await?;
+    serve(listener, handler).await?;
     Ok(())
 }

@@ -9,7 +9,7 @@
 
 use vellum::prelude::*;
 use vellum::server::RegistrationError;
-use vellum::transport::http::serve_listener;
+use vellum::transport::http::serve;
 
 /// 根据 user_name 返回问候语
 #[tool]
@@ -53,6 +53,6 @@ async fn main() -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     eprintln!("streamable HTTP MCP: http://{addr}");
     // 启动 http 服务，注册 http handler
-    serve_listener(listener, handler, std::future::pending()).await?;
+    serve(listener, handler).await?;
     Ok(())
 }

@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use vellum::prelude::*;
 use vellum::server::RegistrationError;
-use vellum::transport::http::serve_listener;
+use vellum::transport::http::serve;
 
 /// The tool's input (the seed's `helloInput`).
 #[derive(Deserialize, JsonSchema)]
@@ -66,7 +66,7 @@ async fn main() -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     eprintln!("streamable HTTP MCP: http://{addr}");
     // 启动 http 服务，注册 http handler
-    serve_listener(listener, handler, std::future::pending()).await?;
+    serve(listener, handler).await?;
     Ok(())
 }
 

@@ -18,7 +18,7 @@ use serde::Deserialize;
 use vellum::prelude::*;
 use vellum::protocol::{ElicitAction, ElicitFormParams, ElicitParams, LoggingLevel};
 use vellum::store::redis::{Redis, RedisOptions};
-use vellum::transport::http::serve_listener;
+use vellum::transport::http::serve;
 use vellum_demos::hello_world;
 
 /// Input of `slow`.
@@ -183,9 +183,10 @@ async fn main() -> anyhow::Result<()> {
         listener.local_addr()?,
         redis.instance_id()
     );
-    serve_listener(listener, handler, async {
-        let _ = tokio::signal::ctrl_c().await;
-    })
-    .await?;
+    serve(listener, handler)
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await?;
     Ok(())
 }

@@ -23,7 +23,8 @@
 //!     },
 //! )?;
 //! let handler = StreamableHttpHandler::new(move |_req: &http::request::Parts| Some(server.clone()), StreamableHttpOptions::default());
-//! vellum::transport::http::serve("127.0.0.1:8000", handler).await?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8000").await?;
+//! vellum::transport::http::serve(listener, handler).await?;
 //! # Ok(()) }
 //! ```
 //!

@@ -1,10 +1,10 @@
-//! The stdio framing both ways, in memory: `serve_lines` on one end of a duplex pipe and
+//! The stdio framing both ways, in memory: `serve_stdio(…).over(…)` on one end of a duplex pipe and
 //! `LineTransport` on the other, in both eras.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use vellum::client::ProtocolChoice;
-use vellum::transport::stdio::{LineTransport, serve_lines};
+use vellum::transport::stdio::{LineTransport, serve_stdio};
 use vellum_testkit::client::{Seen, builder, exercise};
 use vellum_testkit::fixture::test_server;
 
@@ -12,7 +12,11 @@ async fn run(choice: ProtocolChoice, modern: bool) {
     let server = test_server().server;
     let (client_end, server_end) = tokio::io::duplex(64 * 1024);
     let (server_read, server_write) = tokio::io::split(server_end);
-    let served = tokio::spawn(serve_lines(server, server_read, server_write));
+    let served = tokio::spawn(
+        serve_stdio(server)
+            .over(server_read, server_write)
+            .into_future(),
+    );
     let (client_read, client_write) = tokio::io::split(client_end);
     let seen = Seen::default();
     let client = builder(choice, &seen)

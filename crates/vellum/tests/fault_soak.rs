@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use vellum::prelude::*;
 use vellum::store::MemoryEventStore;
-use vellum::transport::http::serve_listener;
+use vellum::transport::http::serve;
 use vellum_testkit::http::{McpHttp, SseReader};
 
 const VERSION: &str = "2025-11-25";
@@ -255,11 +255,11 @@ async fn sessions_with_random_drops_lose_and_duplicate_nothing() {
         .session_timeout(Duration::from_secs(60));
     let handler = StreamableHttpHandler::for_server(server(), options);
     let stop = CancellationToken::new();
-    let server_task = tokio::spawn(serve_listener(
-        listener,
-        handler.clone(),
-        stop.clone().cancelled_owned(),
-    ));
+    let server_task = tokio::spawn(
+        serve(listener, handler.clone())
+            .with_graceful_shutdown(stop.clone().cancelled_owned())
+            .into_future(),
+    );
 
     vellum::transport::install_crypto_provider();
     let http = reqwest::Client::builder().no_proxy().build().unwrap();

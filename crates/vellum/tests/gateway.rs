@@ -12,7 +12,7 @@ use vellum::gateway::{Backend, Gateway, GatewayOptions};
 use vellum::protocol::Implementation;
 use vellum::server::ServerOptions;
 use vellum::transport::http_client::HttpClientOptions;
-use vellum::transport::stdio::{LineTransport, serve_lines};
+use vellum::transport::stdio::{LineTransport, serve_stdio};
 use vellum_testkit::client::{Seen, builder, exercise};
 use vellum_testkit::fixture::test_server;
 use vellum_testkit::http::TestHttpServer;
@@ -31,7 +31,7 @@ fn front(url: &str) -> (Gateway, impl Transport) {
     let (ours, theirs) = tokio::io::duplex(1 << 16);
     let (read, write) = tokio::io::split(theirs);
     tokio::spawn(async move {
-        let _ = serve_lines(server, read, write).await;
+        let _ = serve_stdio(server).over(read, write).await;
     });
     let (read, write) = tokio::io::split(ours);
     (gateway, LineTransport::new(read, write))

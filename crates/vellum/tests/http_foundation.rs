@@ -1,5 +1,5 @@
 //! The foundation over real HTTP on loopback: the seed's `hello_world` server, served by
-//! `serve_listener` on `127.0.0.1:0` and talked to with reqwest. Covers the session
+//! `serve` on `127.0.0.1:0` and talked to with reqwest. Covers the session
 //! lifecycle (id, initialized, DELETE), the tool flow, the error answers, and concurrency
 //! inside one session.
 

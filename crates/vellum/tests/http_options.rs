@@ -1,6 +1,6 @@
 //! `StreamableHttpOptions`, each on and off, over real HTTP on loopback: `stateless`,
 //! `json_response`, `max_body_bytes`, `sse_keep_alive`, the proxy headers of SSE answers,
-//! graceful shutdown through `serve_listener`, and `serve_unix`. (Sessions and their limits
+//! graceful shutdown through `serve`, and `serve` on a Unix socket. (Sessions and their limits
 //! are in `http_sessions.rs`, Host/Origin/CORS in `http_security.rs`, the logger in
 //! `http_logging.rs`, the event store in `http_resume.rs`.)
 
@@ -637,11 +637,11 @@ async fn graceful_shutdown_lets_in_flight_requests_finish() {
     srv.stop().await;
 }
 
-// ---- serve_unix ---------------------------------------------------------------------------
+// ---- serve on a Unix socket ---------------------------------------------------------------------------
 
 #[cfg(unix)]
 #[tokio::test]
-async fn serve_unix_serves_mcp_on_a_unix_socket() {
+async fn serve_serves_mcp_on_a_unix_socket() {
     let dir = std::env::temp_dir().join(format!("vellum-unix-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a temp dir");
     let path = dir.join("mcp.sock");
@@ -649,13 +649,14 @@ async fn serve_unix_serves_mcp_on_a_unix_socket() {
     let f = test_server();
     let handler = StreamableHttpHandler::for_server(f.server, options());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(vellum::transport::http::serve_unix(
-        path.clone(),
-        handler.clone(),
-        async {
-            let _ = stopped.await;
-        },
-    ));
+    let listener = tokio::net::UnixListener::bind(&path).expect("bind the socket");
+    let task = tokio::spawn(
+        vellum::transport::http::serve(listener, handler.clone())
+            .with_graceful_shutdown(async {
+                let _ = stopped.await;
+            })
+            .into_future(),
+    );
     vellum_testkit::eventually("the socket file", || path.exists()).await;
 
     vellum::transport::install_crypto_provider();
@@ -680,9 +681,9 @@ async fn serve_unix_serves_mcp_on_a_unix_socket() {
     }
     assert_eq!(handler.session_count(), 2);
     let _ = stop.send(());
-    within("serve_unix to stop", task)
+    within("serving on the Unix socket to stop", task)
         .await
         .expect("no panic")
-        .expect("serve_unix ended cleanly");
+        .expect("serving ended cleanly");
     let _ = std::fs::remove_dir_all(&dir);
 }

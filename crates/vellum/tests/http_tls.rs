@@ -2,7 +2,7 @@
 //! the test: calls (HTTP/2 by ALPN, HTTP/1.1 for clients that offer only it), an SSE stream resumed after a dropped connection, a certificate reload
 //! that the next handshake sees while an open stream stays up on the old certificate, a
 //! reload that fails and keeps the old certificate, and a silent client that holds up no
-//! other handshake.
+//! other handshake; and TLS over a Unix socket.
 
 // Test code: a panic is how a test fails (clippy.toml allows it only inside #[test] fns).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -15,7 +15,7 @@ use serde_json::json;
 use tokio::sync::oneshot;
 use vellum::store::MemoryEventStore;
 use vellum::transport::http::{
-    StreamableHttpHandler, StreamableHttpOptions, TlsConfig, TlsError, serve_tls_listener,
+    StreamableHttpHandler, StreamableHttpOptions, TlsConfig, TlsError, serve,
 };
 use vellum_testkit::fixture::{Fixture, test_server};
 use vellum_testkit::http::{McpHttp, SseReader, Streamed};
@@ -37,9 +37,14 @@ impl TlsServer {
         let handler = StreamableHttpHandler::for_server(f.server.clone(), options);
         let (stop, stopped) = oneshot::channel::<()>();
         let served = tls.clone();
-        tokio::spawn(serve_tls_listener(listener, served, handler, async {
-            let _ = stopped.await;
-        }));
+        tokio::spawn(
+            serve(listener, handler)
+                .tls(served)
+                .with_graceful_shutdown(async {
+                    let _ = stopped.await;
+                })
+                .into_future(),
+        );
         TlsServer {
             addr,
             tls,
@@ -244,4 +249,59 @@ async fn a_silent_client_holds_up_no_other_handshake() {
     )
     .await;
     assert!(c.greet().await.contains("Alice"));
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn tls_over_a_unix_socket() {
+    let ca = TestCa::new();
+    let leaf = ca.issue("server");
+    let tls = TlsConfig::from_pem_files(&leaf.cert, &leaf.key).expect("the leaf loads");
+    let dir = std::env::temp_dir().join(format!("vellum-tls-unix-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("mcp.sock");
+    let _ = std::fs::remove_file(&path);
+    let listener = tokio::net::UnixListener::bind(&path).unwrap();
+    let f = test_server();
+    let handler =
+        StreamableHttpHandler::for_server(f.server.clone(), StreamableHttpOptions::default());
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(
+        serve(listener, handler)
+            .tls(tls)
+            .with_graceful_shutdown(async {
+                let _ = stopped.await;
+            })
+            .into_future(),
+    );
+    let http = ca
+        .client_builder()
+        .http1_only()
+        .unix_socket(path.clone())
+        .build()
+        .unwrap();
+    let mut c = McpHttp::with_client("https://localhost/mcp", http.clone());
+    c.connect("2025-11-25").await;
+    assert!(c.greet().await.contains("Alice"));
+    let r = c.get(None).send().await.unwrap();
+    assert_eq!(peer_certificate(&r).as_deref(), Some(&leaf.der[..]));
+    // Plain HTTP on the socket gets no HTTP answer.
+    let plain = reqwest::Client::builder()
+        .unix_socket(path.clone())
+        .build()
+        .unwrap();
+    assert!(
+        plain
+            .post("http://localhost/mcp")
+            .body("{}")
+            .send()
+            .await
+            .is_err()
+    );
+    let _ = stop.send(());
+    within("serving to stop", task)
+        .await
+        .expect("no panic")
+        .expect("serving ended cleanly");
+    let _ = std::fs::remove_dir_all(&dir);
 }

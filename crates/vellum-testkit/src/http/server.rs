@@ -9,9 +9,7 @@ use std::task::{Context, Poll};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use vellum::server::Server;
-use vellum::transport::http::{
-    StreamableHttpHandler, StreamableHttpOptions, serve_listener, serve_listener_with,
-};
+use vellum::transport::http::{ServeLayer, StreamableHttpHandler, StreamableHttpOptions, serve};
 
 use super::McpHttp;
 use crate::within;
@@ -55,22 +53,23 @@ impl TestHttpServer {
         Self::start(server, StreamableHttpOptions::default()).await
     }
 
-    /// Serves `handler` with `serve_listener`, exactly as an application would.
+    /// Serves `handler` with `serve`, exactly as an application would.
     pub async fn start_handler(handler: StreamableHttpHandler) -> Self {
         let (listener, addr) = bind().await;
         let (stop, stopped) = oneshot::channel::<()>();
         let served = handler.clone();
-        let task = tokio::spawn(async move {
-            serve_listener(listener, served, async {
-                let _ = stopped.await;
-            })
-            .await
-        });
+        let task = tokio::spawn(
+            serve(listener, served)
+                .with_graceful_shutdown(async {
+                    let _ = stopped.await;
+                })
+                .into_future(),
+        );
         Self::running(addr, handler, RequestLog::default(), stop, task)
     }
 
     /// Serves `handler` as [`TestHttpServer::start_handler`] does, through a test layer
-    /// (`serve_listener_with`) that records every request in [`TestHttpServer::requests`]
+    /// (`Serve::layer`) that records every request in [`TestHttpServer::requests`]
     /// and gives each one the authenticated [`Principal`](vellum::auth::Principal) named by
     /// its `x-test-principal` header (`issuer subject`), as an auth layer would.
     pub async fn start_instrumented(handler: StreamableHttpHandler) -> Self {
@@ -82,37 +81,23 @@ impl TestHttpServer {
     }
 
     /// Serves `handler` wrapped in the layer `layer` builds from the server's URL (an
-    /// [`AuthLayer`](vellum::auth) names its resource by it), with `serve_listener_with`.
-    pub async fn start_with_layer<L, B>(
+    /// [`AuthLayer`](vellum::auth) names its resource by it), with `Serve::layer`.
+    pub async fn start_with_layer<L: ServeLayer>(
         handler: StreamableHttpHandler,
         layer: impl FnOnce(&str) -> L,
-    ) -> Self
-    where
-        L: tower_layer::Layer<StreamableHttpHandler> + Send + 'static,
-        L::Service: tower_service::Service<
-                http::Request<hyper::body::Incoming>,
-                Response = http::Response<B>,
-            > + Clone
-            + Send
-            + 'static,
-        <L::Service as tower_service::Service<http::Request<hyper::body::Incoming>>>::Future:
-            Send + 'static,
-        <L::Service as tower_service::Service<http::Request<hyper::body::Incoming>>>::Error:
-            Into<Box<dyn std::error::Error + Send + Sync>> + 'static,
-        B: http_body::Body + Send + 'static,
-        B::Data: Send,
-        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    {
+    ) -> Self {
         let (listener, addr) = bind().await;
         let (stop, stopped) = oneshot::channel::<()>();
         let layer = layer(&format!("http://{addr}/mcp"));
         let served = handler.clone();
-        let task = tokio::spawn(async move {
-            serve_listener_with(listener, served, layer, async {
-                let _ = stopped.await;
-            })
-            .await
-        });
+        let task = tokio::spawn(
+            serve(listener, served)
+                .layer(layer)
+                .with_graceful_shutdown(async {
+                    let _ = stopped.await;
+                })
+                .into_future(),
+        );
         Self::running(addr, handler, RequestLog::default(), stop, task)
     }
 
@@ -151,7 +136,7 @@ impl TestHttpServer {
             .clone()
     }
 
-    /// Starts a graceful shutdown (the shutdown future of `serve_listener` completes) without
+    /// Starts a graceful shutdown (the shutdown signal of `serve` completes) without
     /// waiting for it; [`TestHttpServer::stop`] then waits for the accept loop to end.
     pub fn begin_stop(&mut self) {
         if let Some(s) = self.stop.take() {

@@ -24,7 +24,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 
 use bytes::Bytes;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
@@ -133,15 +133,13 @@ enum Gate {
     Pass(Option<Scheme>),
     /// Answer it here.
     Answer(Response<ResponseBody>),
+    /// Verify its token first (the one step that waits).
+    Verify(Scheme, String),
 }
 
 impl Config {
-    /// Adds CORS headers to the layer's own answer when the page's origin is trusted.
-    fn decorate<B>(&self, req: &Request<B>, resp: &mut Response<ResponseBody>) {
-        self.security.decorate(req.headers(), resp.headers_mut());
-    }
-
-    async fn gate<B>(&self, req: &mut Request<B>) -> Gate {
+    /// Steps 1 to 4 up to the token: what can be decided without waiting.
+    fn gate<B>(&self, req: &mut Request<B>) -> Gate {
         let path = req.uri().path();
         if self.metadata_paths.iter().any(|p| p == path) {
             return Gate::Answer(self.metadata_response(req.method()));
@@ -167,36 +165,52 @@ impl Config {
                 ));
             }
         };
-        let refuse_token = |description: &'static str| {
-            Gate::Answer(self.challenge(
-                StatusCode::UNAUTHORIZED,
-                Some("invalid_token"),
-                Some(description),
-                Some(scheme),
-            ))
-        };
         if scheme == Scheme::Bearer && self.dpop.mode == DpopMode::Required {
-            return refuse_token("This server accepts only DPoP-bound access tokens");
+            return Gate::Answer(
+                self.refuse_token(scheme, "This server accepts only DPoP-bound access tokens"),
+            );
         }
+        Gate::Verify(scheme, token)
+    }
+
+    /// 401 `invalid_token`.
+    fn refuse_token(&self, scheme: Scheme, description: &'static str) -> Response<ResponseBody> {
+        self.challenge(
+            StatusCode::UNAUTHORIZED,
+            Some("invalid_token"),
+            Some(description),
+            Some(scheme),
+        )
+    }
+
+    /// Steps 4 to 6 for a request with a token: verified, its binding and its scopes
+    /// checked, the principal inserted; `Err` is the layer's answer.
+    async fn verify<B>(
+        &self,
+        req: &mut Request<B>,
+        scheme: Scheme,
+        token: String,
+    ) -> Result<Scheme, Response<ResponseBody>> {
         let principal = match self.verifier.verify(&token).await {
             Ok(p) => p,
             Err(VerifyError::Invalid(reason)) => {
                 tracing::debug!(reason = reason.description(), "access token refused");
-                return refuse_token(reason.description());
+                return Err(self.refuse_token(scheme, reason.description()));
             }
-            Err(VerifyError::Unavailable) => return Gate::Answer(unavailable()),
+            Err(VerifyError::Unavailable) => return Err(unavailable()),
         };
         // RFC 9449 §7.1: a bound token is only good with its proof, and the DPoP scheme only
         // with a bound token. A token without `cnf` sent as Bearer goes straight on.
         match (scheme, principal.dpop_jkt.as_deref()) {
             (Scheme::Bearer, None) => {}
             (Scheme::Bearer, Some(_)) => {
-                return refuse_token(
+                return Err(self.refuse_token(
+                    scheme,
                     "The access token is DPoP-bound: send it with the DPoP scheme and a proof",
-                );
+                ));
             }
             (Scheme::Dpop, None) => {
-                return refuse_token("The access token is not DPoP-bound");
+                return Err(self.refuse_token(scheme, "The access token is not DPoP-bound"));
             }
             (Scheme::Dpop, Some(jkt)) => {
                 let url = format!("{}{}", self.origin, req.uri().path());
@@ -205,12 +219,12 @@ impl Config {
                     .check(req.headers(), req.method().as_str(), &url, &token, jkt)
                     .await;
                 if let Err(refusal) = checked {
-                    return Gate::Answer(self.proof_refused(refusal));
+                    return Err(self.proof_refused(refusal));
                 }
             }
         }
         if !self.required_scopes.iter().all(|s| principal.has_scope(s)) {
-            return Gate::Answer(self.challenge(
+            return Err(self.challenge(
                 StatusCode::FORBIDDEN,
                 Some("insufficient_scope"),
                 Some("The access token lacks a required scope"),
@@ -223,7 +237,7 @@ impl Config {
         }
         extensions.insert(principal.caller());
         extensions.insert::<Principal>(principal);
-        Gate::Pass(Some(scheme))
+        Ok(scheme)
     }
 
     /// 401 for a refused proof (`invalid_dpop_proof`, or `use_dpop_nonce` with a fresh
@@ -407,17 +421,14 @@ where
 
 impl<S, ReqB, ResB> tower_service::Service<Request<ReqB>> for AuthService<S>
 where
-    S: tower_service::Service<Request<ReqB>, Response = Response<ResB>> + Clone + Send + 'static,
-    S::Future: Send + 'static,
-    S::Error: Send + 'static,
+    S: tower_service::Service<Request<ReqB>, Response = Response<ResB>> + Clone,
     ReqB: http_body::Body + Send + 'static,
     ReqB::Data: Send,
     ReqB::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    ResB: Send + 'static,
 {
     type Response = Response<AuthBody<ResB>>;
     type Error = S::Error;
-    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, S::Error>> + Send>>;
+    type Future = AuthFuture<S, ReqB>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
         self.inner.poll_ready(cx)
@@ -428,21 +439,122 @@ where
         let ready = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, ready);
         let config = self.config.clone();
-        Box::pin(async move {
-            match config.gate(&mut req).await {
-                Gate::Pass(used) => inner.call(req).await.map(|mut r| {
-                    config.step_up(&mut r, used);
-                    if used == Some(Scheme::Dpop) {
-                        config.add_nonce(r.headers_mut());
-                    }
-                    r.map(Either::Left)
-                }),
-                Gate::Answer(mut r) => {
-                    config.decorate(&req, &mut r);
-                    discard_body(req.into_body()).await;
-                    Ok(r.map(Either::Right))
+        let state = match config.gate(&mut req) {
+            Gate::Pass(used) => AuthState::Calling {
+                future: inner.call(req),
+                used,
+            },
+            Gate::Answer(answer) => AuthState::answering(&config, req, answer),
+            Gate::Verify(scheme, token) => {
+                let config = config.clone();
+                AuthState::Verifying {
+                    verdict: Box::pin(async move {
+                        let verified = config.verify(&mut req, scheme, token).await;
+                        (req, verified)
+                    }),
                 }
             }
-        })
+        };
+        AuthFuture {
+            state,
+            inner,
+            config,
+        }
+    }
+}
+
+/// A token being verified (boxed: verifiers are trait objects whose futures are boxed
+/// anyway), and the request it decides.
+type Verdict<B> =
+    Pin<Box<dyn Future<Output = (Request<B>, Result<Scheme, Response<ResponseBody>>)> + Send>>;
+
+/// The layer's own answer being sent, once what the request's body has is read and dropped
+/// (boxed: the rare path).
+type Answering = Pin<Box<dyn Future<Output = Response<ResponseBody>> + Send>>;
+
+pin_project_lite::pin_project! {
+    /// The future of an [`AuthService`] call: the layer's own answer, or the inner service's
+    /// (polled here, not boxed again) once the request passed.
+    pub struct AuthFuture<S, ReqB>
+    where
+        S: tower_service::Service<Request<ReqB>>,
+    {
+        #[pin]
+        state: AuthState<S::Future, ReqB>,
+        inner: S,
+        config: Arc<Config>,
+    }
+}
+
+pin_project_lite::pin_project! {
+    #[project = AuthStateProj]
+    enum AuthState<F, ReqB> {
+        // The token is being verified.
+        Verifying { verdict: Verdict<ReqB> },
+        // The request passed: the inner service answers.
+        Calling { #[pin] future: F, used: Option<Scheme> },
+        // The layer answers.
+        Answering { answer: Answering },
+    }
+}
+
+impl<F, ReqB> AuthState<F, ReqB>
+where
+    ReqB: http_body::Body + Send + 'static,
+    ReqB::Data: Send,
+    ReqB::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    /// The layer's own answer (with CORS headers for a trusted origin), sent once the
+    /// request's body is drained (see [`discard_body`]).
+    fn answering(config: &Config, req: Request<ReqB>, mut answer: Response<ResponseBody>) -> Self {
+        config
+            .security
+            .decorate(req.headers(), answer.headers_mut());
+        AuthState::Answering {
+            answer: Box::pin(async move {
+                discard_body(req.into_body()).await;
+                answer
+            }),
+        }
+    }
+}
+
+impl<S, ReqB, ResB> Future for AuthFuture<S, ReqB>
+where
+    S: tower_service::Service<Request<ReqB>, Response = Response<ResB>>,
+    ReqB: http_body::Body + Send + 'static,
+    ReqB::Data: Send,
+    ReqB::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Output = Result<Response<AuthBody<ResB>>, S::Error>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        loop {
+            let mut this = self.as_mut().project();
+            let next = match this.state.as_mut().project() {
+                AuthStateProj::Verifying { verdict } => match ready!(verdict.as_mut().poll(cx)) {
+                    (req, Ok(scheme)) => AuthState::Calling {
+                        future: this.inner.call(req),
+                        used: Some(scheme),
+                    },
+                    (req, Err(answer)) => AuthState::answering(this.config, req, answer),
+                },
+                AuthStateProj::Calling { future, used } => {
+                    let resp = ready!(future.poll(cx));
+                    let config = this.config;
+                    return Poll::Ready(resp.map(|mut r| {
+                        config.step_up(&mut r, *used);
+                        if *used == Some(Scheme::Dpop) {
+                            config.add_nonce(r.headers_mut());
+                        }
+                        r.map(Either::Left)
+                    }));
+                }
+                AuthStateProj::Answering { answer } => {
+                    return answer.as_mut().poll(cx).map(|r| Ok(r.map(Either::Right)));
+                }
+            };
+            this.state.set(next);
+        }
     }
 }

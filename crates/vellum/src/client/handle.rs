@@ -175,9 +175,10 @@ impl Client {
         self.inner.end_error().unwrap_or(Error::SessionClosed)
     }
 
-    /// True once no call can be made any more (see [`closed`](Self::closed)).
+    /// True once no call can be made any more (see [`closed`](Self::closed)): already while
+    /// the calls that were waiting get their errors.
     pub fn is_closed(&self) -> bool {
-        self.inner.gone.is_cancelled()
+        self.inner.end_error().is_some()
     }
 
     /// Closes the connection: cancels what is waiting and ends the session (HTTP DELETE, or

@@ -141,6 +141,13 @@ impl Backends {
             }
             match slot {
                 Some(Slot::Opening(f)) => f.clone(),
+                // Its backend ended: the session closes once the calls in flight have their
+                // errors (a session never gets a second backend behind its client's back).
+                Some(Slot::Open(_)) => {
+                    return Err(ErrorObject::internal(
+                        "the MCP server behind this session has ended; the session is closing",
+                    ));
+                }
                 _ => {
                     let init = init.or_else(|| session.initialize_params());
                     let f = self.start(Place::Session(session.clone()), init)?;
@@ -322,12 +329,13 @@ impl Backends {
                 if session.is_some() { "; its session ends" } else { "" }
             );
         }
-        self.release(&place, Some(&link));
         if let Some(s) = session {
-            // Its calls answer with the backend's end first; then its client gets 404.
+            // No new request of it; its calls answer with the backend's end; then it closes.
+            s.retire();
             link.settled(SETTLE).await;
             s.close();
         }
+        self.release(&place, Some(&link));
         // Let the transport go (the child's process is reaped, connections close).
         client.close().await;
     }

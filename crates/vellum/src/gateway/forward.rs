@@ -120,7 +120,16 @@ pub(super) async fn forward(
                 }
                 return match answer {
                     Ok(raw) => plain_result(&client, &ctx, raw),
-                    Err(e) => Err(call_error(&link, e)),
+                    Err(e) => {
+                        if client.is_closed()
+                            && let Some(s) = link.session()
+                        {
+                            // Its backend ended: the client's next request of the session
+                            // gets 404, even before this error reaches it.
+                            s.retire();
+                        }
+                        Err(call_error(&link, e))
+                    }
                 };
             }
         }

@@ -153,9 +153,12 @@ impl Gateway {
 
     /// With shared backends, opens the whole pool now (so the first requests find it
     /// ready, and a backend that cannot start is reported at once); otherwise does nothing.
-    pub async fn start(&self) -> Result<(), crate::Error> {
+    pub async fn start(&self) -> Result<(), crate::error::Error> {
         if self.backends.shared() {
-            self.backends.fill_pool().await.map_err(crate::Error::Rpc)?;
+            self.backends
+                .fill_pool()
+                .await
+                .map_err(crate::error::Error::Rpc)?;
         }
         Ok(())
     }

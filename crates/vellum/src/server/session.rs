@@ -117,6 +117,9 @@ pub(crate) struct Session {
     /// Resource URIs the client subscribed to.
     subscriptions: Mutex<BTreeSet<String>>,
     hooks: OnceLock<Arc<dyn SessionHooks>>,
+    /// Takes no new requests (the transport answers as for a closed session); those in
+    /// flight finish.
+    retiring: AtomicBool,
     closed: AtomicBool,
     registry_key: u64,
     /// This session, for the handles an upstream keeps (`SessionRef`).
@@ -176,6 +179,7 @@ impl Session {
             inflight: InflightRequests::new(),
             subscriptions: Mutex::new(BTreeSet::new()),
             hooks: OnceLock::new(),
+            retiring: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             registry_key,
             me: me.clone(),
@@ -464,6 +468,17 @@ impl Session {
 
     pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
+    }
+
+    /// Takes no new requests from now on, leaving those in flight to finish (close it once
+    /// they have).
+    pub(crate) fn retire(&self) {
+        self.retiring.store(true, Ordering::Release);
+    }
+
+    /// True once closed or retiring: a new request of it is refused as for a closed session.
+    pub(crate) fn is_ending(&self) -> bool {
+        self.retiring.load(Ordering::Acquire) || self.is_closed()
     }
 }
 

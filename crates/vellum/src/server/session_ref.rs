@@ -142,6 +142,16 @@ impl SessionRef {
         Ok(raw.parse()?)
     }
 
+    /// Stops the session taking new requests (over HTTP the client's next request gets 404,
+    /// so it initializes a new session), leaving the requests in flight to finish: for an
+    /// upstream whose backend of the session ended, until its calls have their errors; then
+    /// [`close`](Self::close) it.
+    pub fn retire(&self) {
+        if let Some(s) = self.session.upgrade() {
+            s.retire();
+        }
+    }
+
     /// Ends the session: its running requests are cancelled, and the transport forgets it
     /// (over HTTP the client's next request gets 404, so it initializes a new one).
     pub fn close(&self) {

@@ -1,9 +1,19 @@
-//! [`StreamableHttpHandler`]: the Streamable HTTP endpoint as a tower `Service`.
+//! [`StreamableHttpHandler`]: the Streamable HTTP endpoint as a tower `Service`, and the
+//! first stage of every request. Each stage is a function of its own file that imports the
+//! next, so one POST can be followed through the `use` lines:
 //!
-//! One request flows one way: the security layer (Host, Origin, CORS) → the HTTP method →
-//! `post.rs` (body, era routing, `session_routing.rs`) → the server core → one response writer
-//! (`post_response.rs`: JSON or SSE); `get.rs` serves GET streams. Rejections are values
-//! ([`Rejection`]) turned into responses in one place (`rejection.rs`).
+//! ```text
+//! endpoint.rs ─► security_layer.rs ─► post.rs ─► session_routing.rs ─► respond.rs
+//!   (method)      (Host, Origin, CORS)  (body, decode,  (which session)    (run, first poll,
+//!                                        era)                               JSON or SSE)
+//!             ─► post_events.rs ─► sse_writer.rs
+//!                (the requests as    (the one SSE writer)
+//!                 a stream of events)
+//! ```
+//!
+//! A GET goes to `get.rs`, a DELETE to `session_routing.rs`. The state every stage reads is
+//! `state.rs`. Rejections are values ([`Rejection`]) turned into responses in one place
+//! (`rejection.rs`).
 //!
 //! Not here: accept loops and socket settings (`serve.rs`), and the sessions' table
 //! (`session_table.rs`).
@@ -16,27 +26,21 @@ use std::task::{Context, Poll};
 
 use http::{Method, Request, Response};
 use http_body::Body;
-use tokio_util::sync::CancellationToken;
 
 use crate::server::Server;
-use crate::store::EventStore;
 
 use super::body::ResponseBody;
-use super::body_reader::BodyBudget;
-use super::cluster::Cluster;
-use super::cors;
 use super::options::StreamableHttpOptions;
-use super::rejection::Rejection;
+use super::rejection::{Rejection, refused};
 use super::security::ConnectionInfo;
-use super::security_layer::SecurityLayer;
-use super::session_table::{HttpSession, SessionTable};
-use super::sse_writer::Stops;
-use super::trace::log_event;
+use super::state::Inner;
 
-/// How long a stored session lives without activity when `session_timeout` is unset.
-const DEFAULT_STORED_SESSION_TTL: std::time::Duration = std::time::Duration::from_secs(3600);
+// The request path from here: the security layer, then the stage of each HTTP method.
+use super::security_layer::SecurityFuture;
 
-type Factory = dyn Fn(&http::request::Parts) -> Option<Server> + Send + Sync;
+use super::get::get;
+use super::post::post;
+use super::session_routing::delete;
 
 /// The Streamable HTTP handler, built like the Go SDK's
 /// `NewStreamableHTTPHandler(getServer, opts)`: a factory from the HTTP request to the
@@ -49,25 +53,6 @@ type Factory = dyn Fn(&http::request::Parts) -> Option<Server> + Send + Sync;
 #[derive(Clone)]
 pub struct StreamableHttpHandler {
     inner: Arc<Inner>,
-}
-
-/// The state of a handler, shared by its clones; each flow adds its methods (`post.rs`,
-/// `get.rs`, `session_routing.rs`, `post_response.rs`).
-pub(super) struct Inner {
-    pub(super) factory: Box<Factory>,
-    pub(super) options: StreamableHttpOptions,
-    /// The Host/Origin checks and CORS, run around every request.
-    pub(super) security: SecurityLayer,
-    pub(super) sessions: Arc<SessionTable>,
-    /// The bytes buffered for bodies being received, across every connection.
-    pub(super) bodies: Arc<BodyBudget>,
-    pub(super) shutdown: CancellationToken,
-    /// Set by [`StreamableHttpHandler::start_draining`]: new sessions are refused.
-    pub(super) draining: std::sync::atomic::AtomicBool,
-    /// The rate limits (`options.rate_limit`, `options.rate_limits`), when any is set.
-    pub(super) limits: Option<super::rate_limit::Limits>,
-    /// Whether the bus listener runs.
-    listening: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for StreamableHttpHandler {
@@ -85,20 +70,6 @@ impl StreamableHttpHandler {
     where
         F: Fn(&http::request::Parts) -> Option<Server> + Send + Sync + 'static,
     {
-        let security = SecurityLayer::new(&options);
-        let cluster = Arc::new(Cluster {
-            events: options.event_store.clone(),
-            sessions: options.session_store.clone(),
-            bus: options.bus.clone(),
-            ttl: options
-                .session_timeout
-                .unwrap_or(DEFAULT_STORED_SESSION_TTL),
-        });
-        let limits = super::rate_limit::Limits::new(
-            options.rate_limit,
-            &options.rate_limits,
-            options.rate_limiter.clone(),
-        );
         // Each server the factory hands out announces its list changes and resource updates
         // to the other instances, and hears theirs (attached once per server).
         let bus = options.bus.clone();
@@ -110,20 +81,7 @@ impl StreamableHttpHandler {
             Some(server)
         };
         StreamableHttpHandler {
-            inner: Arc::new(Inner {
-                factory: Box::new(factory),
-                security,
-                sessions: Arc::new(SessionTable::new(
-                    cluster,
-                    options.max_in_flight_per_session,
-                )),
-                bodies: BodyBudget::new(options.max_buffered_body_bytes),
-                options,
-                shutdown: CancellationToken::new(),
-                draining: std::sync::atomic::AtomicBool::new(false),
-                limits,
-                listening: std::sync::atomic::AtomicBool::new(false),
-            }),
+            inner: Arc::new(Inner::new(Box::new(factory), options)),
         }
     }
 
@@ -155,9 +113,7 @@ impl StreamableHttpHandler {
     /// future completes; call this earlier to drain while still accepting connections
     /// (`vellum serve` does so for `--drain-grace`, beside failing `/readyz`).
     pub fn start_draining(&self) {
-        self.inner
-            .draining
-            .store(true, std::sync::atomic::Ordering::Release);
+        self.inner.start_draining();
     }
 
     /// Whether [`start_draining`](Self::start_draining) was called.
@@ -185,33 +141,6 @@ impl StreamableHttpHandler {
         self.inner.sessions.close_all();
     }
 
-    /// Starts the task that receives the other instances' messages (once, with a bus).
-    fn listen_to_bus(&self) {
-        let Some(bus) = &self.inner.options.bus else {
-            return;
-        };
-        if self
-            .inner
-            .listening
-            .swap(true, std::sync::atomic::Ordering::AcqRel)
-        {
-            return;
-        }
-        let mut rx = bus.subscribe();
-        let table = Arc::downgrade(&self.inner.sessions);
-        tokio::spawn(async move {
-            loop {
-                let message = match rx.recv().await {
-                    Ok(m) => m,
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-                };
-                let Some(table) = table.upgrade() else { return };
-                table.on_bus(message);
-            }
-        });
-    }
-
     /// Serves one request. The connection it came on is read from its extensions
     /// ([`ConnectionInfo`]; assumed loopback when absent).
     pub async fn handle<B>(&self, req: Request<B>) -> Response<ResponseBody>
@@ -221,96 +150,93 @@ impl StreamableHttpHandler {
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         let info = req.extensions().get::<ConnectionInfo>().copied();
-        self.handle_on(req, info).await
+        match self.call_on(req, info).await {
+            Ok(resp) => resp,
+            Err(never) => match never {},
+        }
     }
 
-    /// Serves one request that arrived on a known connection (the accept loops call this,
-    /// saving an extensions map per request).
-    pub(crate) async fn handle_on<B>(
+    /// Serves one request that arrived on a known connection (the accept loop calls this,
+    /// saving an extensions map per request): the security layer, then the HTTP method.
+    pub(crate) fn call_on<B>(
         &self,
         req: Request<B>,
         connection: Option<ConnectionInfo>,
-    ) -> Response<ResponseBody>
+    ) -> HandlerFuture
     where
         B: Body + Send + 'static,
         B::Data: Send,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
-        self.listen_to_bus();
-        let inner = &self.inner;
-        let (mut parts, body) = req.into_parts();
-        let method = parts.method.clone();
-        let cors_origin = inner.security.cors_origin(&parts.headers);
-        let result = async {
-            inner.security.check(
-                parts.version,
-                &parts.method,
-                &parts.uri,
-                &parts.headers,
-                &parts.extensions,
-                connection.as_ref(),
-            )?;
-            if let Some(limits) = &inner.limits {
-                limits
-                    .admit_request(&mut parts, connection.as_ref())
-                    .await?;
-            }
-            match parts.method {
-                Method::POST => inner.post(parts, body).await,
-                Method::GET => inner.get(parts).await,
-                Method::DELETE => inner.delete(&parts).await,
-                Method::OPTIONS => match &cors_origin {
-                    Some(origin) => Ok(cors::preflight(&parts.headers, origin)),
-                    None => Err(Rejection::MethodNotAllowed {
-                        allow: inner.allow(),
-                    }),
-                },
-                _ => Err(Rejection::MethodNotAllowed {
-                    allow: inner.allow(),
-                }),
-            }
+        self.inner.listen_to_bus();
+        let inner = self.inner.clone();
+        let logger = self.inner.options.logger.as_ref();
+        let refuse = |method: &Method, rejection| refused(logger, method, rejection);
+        let next = move |req| -> ByMethod { Box::pin(by_method(inner, req, connection)) };
+        HandlerFuture {
+            inner: self
+                .inner
+                .security
+                .serve(req, connection.as_ref(), refuse, next),
         }
-        .await;
-        let mut resp = result.unwrap_or_else(|r| {
-            log_event!(inner.options.logger.as_ref(), debug, method = %method, rejection = ?r, "request rejected");
-            let reason = r.reason();
-            let resp = r.into_response();
-            super::metrics::refused(resp.status().as_u16(), reason);
-            resp
-        });
-        if let Some(o) = &cors_origin {
-            cors::decorate(resp.headers_mut(), o);
-        }
-        resp
     }
 }
 
-impl Inner {
-    /// Whether new sessions are refused (see [`StreamableHttpHandler::start_draining`]).
-    pub(super) fn is_draining(&self) -> bool {
-        self.draining.load(std::sync::atomic::Ordering::Acquire)
-    }
+/// The request after the security layer, being served (boxed: its state holds the whole
+/// request path, and hyper keeps a connection's response future for the connection's life).
+type ByMethod = Pin<Box<dyn Future<Output = Result<Response<ResponseBody>, Infallible>> + Send>>;
 
-    /// The methods served, for `Allow`.
-    pub(super) fn allow(&self) -> &'static str {
-        if self.options.stateless {
-            "POST"
-        } else {
-            "GET, POST, DELETE"
+/// Serves a request the security layer passed: the caller's rate limit, then its HTTP method
+/// (`post.rs`, `get.rs`, DELETE in `session_routing.rs`); a refusal is answered here.
+async fn by_method<B>(
+    inner: Arc<Inner>,
+    req: Request<B>,
+    connection: Option<ConnectionInfo>,
+) -> Result<Response<ResponseBody>, Infallible>
+where
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let (mut parts, body) = req.into_parts();
+    let method = parts.method.clone();
+    let served = async {
+        if let Some(limits) = &inner.limits {
+            limits
+                .admit_request(&mut parts, connection.as_ref())
+                .await?;
+        }
+        match parts.method {
+            Method::POST => post(&inner, parts, body).await,
+            Method::GET => get(&inner, parts).await,
+            Method::DELETE => delete(&inner, &parts).await,
+            // (A CORS preflight was answered by the security layer.)
+            _ => Err(Rejection::MethodNotAllowed {
+                allow: inner.allow(),
+            }),
         }
     }
+    .await;
+    Ok(served.unwrap_or_else(|r| refused(inner.options.logger.as_ref(), &method, r)))
+}
 
-    /// The event store, when streams are resumable.
-    pub(super) fn store(&self) -> Option<&Arc<dyn EventStore>> {
-        self.options.event_store.as_ref()
+pin_project_lite::pin_project! {
+    /// The future of a [`StreamableHttpHandler`] call: the security layer's answer, or the
+    /// request served (with the CORS headers the layer adds).
+    pub struct HandlerFuture {
+        #[pin]
+        inner: SecurityFuture<ByMethod>,
     }
+}
 
-    /// What ends a stream of this handler (and of `session`) early.
-    pub(super) fn stops(&self, session: Option<&HttpSession>) -> Stops {
-        Stops {
-            shutdown: self.shutdown.clone(),
-            session: session.map(|s| s.closed.clone()),
-        }
+impl Future for HandlerFuture {
+    type Output = Result<Response<ResponseBody>, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.project()
+            .inner
+            .poll(cx)
+            .map(|r| r.map(|resp| resp.map(http_body_util::Either::into_inner)))
     }
 }
 
@@ -322,14 +248,14 @@ where
 {
     type Response = Response<ResponseBody>;
     type Error = Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+    type Future = HandlerFuture;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         Poll::Ready(Ok(()))
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
-        let this = self.clone();
-        Box::pin(async move { Ok(this.handle(req).await) })
+        let info = req.extensions().get::<ConnectionInfo>().copied();
+        self.call_on(req, info)
     }
 }

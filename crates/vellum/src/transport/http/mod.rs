@@ -7,13 +7,15 @@
 //!         ─► one writer: JSON body or SSE stream
 //! ```
 //!
+//! Each stage is a file that imports the next (`endpoint.rs` names them in order).
+//!
 //! - [`StreamableHttpHandler`]: the endpoint, a tower `Service` (usable from hyper or axum).
 //! - [`SecurityLayer`]: its Host/Origin checks and CORS as a tower layer, for the
 //!   authorization layer and for anything else served beside the endpoint.
 //! - [`StreamableHttpOptions`]: every option of the Go SDK's handler, and a few more.
-//! - [`serve`], [`serve_listener`], [`serve_unix`], and `serve_tls_listener` with its
-//!   `TlsConfig` (feature `tls`): accept loops with the right socket settings and graceful
-//!   shutdown.
+//! - [`serve`]`(listener, handler)`: the accept loop, with the right socket settings, on TCP
+//!   or a Unix socket; [`Serve`]'s builder methods add a layer, TLS (`TlsConfig`, feature
+//!   `tls`) and a graceful shutdown.
 //!
 //! Every rejection and its HTTP status and JSON-RPC code are listed in
 //! `docs/http-status.md`.
@@ -29,15 +31,16 @@ mod endpoint;
 mod get;
 pub mod headers;
 mod health;
+mod listener;
 mod live_streams;
 mod metrics;
 mod modern_headers;
 mod options;
 mod post;
 mod post_events;
-mod post_response;
 mod rate_limit;
 mod rejection;
+mod respond;
 mod response;
 mod resume_stream;
 mod security;
@@ -47,31 +50,29 @@ mod session_hooks;
 mod session_routing;
 mod session_table;
 mod sse_writer;
+mod state;
 #[cfg(feature = "tls")]
 mod tls;
 mod trace;
 mod trace_context;
 
 pub use body::ResponseBody;
-pub use endpoint::StreamableHttpHandler;
+pub use endpoint::{HandlerFuture, StreamableHttpHandler};
 pub use health::{
     Health, HealthBody, HealthFuture, HealthLayer, HealthService, READINESS_CHECK_TIMEOUT,
 };
+pub use listener::{Listener, TLS_HANDSHAKE_TIMEOUT};
 #[cfg(feature = "metrics")]
 pub use metrics::{describe_metrics, names as metric_names};
 pub use options::{DEFAULT_SHUTDOWN_GRACE, StreamableHttpOptions};
 pub use rate_limit::RateLimits;
 pub use security::{ConnectionInfo, CrossOriginProtection, InvalidOrigin, is_loopback_host};
-pub use security_layer::{SecurityBody, SecurityLayer, SecurityService};
+pub use security_layer::{SecurityBody, SecurityFuture, SecurityLayer, SecurityService};
 #[cfg(feature = "http2")]
 pub use serve::{
     H2_KEEP_ALIVE, H2_MAX_CONCURRENT_STREAMS, H2_MAX_HEADER_LIST_BYTES,
     H2_MAX_LOCAL_ERROR_RESET_STREAMS, H2_MAX_PENDING_ACCEPT_RESET_STREAMS,
 };
-pub use serve::{TLS_HANDSHAKE_TIMEOUT, local_addr, serve, serve_listener, serve_listener_with};
-#[cfg(feature = "tls")]
-pub use serve::{serve_tls_listener, serve_tls_listener_with};
-#[cfg(unix)]
-pub use serve::{serve_unix, serve_unix_listener};
+pub use serve::{Layered, Serve, ServeFuture, ServeLayer, local_addr, serve};
 #[cfg(feature = "tls")]
 pub use tls::{TlsConfig, TlsError};

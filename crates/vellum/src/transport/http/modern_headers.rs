@@ -73,6 +73,33 @@ fn reject(id: Option<&RequestId>, code: i64, message: String) -> Rejection {
 
 /// Validates a modern POST and returns the request's client context.
 pub(crate) fn validate(headers: &HeaderMap, payload: &Payload) -> Result<ModernMeta, Rejection> {
+    let (id, method, params) = the_message(payload)?;
+    let Some(p) = peek(params) else {
+        return Err(reject(
+            id,
+            code::INVALID_PARAMS,
+            "Invalid params: params must be an object".into(),
+        ));
+    };
+    check_version(headers, id, &p)?;
+    let meta = if id.is_some() {
+        parse_meta(p.meta.as_ref()).map_err(|error| Rejection::Modern {
+            id: id.cloned(),
+            error,
+        })?
+    } else {
+        // Notifications carry no required `_meta`.
+        ModernMeta::of_notification()
+    };
+    check_routing_headers(headers, id, method, &p)?;
+    Ok(meta)
+}
+
+/// The one message of a modern POST (no batches, no responses): its id (none for a
+/// notification), method and params.
+fn the_message(
+    payload: &Payload,
+) -> Result<(Option<&RequestId>, &str, Option<&RawJson>), Rejection> {
     let message = match payload {
         Payload::Single(m) => m,
         Payload::Batch(_) => {
@@ -83,27 +110,25 @@ pub(crate) fn validate(headers: &HeaderMap, payload: &Payload) -> Result<ModernM
             ));
         }
     };
-    let (id, method, params) = match message {
-        Message::Request(r) => (Some(&r.id), r.method.as_str(), r.params.as_ref()),
-        Message::Notification(n) => (None, n.method.as_str(), n.params.as_ref()),
-        Message::Response(_) => {
-            return Err(reject(
-                None,
-                code::INVALID_REQUEST,
-                "Invalid request: clients do not send responses in 2026-07-28".into(),
-            ));
-        }
-    };
-    let Some(p) = peek(params) else {
-        return Err(reject(
-            id,
-            code::INVALID_PARAMS,
-            "Invalid params: params must be an object".into(),
-        ));
-    };
-    let header = text(headers, &names::PROTOCOL_VERSION);
+    match message {
+        Message::Request(r) => Ok((Some(&r.id), r.method.as_str(), r.params.as_ref())),
+        Message::Notification(n) => Ok((None, n.method.as_str(), n.params.as_ref())),
+        Message::Response(_) => Err(reject(
+            None,
+            code::INVALID_REQUEST,
+            "Invalid request: clients do not send responses in 2026-07-28".into(),
+        )),
+    }
+}
+
+/// `MCP-Protocol-Version` is present, agrees with `_meta`, and names a modern version.
+fn check_version(
+    headers: &HeaderMap,
+    id: Option<&RequestId>,
+    p: &Peek<'_>,
+) -> Result<(), Rejection> {
     let body_version = p.meta.as_ref().and_then(MetaFields::version);
-    let Some(header) = header else {
+    let Some(header) = text(headers, &names::PROTOCOL_VERSION) else {
         return Err(reject(
             id,
             code::HEADER_MISMATCH,
@@ -130,15 +155,17 @@ pub(crate) fn validate(headers: &HeaderMap, payload: &Payload) -> Result<ModernM
             error: unsupported_version(header),
         });
     }
-    let meta = if id.is_some() {
-        parse_meta(p.meta.as_ref()).map_err(|error| Rejection::Modern {
-            id: id.cloned(),
-            error,
-        })?
-    } else {
-        // Notifications carry no required `_meta`.
-        ModernMeta::of_notification()
-    };
+    Ok(())
+}
+
+/// `Mcp-Method` names the method, and `Mcp-Name` the tool, prompt, resource or task the
+/// request is about.
+fn check_routing_headers(
+    headers: &HeaderMap,
+    id: Option<&RequestId>,
+    method: &str,
+    p: &Peek<'_>,
+) -> Result<(), Rejection> {
     let got_method = text(headers, &names::METHOD).and_then(decode_header_value);
     if got_method.as_deref() != Some(method) {
         return Err(reject(
@@ -165,5 +192,5 @@ pub(crate) fn validate(headers: &HeaderMap, payload: &Payload) -> Result<ModernM
             ));
         }
     }
-    Ok(meta)
+    Ok(())
 }

@@ -4,7 +4,7 @@
 //! the response goes away before its legacy requests finish, they go on in the background
 //! and a GET may resume their stream.
 //!
-//! Not here: deciding JSON or SSE (`post_response.rs`) and writing SSE (`sse_writer.rs`).
+//! Not here: deciding JSON or SSE (`respond.rs`) and writing SSE (`sse_writer.rs`).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -15,8 +15,7 @@ use bytes::Bytes;
 use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use crate::protocol::ErrorObject;
-use crate::protocol::encode_error;
+use crate::protocol::{ErrorObject, RequestId, encode_error};
 use crate::server::{Exchange, Outcome, Step};
 use crate::store::{EventId, EventStore, StoreError, StreamId};
 
@@ -35,22 +34,67 @@ pub(crate) struct StoredStream {
     pub(crate) live: Arc<LiveStreams>,
 }
 
-/// A message waiting for the store to give it an id.
-type Appending = (
-    BoxFuture<'static, Result<EventId, StoreError>>,
-    Bytes,
-    Option<Option<i64>>,
-);
+/// What an event of a POST stream is to its request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EventKind {
+    /// A message on the way (a notification, a request to the client): the request goes on.
+    Message,
+    /// The request's result.
+    Reply,
+    /// The request's JSON-RPC error, with its code.
+    Error(i64),
+    /// The request was cancelled (by the client, or by its session's end): a stream sends
+    /// nothing for it; only a JSON body, which must answer something, carries its error
+    /// ([`cancelled_error`]).
+    Cancelled,
+}
+
+impl EventKind {
+    /// The request's last event: its answer (or its cancellation).
+    pub(crate) fn is_final(self) -> bool {
+        self != EventKind::Message
+    }
+
+    /// The JSON-RPC error code the request ended with, if it failed.
+    pub(crate) fn error_code(self) -> Option<i64> {
+        match self {
+            EventKind::Error(code) => Some(code),
+            EventKind::Cancelled => Some(cancelled_error().code),
+            EventKind::Message | EventKind::Reply => None,
+        }
+    }
+}
 
 /// One event of a POST stream, with what the response logic needs to know about it.
 #[derive(Debug)]
 pub(crate) struct PostEvent {
     pub(crate) event: SseEvent,
-    /// `Some` for a request's final response: its JSON-RPC error code, if it failed.
-    pub(crate) fin: Option<Option<i64>>,
-    /// The request was cancelled (by the client, or by its session's end): a stream sends
-    /// nothing for it; only a JSON body, which must answer something, carries this error.
-    pub(crate) silent: bool,
+    pub(crate) kind: EventKind,
+}
+
+/// A message not yet handed out: produced before the stream became resumable, or waiting
+/// for the store to give it an id.
+struct Unsent {
+    message: Bytes,
+    kind: EventKind,
+}
+
+impl Unsent {
+    fn into_event(self, id: Option<EventId>) -> PostEvent {
+        PostEvent {
+            event: SseEvent {
+                id,
+                message: self.message,
+            },
+            kind: self.kind,
+        }
+    }
+}
+
+/// A message the store is appending, and the id it will carry.
+struct Appending {
+    id: BoxFuture<'static, Result<EventId, StoreError>>,
+    unsent: Unsent,
 }
 
 /// The answer a JSON body gives for a request that was cancelled before it finished.
@@ -68,7 +112,7 @@ pub(crate) struct PostEvents {
     /// The last event number given out, when events are numbered here.
     local_seq: u64,
     /// Events produced before the stream became resumable, to emit (with ids) first.
-    requeued: VecDeque<(Bytes, Option<Option<i64>>)>,
+    requeued: VecDeque<Unsent>,
     appending: Option<Appending>,
     /// Present for legacy sessions: keeps the session active while requests run, and lets
     /// the requests go on after the response is gone.
@@ -104,7 +148,7 @@ impl PostEvents {
     }
 
     /// The ids of the requests on this stream.
-    pub(crate) fn request_ids(&self) -> Vec<crate::protocol::RequestId> {
+    pub(crate) fn request_ids(&self) -> Vec<RequestId> {
         self.exchanges
             .iter()
             .map(|(e, _)| e.shared().id.clone())
@@ -131,150 +175,125 @@ impl PostEvents {
         self.taken_over = Some(taken_over);
         self.requeued = earlier
             .into_iter()
-            .filter(|e| !e.silent)
-            .map(|e| (e.event.message, e.fin))
+            .filter(|e| e.kind != EventKind::Cancelled)
+            .map(|e| Unsent {
+                message: e.event.message,
+                kind: e.kind,
+            })
             .collect();
     }
 
-    fn emit(&mut self, message: Bytes, fin: Option<Option<i64>>) -> Option<PostEvent> {
-        match &self.stored {
+    /// Hands a message out as an event: at once (with an id numbered here when the stream is
+    /// resumable without a store), or, with an event store, once the store gave it its id
+    /// (`None` now: the next poll hands it out).
+    fn emit(&mut self, unsent: Unsent) -> Option<PostEvent> {
+        let id = match &self.stored {
             Some(StoredStream {
                 store: Some(store),
                 session,
                 stream,
                 ..
             }) => {
-                super::metrics::event_stored(message.len());
-                let f = store.append(session, *stream, message.clone());
-                self.appending = Some((f, message, fin));
-                None
+                super::metrics::event_stored(unsent.message.len());
+                let id = store.append(session, *stream, unsent.message.clone());
+                self.appending = Some(Appending { id, unsent });
+                return None;
             }
             Some(s) => {
                 self.local_seq += 1;
-                let id = EventId {
+                Some(EventId {
                     stream: s.stream,
                     seq: self.local_seq,
-                };
-                Some(PostEvent {
-                    event: SseEvent {
-                        id: Some(id),
-                        message,
-                    },
-                    fin,
-                    silent: false,
                 })
             }
-            None => Some(PostEvent {
-                event: SseEvent { id: None, message },
-                fin,
-                silent: false,
-            }),
-        }
+            None => None,
+        };
+        Some(unsent.into_event(id))
     }
 
     /// The next event.
     pub(crate) fn poll_post_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<PostEvent>> {
         loop {
-            if let Some((fut, _, _)) = self.appending.as_mut() {
-                let res = match fut.as_mut().poll(cx) {
+            if let Some(appending) = &mut self.appending {
+                // A store failure must not lose the live message: it goes out without an id.
+                let id = std::task::ready!(appending.id.as_mut().poll(cx)).ok();
+                if let Some(Appending { unsent, .. }) = self.appending.take() {
+                    return Poll::Ready(Some(unsent.into_event(id)));
+                }
+            }
+            let next = match self.requeued.pop_front() {
+                Some(unsent) => unsent,
+                None if self.done => return Poll::Ready(None),
+                None => match self.poll_requests(cx) {
+                    Poll::Ready(Produced::Event(ev)) => return Poll::Ready(Some(ev)),
+                    Poll::Ready(Produced::Unsent(unsent)) => unsent,
+                    Poll::Ready(Produced::AllFinished) => {
+                        self.finish();
+                        continue;
+                    }
                     Poll::Pending => return Poll::Pending,
-                    Poll::Ready(r) => r,
-                };
-                let Some((_, message, fin)) = self.appending.take() else {
-                    continue;
-                };
-                // A store failure must not lose the live message: send it without an id.
-                let id = res.ok();
-                return Poll::Ready(Some(PostEvent {
-                    event: SseEvent { id, message },
-                    fin,
-                    silent: false,
-                }));
+                },
+            };
+            if let Some(ev) = self.emit(next) {
+                return Poll::Ready(Some(ev));
             }
-            if let Some((m, fin)) = self.requeued.pop_front() {
-                match self.emit(m, fin) {
-                    Some(ev) => return Poll::Ready(Some(ev)),
-                    None => continue,
-                }
+        }
+    }
+
+    /// Polls the unfinished requests, from the cursor on, for the next thing one of them has
+    /// to say.
+    fn poll_requests(&mut self, cx: &mut Context<'_>) -> Poll<Produced> {
+        let mut pending = false;
+        let n = self.exchanges.len();
+        for k in 0..n {
+            let i = (self.cursor + k) % n;
+            let (ex, trace) = &mut self.exchanges[i];
+            if ex.is_finished() {
+                continue;
             }
-            if self.done {
-                return Poll::Ready(None);
-            }
-            let mut pending = false;
-            let mut produced = None;
-            let n = self.exchanges.len();
-            for k in 0..n {
-                let i = (self.cursor + k) % n;
-                let (ex, trace) = &mut self.exchanges[i];
-                if ex.is_finished() {
-                    continue;
+            let step = match trace {
+                Some(t) => t.in_scope(|| ex.poll_step(cx)),
+                None => ex.poll_step(cx),
+            };
+            match step {
+                Poll::Ready(Some(Step::Message(message))) => {
+                    // The same request may have more to say: start with it next time.
+                    self.cursor = i;
+                    return Poll::Ready(Produced::Unsent(Unsent {
+                        message,
+                        kind: EventKind::Message,
+                    }));
                 }
-                let step = match trace {
-                    Some(t) => t.in_scope(|| ex.poll_step(cx)),
-                    None => ex.poll_step(cx),
-                };
-                if let (Some(t), Poll::Ready(Some(Step::Finished(outcome)))) =
-                    (trace.as_mut(), &step)
-                {
-                    t.finish(match outcome {
-                        Outcome::Error(e) => Some(e.code),
-                        _ => None,
-                    });
-                }
-                match step {
-                    Poll::Ready(Some(Step::Message(m))) => {
-                        // The same request may have more to say: start with it next time.
-                        self.cursor = i;
-                        produced = Some((m, None));
-                        break;
+                Poll::Ready(Some(Step::Finished(outcome))) => {
+                    self.cursor = i + 1;
+                    if let Some(t) = trace.as_mut() {
+                        t.finish(match &outcome {
+                            Outcome::Error(e) => Some(e.code),
+                            _ => None,
+                        });
                     }
-                    Poll::Ready(Some(Step::Finished(outcome))) => {
-                        self.cursor = i + 1;
-                        let id = ex.shared().id.clone();
-                        match outcome {
-                            Outcome::Reply(b) => {
-                                produced = Some((b, Some(None)));
-                                break;
-                            }
-                            Outcome::Error(e) => {
-                                produced = Some((encode_error(Some(&id), &e), Some(Some(e.code))));
-                                break;
-                            }
-                            Outcome::Silent => {
-                                // Never stored, never streamed: see `PostEvent::silent`.
-                                let e = cancelled_error();
-                                return Poll::Ready(Some(PostEvent {
-                                    event: SseEvent {
-                                        id: None,
-                                        message: encode_error(Some(&id), &e),
-                                    },
-                                    fin: Some(Some(e.code)),
-                                    silent: true,
-                                }));
-                            }
-                        }
-                    }
-                    Poll::Ready(None) => {}
-                    Poll::Pending => pending = true,
+                    return Poll::Ready(answer(&ex.shared().id, outcome));
                 }
+                Poll::Ready(None) => {}
+                Poll::Pending => pending = true,
             }
-            if let Some((m, fin)) = produced {
-                match self.emit(m, fin) {
-                    Some(ev) => return Poll::Ready(Some(ev)),
-                    None => continue,
-                }
-            }
-            if pending {
-                return Poll::Pending;
-            }
-            self.done = true;
-            if let Some(s) = &self.stored {
-                s.live.finish(s.stream);
-                if let Some(store) = &s.store {
-                    let f = store.close_stream(&s.session, s.stream);
-                    if let Ok(rt) = tokio::runtime::Handle::try_current() {
-                        rt.spawn(f);
-                    }
+        }
+        if pending {
+            Poll::Pending
+        } else {
+            Poll::Ready(Produced::AllFinished)
+        }
+    }
+
+    /// Every request finished: the stream is complete (its store closes it).
+    fn finish(&mut self) {
+        self.done = true;
+        if let Some(s) = &self.stored {
+            s.live.finish(s.stream);
+            if let Some(store) = &s.store {
+                let f = store.close_stream(&s.session, s.stream);
+                if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                    rt.spawn(f);
                 }
             }
         }
@@ -330,7 +349,7 @@ impl PostEvents {
         rt.spawn(async move {
             let drive = async {
                 while let Some(ev) = std::future::poll_fn(|cx| rest.poll_post_event(cx)).await {
-                    if ev.fin.is_some() {
+                    if ev.kind.is_final() {
                         place.finished_one();
                     }
                     // Held for (or handed to) the GET that resumes the stream; a full buffer
@@ -349,11 +368,43 @@ impl PostEvents {
     }
 }
 
+/// What a round over the requests of a POST produced.
+enum Produced {
+    /// A message or an answer, still to be handed out (it may need an id).
+    Unsent(Unsent),
+    /// An event to hand out as it is (a cancelled request's, never stored).
+    Event(PostEvent),
+    /// Every request has finished.
+    AllFinished,
+}
+
+/// A finished request's last word.
+fn answer(id: &RequestId, outcome: Outcome) -> Produced {
+    match outcome {
+        Outcome::Reply(message) => Produced::Unsent(Unsent {
+            message,
+            kind: EventKind::Reply,
+        }),
+        Outcome::Error(e) => Produced::Unsent(Unsent {
+            message: encode_error(Some(id), &e),
+            kind: EventKind::Error(e.code),
+        }),
+        // Never stored, never streamed: see `EventKind::Cancelled`.
+        Outcome::Silent => Produced::Event(PostEvent {
+            event: SseEvent {
+                id: None,
+                message: encode_error(Some(id), &cancelled_error()),
+            },
+            kind: EventKind::Cancelled,
+        }),
+    }
+}
+
 impl EventSource for PostEvents {
     fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<SseEvent>> {
         loop {
             match self.poll_post_event(cx) {
-                Poll::Ready(Some(e)) if e.silent => continue,
+                Poll::Ready(Some(e)) if e.kind == EventKind::Cancelled => continue,
                 other => return other.map(|o| o.map(|e| e.event)),
             }
         }

@@ -5,9 +5,11 @@
 //! Not here: what a handler's failure becomes inside a 200 (the server core's
 //! `handler_error.rs`).
 
-use http::{HeaderValue, Response, StatusCode, header};
+use http::{HeaderValue, Method, Response, StatusCode, header};
+use tracing::Dispatch;
 
 use super::body::ResponseBody;
+use super::trace::log_event;
 use crate::protocol::encode_error;
 use crate::protocol::{DecodeError, ErrorObject, ProtocolVersion, RequestId, code};
 use crate::server::InsufficientScope;
@@ -349,6 +351,20 @@ impl Rejection {
         }
         resp
     }
+}
+
+/// The handler's answer to a request it refused: the rejection's response, the refusal
+/// logged (at debug, under the handler's `logger`) and counted in the refusals metric.
+pub(crate) fn refused(
+    logger: Option<&Dispatch>,
+    method: &Method,
+    rejection: Rejection,
+) -> Response<ResponseBody> {
+    log_event!(logger, debug, method = %method, rejection = ?rejection, "request rejected");
+    let reason = rejection.reason();
+    let resp = rejection.into_response();
+    super::metrics::refused(resp.status().as_u16(), reason);
+    resp
 }
 
 /// The HTTP status a modern (2026-07-28) error response gets.

@@ -2,7 +2,7 @@
 //! an SSE stream (with the headers that keep proxies from buffering it).
 //!
 //! Not here: rejections (`rejection.rs`) and deciding which shape answers a POST
-//! (`post_response.rs`).
+//! (`respond.rs`).
 
 use std::collections::VecDeque;
 
@@ -32,7 +32,7 @@ pub(super) fn json_response(
         .chain(
             events
                 .iter()
-                .filter(|e| e.fin.is_some())
+                .filter(|e| e.kind.is_final())
                 .map(|e| e.event.message.clone()),
         )
         .collect();

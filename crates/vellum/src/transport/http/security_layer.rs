@@ -10,10 +10,10 @@
 //!
 //! Not here: the checks themselves (`security.rs`) and the CORS headers (`cors.rs`).
 
-use std::future::Future;
+use std::future::{Future, Ready};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 
 use http::{Extensions, HeaderMap, HeaderValue, Method, Request, Response, Uri, header};
 use http_body_util::Either;
@@ -62,6 +62,38 @@ impl SecurityLayer {
         }
     }
 
+    /// Runs one request through the layer: refused (the answer `refuse` makes of the
+    /// rejection) when the checks fail it, a CORS preflight answered, or handed to `next`,
+    /// whose answer gets the CORS headers. The one implementation of the layer: its service
+    /// and the handler (which logs and counts its refusals) both run requests through it.
+    pub(crate) fn serve<B, F>(
+        &self,
+        req: Request<B>,
+        connection: Option<&ConnectionInfo>,
+        refuse: impl FnOnce(&Method, Rejection) -> Response<ResponseBody>,
+        next: impl FnOnce(Request<B>) -> F,
+    ) -> SecurityFuture<F> {
+        let cors_origin = self.cors_origin(req.headers());
+        let checked = self.check(
+            req.version(),
+            req.method(),
+            req.uri(),
+            req.headers(),
+            req.extensions(),
+            connection,
+        );
+        let state = match (checked, &cors_origin) {
+            (Err(rejection), _) => State::Answered {
+                answer: std::future::ready(Box::new(refuse(req.method(), rejection))),
+            },
+            (Ok(()), Some(origin)) if req.method() == Method::OPTIONS => State::Answered {
+                answer: std::future::ready(Box::new(cors::preflight(req.headers(), origin))),
+            },
+            (Ok(()), _) => State::Next { future: next(req) },
+        };
+        SecurityFuture { state, cors_origin }
+    }
+
     /// The refusal of a request (400, 403 or 431), if the checks fail it. A request already admitted by
     /// a layer with the same settings passes at once.
     pub(crate) fn check(
@@ -88,7 +120,9 @@ impl SecurityLayer {
     }
 
     /// Checks a request (its connection read from its extensions) and marks it admitted for
-    /// the layers inside; `Err` is the refusal to send (boxed: it is the rare path).
+    /// the layers inside; `Err` is the refusal to send (boxed: it is the rare path). For the
+    /// auth layer, which answers some requests itself before the handler sees them.
+    #[cfg(any(feature = "auth", test))]
     pub(crate) fn admit<B>(&self, req: &mut Request<B>) -> Result<(), Box<Response<ResponseBody>>> {
         let connection = req.extensions().get::<ConnectionInfo>().copied();
         self.check(
@@ -152,44 +186,78 @@ pub type SecurityBody<B> = Either<B, ResponseBody>;
 
 impl<S, ReqB, ResB> tower_service::Service<Request<ReqB>> for SecurityService<S>
 where
-    S: tower_service::Service<Request<ReqB>, Response = Response<ResB>> + Clone + Send + 'static,
-    S::Future: Send + 'static,
-    ReqB: Send + 'static,
-    ResB: Send + 'static,
+    S: tower_service::Service<Request<ReqB>, Response = Response<ResB>> + Clone,
 {
     type Response = Response<SecurityBody<ResB>>;
     type Error = S::Error;
-    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, S::Error>> + Send>>;
+    type Future = SecurityFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, mut req: Request<ReqB>) -> Self::Future {
+    fn call(&mut self, req: Request<ReqB>) -> Self::Future {
         // The clone that was made ready is the one that serves this request.
         let ready = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, ready);
-        let cors_origin = self.layer.cors_origin(req.headers());
-        let admitted = self.layer.admit(&mut req);
-        Box::pin(async move {
-            let mut resp = match admitted {
-                Err(refusal) => (*refusal).map(Either::Right),
-                Ok(()) => match (&cors_origin, req.method()) {
-                    (Some(origin), &Method::OPTIONS) => {
-                        cors::preflight(req.headers(), origin).map(Either::Right)
-                    }
-                    _ => inner.call(req).await?.map(Either::Left),
-                },
-            };
-            if let Some(origin) = &cors_origin
-                && !resp
-                    .headers()
-                    .contains_key(header::ACCESS_CONTROL_ALLOW_ORIGIN)
-            {
-                cors::decorate(resp.headers_mut(), origin);
+        let connection = req.extensions().get::<ConnectionInfo>().copied();
+        let mark = Admitted(self.layer.policy.clone());
+        let refuse = |_: &Method, rejection: Rejection| rejection.into_response();
+        self.layer
+            .serve(req, connection.as_ref(), refuse, move |mut req| {
+                // Admitted: the layers inside with the same settings need not judge it again.
+                req.extensions_mut().insert(mark);
+                inner.call(req)
+            })
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The future of a [`SecurityService`] call: the layer's own answer (a refusal, a
+    /// preflight), or the inner service's, to which it adds the CORS headers.
+    pub struct SecurityFuture<F> {
+        #[pin]
+        state: State<F>,
+        cors_origin: Option<HeaderValue>,
+    }
+}
+
+pin_project_lite::pin_project! {
+    #[project = StateProj]
+    enum State<F> {
+        // Answered by the layer (boxed: the rare path, and hyper keeps a connection's
+        // response future for the connection's life, so the future stays small).
+        Answered { answer: Ready<Box<Response<ResponseBody>>> },
+        // Passed on.
+        Next { #[pin] future: F },
+    }
+}
+
+impl<F, ResB, E> Future for SecurityFuture<F>
+where
+    F: Future<Output = Result<Response<ResB>, E>>,
+{
+    type Output = Result<Response<SecurityBody<ResB>>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let mut resp = match this.state.project() {
+            StateProj::Answered { answer } => {
+                (*ready!(Pin::new(answer).poll(cx))).map(Either::Right)
             }
-            Ok(resp)
-        })
+            StateProj::Next { future } => match ready!(future.poll(cx)) {
+                Ok(resp) => resp.map(Either::Left),
+                Err(e) => return Poll::Ready(Err(e)),
+            },
+        };
+        if let Some(origin) = this.cors_origin.take()
+            && !resp
+                .headers()
+                .contains_key(header::ACCESS_CONTROL_ALLOW_ORIGIN)
+        {
+            cors::decorate(resp.headers_mut(), &origin);
+        }
+        Poll::Ready(Ok(resp))
     }
 }
 

@@ -1,6 +1,8 @@
-//! Serving the handler: an accept loop on TCP, TLS over TCP (feature `tls`) or a Unix socket
-//! with the settings that matter (TCP_NODELAY on every socket, a header-read timeout, a
-//! handshake deadline, graceful shutdown).
+//! Serving the handler: [`serve`]`(listener, handler)`, a builder awaited as a future, with
+//! a layer around the handler ([`Serve::layer`]), TLS ([`Serve::tls`], feature `tls`) and a
+//! graceful shutdown ([`Serve::with_graceful_shutdown`]); one accept loop on TCP or a Unix
+//! socket with the settings that matter (TCP_NODELAY on every TCP socket, a header-read
+//! timeout, a handshake deadline).
 //!
 //! Connections speak HTTP/1.1. With the feature `http2` they speak HTTP/1.1 or HTTP/2, told
 //! apart by the client's first bytes (the HTTP/2 preface): h2c with prior knowledge on plain
@@ -20,14 +22,13 @@
 //! SETTINGS and PING floods are bounded by the HTTP/2 implementation itself (it answers
 //! each with one ACK and queues no more than one pending ACK of each).
 //!
-//! Not here: what a request does (`endpoint.rs`); the TLS configuration (`tls.rs`).
+//! Not here: what a request does (`endpoint.rs`); sockets, handshakes and connections
+//! (`listener.rs`); the TLS configuration (`tls.rs`).
 
-use std::convert::Infallible;
-use std::future::Future;
+use std::future::{Future, IntoFuture, Pending};
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use http::{Request, Response};
@@ -35,21 +36,206 @@ use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpListener, ToSocketAddrs};
+use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
+use tower_layer::{Identity, Layer};
+use tower_service::Service;
 
 use super::endpoint::StreamableHttpHandler;
+use super::listener::{Accepting, Listener, TLS_HANDSHAKE_TIMEOUT};
 use super::security::ConnectionInfo;
 
-/// Binds `addr` and serves `handler` until the process ends.
-pub async fn serve(
-    addr: impl ToSocketAddrs,
+/// An error any service may fail with.
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Serves `handler` on `listener` (a bound [`TcpListener`] or Unix socket): await the
+/// returned [`Serve`], after setting what it offers.
+///
+/// ```no_run
+/// # async fn f(handler: vellum::transport::http::StreamableHttpHandler) -> std::io::Result<()> {
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:8000").await?;
+/// vellum::transport::http::serve(listener, handler).await
+/// # }
+/// ```
+///
+/// Without [`Serve::with_graceful_shutdown`] it serves until the process ends.
+pub fn serve(listener: impl Into<Listener>, handler: StreamableHttpHandler) -> Serve {
+    Serve {
+        listener: listener.into(),
+        handler,
+        layer: Identity::new(),
+        shutdown: std::future::pending(),
+        #[cfg(feature = "tls")]
+        tls: None,
+    }
+}
+
+/// Serving a handler, as [`serve`] starts it: a future (`.await` it, or spawn
+/// `.into_future()`), with builder methods for what else it does.
+///
+/// `L` is the layer around the handler ([`Identity`] until [`Serve::layer`]), `G` the
+/// shutdown signal. Awaited, it serves until `G` completes, then shuts down gracefully: stop
+/// accepting, refuse new sessions (503, `Retry-After`), end SSE streams with a `retry` hint
+/// after the options' `stream_grace` (zero by default), let in-flight requests finish within
+/// their `request_grace` (default [`DEFAULT_SHUTDOWN_GRACE`](super::DEFAULT_SHUTDOWN_GRACE)),
+/// then close the sessions. It fails only when the accept loop's task does.
+#[must_use = "a Serve does nothing until it is awaited"]
+pub struct Serve<L = Identity, G = Pending<()>> {
+    listener: Listener,
     handler: StreamableHttpHandler,
-) -> std::io::Result<()> {
-    let listener = TcpListener::bind(addr).await?;
-    serve_listener(listener, handler, std::future::pending()).await
+    layer: L,
+    shutdown: G,
+    #[cfg(feature = "tls")]
+    tls: Option<super::TlsConfig>,
+}
+
+/// The layer of a [`Serve`] after [`Serve::layer`].
+#[derive(Debug, Clone)]
+pub struct Layered<L>(L);
+
+impl<L, G> std::fmt::Debug for Serve<L, G> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Serve")
+            .field("listener", &self.listener)
+            .field("handler", &self.handler)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<G> Serve<Identity, G> {
+    /// Wraps `layer` (e.g. [`AuthLayer`](crate::auth::AuthLayer), or a stack of layers)
+    /// around the handler; each request then carries its [`ConnectionInfo`] in its
+    /// extensions. Shutdown still ends the handler's streams and sessions.
+    pub fn layer<L: ServeLayer>(self, layer: L) -> Serve<Layered<L>, G> {
+        Serve {
+            listener: self.listener,
+            handler: self.handler,
+            layer: Layered(layer),
+            shutdown: self.shutdown,
+            #[cfg(feature = "tls")]
+            tls: self.tls,
+        }
+    }
+}
+
+impl<L, G> Serve<L, G> {
+    /// Serves until `signal` completes, then shuts down gracefully (see [`Serve`]).
+    pub fn with_graceful_shutdown<S>(self, signal: S) -> Serve<L, S>
+    where
+        S: Future<Output = ()> + Send + 'static,
+    {
+        Serve {
+            listener: self.listener,
+            handler: self.handler,
+            layer: self.layer,
+            shutdown: signal,
+            #[cfg(feature = "tls")]
+            tls: self.tls,
+        }
+    }
+
+    /// Speaks TLS on every connection: each handshake runs in the connection's own task
+    /// within [`TLS_HANDSHAKE_TIMEOUT`] (h2 or HTTP/1.1 by ALPN with the feature `http2`).
+    /// [`TlsConfig::reload`](super::TlsConfig::reload) changes the certificate of later
+    /// handshakes while this serves.
+    #[cfg(feature = "tls")]
+    pub fn tls(mut self, config: super::TlsConfig) -> Self {
+        self.tls = Some(config);
+        self
+    }
+
+    /// What the accept loop runs on: its listener, the handler, the layer, the shutdown
+    /// signal.
+    fn into_parts(self) -> (Accepting, StreamableHttpHandler, L, G) {
+        let listener = self.listener.accepting(
+            #[cfg(feature = "tls")]
+            self.tls.as_ref(),
+        );
+        (listener, self.handler, self.layer, self.shutdown)
+    }
+}
+
+/// A layer [`Serve::layer`] can wrap around the handler: one that makes of it a service
+/// answering hyper's requests, with a body hyper can send. Every such layer is one; the
+/// bounds are written here once so that code generic over a layer needs only `L: ServeLayer`.
+pub trait ServeLayer: Layer<StreamableHttpHandler, Service = Self::Served> {
+    /// The handler inside the layer.
+    type Served: Service<
+            Request<Incoming>,
+            Response = Response<Self::Body>,
+            Error = Self::Error,
+            Future = Self::Future,
+        > + Clone
+        + Send
+        + 'static;
+    /// The body of its responses.
+    type Body: http_body::Body<Data: Send, Error: Into<BoxError>> + Send + 'static;
+    /// What it fails with (hyper closes the connection).
+    type Error: Into<BoxError> + 'static;
+    /// Its response future.
+    type Future: Future<Output = Result<Response<Self::Body>, Self::Error>> + Send + 'static;
+}
+
+impl<L, S, B> ServeLayer for L
+where
+    L: Layer<StreamableHttpHandler, Service = S>,
+    S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<BoxError> + 'static,
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    type Served = S;
+    type Body = B;
+    type Error = S::Error;
+    type Future = S::Future;
+}
+
+/// What awaiting a [`Serve`] runs.
+pub type ServeFuture = Pin<Box<dyn Future<Output = std::io::Result<()>> + Send>>;
+
+impl<G> IntoFuture for Serve<Identity, G>
+where
+    G: Future<Output = ()> + Send + 'static,
+{
+    type Output = std::io::Result<()>;
+    type IntoFuture = ServeFuture;
+
+    /// The handler itself: the connection reaches it as an argument, not in the
+    /// request's extensions (no extensions map per request).
+    fn into_future(self) -> ServeFuture {
+        let (listener, handler, _, shutdown) = self.into_parts();
+        let h = handler.clone();
+        let respond = move |req, info| h.call_on(req, Some(info));
+        Box::pin(accept_loop(listener, handler, respond, shutdown))
+    }
+}
+
+impl<L, G> IntoFuture for Serve<Layered<L>, G>
+where
+    L: ServeLayer,
+    G: Future<Output = ()> + Send + 'static,
+{
+    type Output = std::io::Result<()>;
+    type IntoFuture = ServeFuture;
+
+    /// The handler inside the layer, each request with its [`ConnectionInfo`] in its
+    /// extensions.
+    fn into_future(self) -> ServeFuture {
+        let (listener, handler, Layered(layer), shutdown) = self.into_parts();
+        let service = layer.layer(handler.clone());
+        let respond = move |mut req: Request<Incoming>, info: ConnectionInfo| {
+            req.extensions_mut().insert(info);
+            let mut s = service.clone();
+            async move {
+                std::future::poll_fn(|cx| s.poll_ready(cx)).await?;
+                s.call(req).await
+            }
+        };
+        Box::pin(accept_loop(listener, handler, respond, shutdown))
+    }
 }
 
 #[cfg(feature = "http2")]
@@ -116,291 +302,13 @@ fn builder() -> hyper::server::conn::http1::Builder {
     b
 }
 
-/// Serves `handler` on an already bound listener until `shutdown` completes, then shuts
-/// down gracefully: stop accepting, refuse new sessions (503, `Retry-After`), end SSE
-/// streams with a `retry` hint after the options' `stream_grace` (zero by default), let
-/// in-flight requests finish within their `request_grace` (default
-/// [`DEFAULT_SHUTDOWN_GRACE`](super::DEFAULT_SHUTDOWN_GRACE)), then close the sessions.
-pub async fn serve_listener(
-    listener: TcpListener,
-    handler: StreamableHttpHandler,
-    shutdown: impl Future<Output = ()>,
-) -> std::io::Result<()> {
-    serve_plain(Listener::Tcp(listener), handler, shutdown).await
-}
-
-/// Like [`serve_listener`], with `layer` (e.g. [`AuthLayer`](crate::auth::AuthLayer))
-/// wrapped around the handler; each request carries its [`ConnectionInfo`] in its
-/// extensions. Shutdown still ends the handler's streams and sessions.
-pub async fn serve_listener_with<L, B>(
-    listener: TcpListener,
-    handler: StreamableHttpHandler,
-    layer: L,
-    shutdown: impl Future<Output = ()>,
-) -> std::io::Result<()>
-where
-    L: tower_layer::Layer<StreamableHttpHandler>,
-    L::Service:
-        tower_service::Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
-    <L::Service as tower_service::Service<Request<Incoming>>>::Future: Send + 'static,
-    <L::Service as tower_service::Service<Request<Incoming>>>::Error:
-        Into<Box<dyn std::error::Error + Send + Sync>> + 'static,
-    B: http_body::Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    let service = layer.layer(handler.clone());
-    serve_layered(Listener::Tcp(listener), handler, service, shutdown).await
-}
-
-/// Like [`serve_listener`], over TLS: each connection's handshake runs in its own task
-/// within [`TLS_HANDSHAKE_TIMEOUT`]. [`TlsConfig::reload`](super::TlsConfig::reload) changes
-/// the certificate of later handshakes while this serves.
-#[cfg(feature = "tls")]
-pub async fn serve_tls_listener(
-    listener: TcpListener,
-    tls: super::TlsConfig,
-    handler: StreamableHttpHandler,
-    shutdown: impl Future<Output = ()>,
-) -> std::io::Result<()> {
-    serve_plain(Listener::tls(listener, &tls), handler, shutdown).await
-}
-
-/// [`serve_listener_with`] over TLS, as [`serve_tls_listener`].
-#[cfg(feature = "tls")]
-pub async fn serve_tls_listener_with<L, B>(
-    listener: TcpListener,
-    tls: super::TlsConfig,
-    handler: StreamableHttpHandler,
-    layer: L,
-    shutdown: impl Future<Output = ()>,
-) -> std::io::Result<()>
-where
-    L: tower_layer::Layer<StreamableHttpHandler>,
-    L::Service:
-        tower_service::Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
-    <L::Service as tower_service::Service<Request<Incoming>>>::Future: Send + 'static,
-    <L::Service as tower_service::Service<Request<Incoming>>>::Error:
-        Into<Box<dyn std::error::Error + Send + Sync>> + 'static,
-    B: http_body::Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    let service = layer.layer(handler.clone());
-    serve_layered(Listener::tls(listener, &tls), handler, service, shutdown).await
-}
-
-/// The handler itself on any listener.
-async fn serve_plain(
-    listener: Listener,
-    handler: StreamableHttpHandler,
-    shutdown: impl Future<Output = ()>,
-) -> std::io::Result<()> {
-    let h = handler.clone();
-    let respond = move |req, info| {
-        let h = h.clone();
-        async move { Ok::<_, Infallible>(h.handle_on(req, Some(info)).await) }
-    };
-    accept_loop(listener, handler, respond, shutdown).await
-}
-
-/// `service` (the handler inside a layer) on any listener, each request with its
-/// [`ConnectionInfo`] in its extensions.
-async fn serve_layered<S, B>(
-    listener: Listener,
-    handler: StreamableHttpHandler,
-    service: S,
-    shutdown: impl Future<Output = ()>,
-) -> std::io::Result<()>
-where
-    S: tower_service::Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
-    S::Future: Send + 'static,
-    S::Error: Into<Box<dyn std::error::Error + Send + Sync>> + 'static,
-    B: http_body::Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    let respond = move |mut req: Request<Incoming>, info: ConnectionInfo| {
-        req.extensions_mut().insert(info);
-        let mut s = service.clone();
-        async move {
-            std::future::poll_fn(|cx| tower_service::Service::poll_ready(&mut s, cx)).await?;
-            tower_service::Service::call(&mut s, req).await
-        }
-    };
-    accept_loop(listener, handler, respond, shutdown).await
-}
-
-/// How long a TLS client may take to complete its handshake before the connection is
-/// dropped (a client that connects and stays silent must not hold a task for ever).
-pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// What the accept loop takes connections from. One loop serves every kind: only accepting
-/// and the handshake differ, and they differ here.
-enum Listener {
-    /// Plain TCP (HTTP/1.1, or h2c with prior knowledge with `http2`).
-    Tcp(TcpListener),
-    /// TLS over TCP (h2 with `http2`, or HTTP/1.1, by ALPN). The acceptor shares the configuration, so a
-    /// certificate reload reaches the next handshake.
-    #[cfg(feature = "tls")]
-    Tls(TcpListener, tokio_rustls::TlsAcceptor),
-    /// A Unix socket (no addresses to tell).
-    #[cfg(unix)]
-    Unix(tokio::net::UnixListener),
-}
-
-impl Listener {
-    #[cfg(feature = "tls")]
-    fn tls(tcp: TcpListener, tls: &super::TlsConfig) -> Self {
-        Listener::Tls(tcp, tls.acceptor())
-    }
-
-    /// The next connection, with its handshake still to run, and how it looks.
-    async fn next(&self) -> std::io::Result<(Handshake, ConnectionInfo)> {
-        match self {
-            Listener::Tcp(tcp) => {
-                let (stream, info) = accept_tcp(tcp).await?;
-                Ok((Handshake::Ready(Conn::Tcp(stream)), info))
-            }
-            #[cfg(feature = "tls")]
-            Listener::Tls(tcp, tls) => {
-                let (stream, info) = accept_tcp(tcp).await?;
-                Ok((Handshake::Tls(Box::new(tls.accept(stream))), info))
-            }
-            #[cfg(unix)]
-            Listener::Unix(unix) => {
-                let (stream, _) = unix.accept().await?;
-                let info = ConnectionInfo {
-                    local: None,
-                    remote: None,
-                };
-                Ok((Handshake::Ready(Conn::Unix(stream)), info))
-            }
-        }
-    }
-}
-
-/// Accepts a TCP connection and tells its addresses.
-async fn accept_tcp(tcp: &TcpListener) -> std::io::Result<(tokio::net::TcpStream, ConnectionInfo)> {
-    let (stream, remote) = tcp.accept().await?;
-    // Small SSE frames must not wait for Nagle and delayed ACKs (~40 ms each).
-    let _ = stream.set_nodelay(true);
-    let info = ConnectionInfo {
-        local: stream.local_addr().ok(),
-        remote: Some(remote),
-    };
-    Ok((stream, info))
-}
-
-/// An accepted connection before HTTP: what is left to do is run in the connection's own
-/// task, so a slow handshake does not hold up the accept loop.
-enum Handshake {
-    /// Nothing to do.
-    Ready(Conn),
-    /// The TLS handshake. Boxed (it is over a kilobyte): a plain connection's task should
-    /// not carry its size.
-    #[cfg(feature = "tls")]
-    Tls(Box<tokio_rustls::Accept<tokio::net::TcpStream>>),
-}
-
-impl Handshake {
-    /// The connection HTTP is spoken over, once the handshake is done.
-    async fn finish(self) -> std::io::Result<Conn> {
-        match self {
-            Handshake::Ready(conn) => Ok(conn),
-            #[cfg(feature = "tls")]
-            Handshake::Tls(accept) => Ok(Conn::Tls(Box::new((*accept).await?))),
-        }
-    }
-}
-
-/// A connection ready for HTTP, whichever kind it is.
-enum Conn {
-    Tcp(tokio::net::TcpStream),
-    // Boxed: a TLS stream is large, and a plain connection should not carry its size.
-    #[cfg(feature = "tls")]
-    Tls(Box<tokio_rustls::server::TlsStream<tokio::net::TcpStream>>),
-    #[cfg(unix)]
-    Unix(tokio::net::UnixStream),
-}
-
-/// Runs `$e` with `$s` bound to the pinned stream inside `$conn`.
-macro_rules! each_conn {
-    ($conn:expr, $s:ident => $e:expr) => {
-        match $conn.get_mut() {
-            Conn::Tcp(s) => {
-                let $s = Pin::new(s);
-                $e
-            }
-            #[cfg(feature = "tls")]
-            Conn::Tls(s) => {
-                let $s = Pin::new(&mut **s);
-                $e
-            }
-            #[cfg(unix)]
-            Conn::Unix(s) => {
-                let $s = Pin::new(s);
-                $e
-            }
-        }
-    };
-}
-
-impl AsyncRead for Conn {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        each_conn!(self, s => s.poll_read(cx, buf))
-    }
-}
-
-impl AsyncWrite for Conn {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        each_conn!(self, s => s.poll_write(cx, buf))
-    }
-
-    // Vectored: hyper writes a response head and body chunk in one call when the stream
-    // takes vectors, as all three do.
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[std::io::IoSlice<'_>],
-    ) -> Poll<std::io::Result<usize>> {
-        each_conn!(self, s => s.poll_write_vectored(cx, bufs))
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        match self {
-            Conn::Tcp(s) => s.is_write_vectored(),
-            #[cfg(feature = "tls")]
-            Conn::Tls(s) => s.is_write_vectored(),
-            #[cfg(unix)]
-            Conn::Unix(s) => s.is_write_vectored(),
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        each_conn!(self, s => s.poll_flush(cx))
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        each_conn!(self, s => s.poll_shutdown(cx))
-    }
-}
-
 /// Serves connections from `listener` as a task of its own until `shutdown` completes, then
 /// shuts down gracefully. Awaited from `block_on` (as under `#[tokio::main]`), the loop would
 /// otherwise accept on the main thread and hand every new connection over to a worker
 /// thread: a wake-up and a thread switch per connection. Dropping the returned future aborts
 /// the loop.
 async fn accept_loop<F, Fut, B, E>(
-    listener: Listener,
+    listener: Accepting,
     handler: StreamableHttpHandler,
     respond: F,
     shutdown: impl Future<Output = ()>,
@@ -408,10 +316,10 @@ async fn accept_loop<F, Fut, B, E>(
 where
     F: Fn(Request<Incoming>, ConnectionInfo) -> Fut + Clone + Send + 'static,
     Fut: Future<Output = Result<Response<B>, E>> + Send + 'static,
-    E: Into<Box<dyn std::error::Error + Send + Sync>> + 'static,
+    E: Into<BoxError> + 'static,
     B: http_body::Body + Send + 'static,
     B::Data: Send,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B::Error: Into<BoxError>,
 {
     let stop = CancellationToken::new();
     let serving = accept_connections(listener, handler, respond, stop.clone());
@@ -427,17 +335,17 @@ where
 /// handler's streams after `stream_grace`, let in-flight requests finish within
 /// `request_grace` (the handler's options), then close what is left.
 async fn accept_connections<F, Fut, B, E>(
-    listener: Listener,
+    listener: Accepting,
     handler: StreamableHttpHandler,
     respond: F,
     stop: CancellationToken,
 ) where
     F: Fn(Request<Incoming>, ConnectionInfo) -> Fut + Clone + Send + 'static,
     Fut: Future<Output = Result<Response<B>, E>> + Send + 'static,
-    E: Into<Box<dyn std::error::Error + Send + Sync>> + 'static,
+    E: Into<BoxError> + 'static,
     B: http_body::Body + Send + 'static,
     B::Data: Send,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B::Error: Into<BoxError>,
 {
     let graceful = GracefulShutdown::new();
     let builder = Arc::new(builder());
@@ -451,9 +359,10 @@ async fn accept_connections<F, Fut, B, E>(
             () = stop.cancelled() => break,
         };
         let respond = respond.clone();
-        // Boxed: hyper keeps the slot of a request's future for the connection's whole life,
-        // so an unboxed one (~4.5 KiB) would cost every open connection that much.
-        let svc = service_fn(move |req| Box::pin(respond(req, info)));
+        // Not boxed: hyper keeps the slot of a request's future for the connection's whole
+        // life, and the response futures are small (the handler boxes its request's state,
+        // ~4.5 KiB, once, inside its `HandlerFuture`).
+        let svc = service_fn(move |req| respond(req, info));
         // Taken before the handshake, so a shutdown that starts meanwhile waits for it too.
         let watcher = graceful.watcher();
         let builder = builder.clone();
@@ -492,28 +401,6 @@ async fn accept_connections<F, Fut, B, E>(
     }
     handler.shutdown();
     handler.close_sessions();
-}
-
-/// Serves `handler` on a Unix socket at `path` until `shutdown` completes.
-#[cfg(unix)]
-pub async fn serve_unix(
-    path: impl AsRef<std::path::Path>,
-    handler: StreamableHttpHandler,
-    shutdown: impl Future<Output = ()>,
-) -> std::io::Result<()> {
-    let listener = tokio::net::UnixListener::bind(path)?;
-    serve_unix_listener(listener, handler, shutdown).await
-}
-
-/// Serves `handler` on an already bound Unix socket until `shutdown` completes (bind first
-/// to announce the socket only once clients can connect).
-#[cfg(unix)]
-pub async fn serve_unix_listener(
-    listener: tokio::net::UnixListener,
-    handler: StreamableHttpHandler,
-    shutdown: impl Future<Output = ()>,
-) -> std::io::Result<()> {
-    serve_plain(Listener::Unix(listener), handler, shutdown).await
 }
 
 /// The address a listener is bound to (for tests and logs).

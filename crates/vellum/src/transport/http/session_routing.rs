@@ -14,170 +14,210 @@ use crate::protocol::{Message, Payload, ProtocolVersion, methods};
 use crate::server::{Caller, ModernMeta, Session, redact_session_id};
 
 use super::body::ResponseBody;
-use super::endpoint::Inner;
 use super::headers::{names, text};
 use super::rejection::Rejection;
 use super::response::status_only;
-use super::session_table::{ActivityGuard, Expiry, HttpSession, new_session_id};
+use super::session_table::{ActivityGuard, HttpSession, new_session_id};
+use super::state::Inner;
 use super::trace::log_event;
 
-/// What a POST turned out to be, after routing.
+/// Where the requests of a POST are served, after routing.
 pub(super) enum Route {
-    /// A legacy request for an existing or new session (or a stateless throwaway session).
-    Legacy {
-        session: Arc<Session>,
-        http: Option<Arc<HttpSession>>,
-        activity: Option<ActivityGuard>,
-        /// A new session: insert on success and send its id.
-        new: bool,
-    },
-    /// A modern request: its own `_meta` is its context.
+    /// One 2026-07-28 request: its own `_meta` is its context.
     Modern(Box<ModernMeta>),
+    /// Legacy requests of a stateless handler: a throwaway session for this POST alone.
+    Throwaway(Arc<Session>),
+    /// Legacy requests of a live session (kept active while they run).
+    Session(ActivityGuard),
+    /// The `initialize` of a new session: the session exists once it succeeded, and its id
+    /// then goes out.
+    NewSession(ActivityGuard),
 }
 
-impl Inner {
-    /// Finds the live session a request names: 404 when unknown or closed, 403 when it
-    /// belongs to another principal.
-    pub(super) async fn session(
-        &self,
-        parts: &http::request::Parts,
-    ) -> Result<Option<Arc<HttpSession>>, Rejection> {
-        let Some(id) = text(&parts.headers, &names::SESSION_ID) else {
-            return Ok(None);
-        };
-        let s = match self.sessions.get(id) {
-            Some(s) if !s.closed.is_cancelled() && !s.core.is_closed() => s,
-            Some(s) => {
-                if !s.closed.is_cancelled() {
-                    // The server ended it (a gateway whose upstream went): end it for good
-                    // here, in the stores and on the other instances.
-                    let _ = self.sessions.close(&s.id).await;
-                }
-                return Err(Rejection::UnknownSession);
+impl Route {
+    /// The legacy session the requests are served in (none for a modern request).
+    pub(super) fn legacy_session(&self) -> Option<&Arc<Session>> {
+        match self {
+            Route::Modern(_) => None,
+            Route::Throwaway(session) => Some(session),
+            Route::Session(a) | Route::NewSession(a) => Some(&a.session().core),
+        }
+    }
+
+    /// The version a legacy request speaks: its header's, else its session's (the one
+    /// negotiated; 2025-03-26 for a stateless request without the header).
+    pub(super) fn version(&self, header: Option<ProtocolVersion>) -> ProtocolVersion {
+        match (header, self) {
+            (Some(v), _) => v,
+            (None, Route::Session(a) | Route::NewSession(a)) => a.session().core.protocol_version(),
+            (None, Route::Modern(_) | Route::Throwaway(_)) => ProtocolVersion::DEFAULT_LEGACY,
+        }
+    }
+}
+
+/// Routes a legacy POST: a stateless handler's throwaway session; else the session its
+/// `Mcp-Session-Id` names; else a new session for an `initialize`; else 400.
+pub(super) async fn legacy_route(
+    inner: &Inner,
+    parts: &http::request::Parts,
+    payload: &Payload,
+    version: Option<ProtocolVersion>,
+) -> Result<Route, Rejection> {
+    if inner.options.stateless {
+        stateless_route(inner, parts, payload, version)
+    } else if let Some(http) = session(inner, parts).await? {
+        Ok(Route::Session(http.activity(&inner.sessions)))
+    } else if is_initialize(payload) {
+        new_session_route(inner, parts)
+    } else {
+        Err(Rejection::MissingSession)
+    }
+}
+
+/// Refuses a POST whose requests would take its session past the in-flight cap (every
+/// request of a batch counts, not the POST that carries them).
+pub(super) fn check_in_flight(
+    inner: &Inner,
+    route: &Route,
+    payload: &Payload,
+) -> Result<(), Rejection> {
+    let (Route::Session(a) | Route::NewSession(a), Some(max)) =
+        (route, inner.options.max_in_flight_per_session)
+    else {
+        return Ok(());
+    };
+    if a.session()
+        .attached_inflight()
+        .saturating_add(request_count(payload))
+        > max
+    {
+        return Err(Rejection::TooManyRequests);
+    }
+    Ok(())
+}
+
+/// Finds the live session a request names: 404 when unknown or closed, 403 when it belongs
+/// to another principal.
+pub(super) async fn session(
+    inner: &Inner,
+    parts: &http::request::Parts,
+) -> Result<Option<Arc<HttpSession>>, Rejection> {
+    let Some(id) = text(&parts.headers, &names::SESSION_ID) else {
+        return Ok(None);
+    };
+    let s = match inner.sessions.get(id) {
+        Some(s) if !s.closed.is_cancelled() && !s.core.is_ending() => s,
+        Some(s) => {
+            if !s.closed.is_cancelled() && s.core.is_closed() {
+                // The server ended it (a gateway whose upstream went): end it for good here,
+                // in the stores and on the other instances.
+                let _ = inner.sessions.close(&s.id).await;
             }
-            None => self.restore(parts, id).await?,
-        };
-        if let Some(owner) = &s.owner {
-            let caller = parts.extensions.get::<Caller>();
-            if !caller.is_some_and(|c| c.issuer == owner.0 && c.subject == owner.1) {
-                return Err(Rejection::WrongPrincipal);
-            }
+            return Err(Rejection::UnknownSession);
         }
-        Ok(Some(s))
+        None => restore(inner, parts, id).await?,
+    };
+    if let Some(owner) = &s.owner {
+        let caller = parts.extensions.get::<Caller>();
+        if !caller.is_some_and(|c| c.issuer == owner.0 && c.subject == owner.1) {
+            return Err(Rejection::WrongPrincipal);
+        }
     }
+    Ok(Some(s))
+}
 
-    /// Serves a session this instance does not have: load it from the session store.
-    async fn restore(
-        &self,
-        parts: &http::request::Parts,
-        id: &str,
-    ) -> Result<Arc<HttpSession>, Rejection> {
-        // The session lives on in the store: another instance serves it better than one
-        // that is about to go.
-        if self.is_draining() {
-            return Err(Rejection::Draining);
-        }
-        let record = match self.sessions.cluster.load(id).await {
-            Ok(Some(r)) => r,
-            Ok(None) => return Err(Rejection::UnknownSession),
-            Err(_) => return Err(Rejection::StoreUnavailable),
-        };
-        let server = (self.factory)(parts).ok_or(Rejection::NoServer)?;
-        let id: Arc<str> = Arc::from(id);
-        let core = Session::restore(server, id.clone(), &record);
-        let http = self.sessions.make(id, core, record.owner.clone());
-        self.sessions.start_sweeper(self.expiry());
-        // Serving it here is activity: renew its time to live at once.
-        self.sessions.cluster.touch(&http.id).await;
-        Ok(self.sessions.insert(http))
+/// Serves a session this instance does not have: load it from the session store.
+async fn restore(
+    inner: &Inner,
+    parts: &http::request::Parts,
+    id: &str,
+) -> Result<Arc<HttpSession>, Rejection> {
+    // The session lives on in the store: another instance serves it better than one that is
+    // about to go.
+    if inner.is_draining() {
+        return Err(Rejection::Draining);
     }
+    let record = match inner.sessions.cluster.load(id).await {
+        Ok(Some(r)) => r,
+        Ok(None) => return Err(Rejection::UnknownSession),
+        Err(_) => return Err(Rejection::StoreUnavailable),
+    };
+    let server = (inner.factory)(parts).ok_or(Rejection::NoServer)?;
+    let id: Arc<str> = Arc::from(id);
+    let core = Session::restore(server, id.clone(), &record);
+    let http = inner.sessions.make(id, core, record.owner.clone());
+    inner.sessions.start_sweeper(inner.expiry());
+    // Serving it here is activity: renew its time to live at once.
+    inner.sessions.cluster.touch(&http.id).await;
+    Ok(inner.sessions.insert(http))
+}
 
-    pub(super) fn expiry(&self) -> Expiry {
-        Expiry {
-            idle: self.options.session_timeout,
-            handshake: self.options.initialize_timeout,
-        }
-    }
+/// A throwaway session for one stateless POST.
+fn stateless_route(
+    inner: &Inner,
+    parts: &http::request::Parts,
+    payload: &Payload,
+    version: Option<ProtocolVersion>,
+) -> Result<Route, Rejection> {
+    let server = (inner.factory)(parts).ok_or(Rejection::NoServer)?;
+    let session = if is_initialize(payload) {
+        // A stateless `initialize` still negotiates (no session id is sent back).
+        Session::temporary_uninitialized(server)
+    } else {
+        Session::temporary(server, version.unwrap_or(ProtocolVersion::DEFAULT_LEGACY))
+    };
+    Ok(Route::Throwaway(session))
+}
 
-    pub(super) fn stateless_route(
-        &self,
-        parts: &http::request::Parts,
-        payload: &Payload,
-        version: Option<ProtocolVersion>,
-    ) -> Result<Route, Rejection> {
-        let server = (self.factory)(parts).ok_or(Rejection::NoServer)?;
-        let session = if is_initialize(payload) {
-            // A stateless `initialize` still negotiates (no session id is sent back).
-            Session::temporary_uninitialized(server)
-        } else {
-            Session::temporary(server, version.unwrap_or(ProtocolVersion::DEFAULT_LEGACY))
-        };
-        Ok(Route::Legacy {
-            session,
-            http: None,
-            activity: None,
-            new: false,
-        })
+/// A new session for an `initialize`, within the session caps.
+fn new_session_route(inner: &Inner, parts: &http::request::Parts) -> Result<Route, Rejection> {
+    if inner.is_draining() {
+        return Err(Rejection::Draining);
     }
+    if let Some(max) = inner.options.max_sessions
+        && inner.sessions.len() >= max
+    {
+        return Err(Rejection::TooManySessions);
+    }
+    let owner = parts
+        .extensions
+        .get::<Caller>()
+        .map(|c| (c.issuer.clone(), c.subject.clone()));
+    if let (Some(max), Some(o)) = (inner.options.max_sessions_per_principal, &owner)
+        && inner.sessions.owned_by(o) >= max
+    {
+        return Err(Rejection::TooManySessions);
+    }
+    let server = (inner.factory)(parts).ok_or(Rejection::NoServer)?;
+    let id = new_session_id().map_err(|_| Rejection::TooManySessions)?;
+    let core = Session::new(server, Some(id.clone()));
+    let http = inner.sessions.make(id, core, owner);
+    let activity = http.activity(&inner.sessions);
+    inner.sessions.start_sweeper(inner.expiry());
+    Ok(Route::NewSession(activity))
+}
 
-    pub(super) fn new_session_route(
-        &self,
-        parts: &http::request::Parts,
-    ) -> Result<Route, Rejection> {
-        if self.is_draining() {
-            return Err(Rejection::Draining);
-        }
-        if let Some(max) = self.options.max_sessions
-            && self.sessions.len() >= max
-        {
-            return Err(Rejection::TooManySessions);
-        }
-        let owner = parts
-            .extensions
-            .get::<Caller>()
-            .map(|c| (c.issuer.clone(), c.subject.clone()));
-        if let (Some(max), Some(o)) = (self.options.max_sessions_per_principal, &owner)
-            && self.sessions.owned_by(o) >= max
-        {
-            return Err(Rejection::TooManySessions);
-        }
-        let server = (self.factory)(parts).ok_or(Rejection::NoServer)?;
-        let id = new_session_id().map_err(|_| Rejection::TooManySessions)?;
-        let core = Session::new(server, Some(id.clone()));
-        let http = self.sessions.make(id, core.clone(), owner);
-        let activity = http.activity(&self.sessions);
-        self.sessions.start_sweeper(self.expiry());
-        Ok(Route::Legacy {
-            session: core,
-            http: Some(http),
-            activity: Some(activity),
-            new: true,
-        })
+/// Serves a DELETE: ends the session it names.
+pub(super) async fn delete(
+    inner: &Inner,
+    parts: &http::request::Parts,
+) -> Result<Response<ResponseBody>, Rejection> {
+    if inner.options.stateless
+        || text(&parts.headers, &names::PROTOCOL_VERSION).is_some_and(ProtocolVersion::looks_modern)
+    {
+        return Err(Rejection::MethodNotAllowed { allow: "POST" });
     }
-
-    pub(super) async fn delete(
-        &self,
-        parts: &http::request::Parts,
-    ) -> Result<Response<ResponseBody>, Rejection> {
-        if self.options.stateless
-            || text(&parts.headers, &names::PROTOCOL_VERSION)
-                .is_some_and(ProtocolVersion::looks_modern)
-        {
-            return Err(Rejection::MethodNotAllowed { allow: "POST" });
-        }
-        let http = self
-            .session(parts)
-            .await?
-            .ok_or(Rejection::MissingSession)?;
-        // Answer once the stores and the other instances know (so they answer 404 next).
-        let _ = self.sessions.close(&http.id).await;
-        log_event!(self.options.logger.as_ref(), info, "mcp.session.id" = %redact_session_id(&http.id), "session deleted");
-        Ok(status_only(StatusCode::NO_CONTENT))
-    }
+    let http = session(inner, parts)
+        .await?
+        .ok_or(Rejection::MissingSession)?;
+    // Answer once the stores and the other instances know (so they answer 404 next).
+    let _ = inner.sessions.close(&http.id).await;
+    log_event!(inner.options.logger.as_ref(), info, "mcp.session.id" = %redact_session_id(&http.id), "session deleted");
+    Ok(status_only(StatusCode::NO_CONTENT))
 }
 
 /// How many requests a payload holds (not counting notifications and answers).
-pub(super) fn request_count(p: &Payload) -> usize {
+fn request_count(p: &Payload) -> usize {
     match p {
         Payload::Single(m) => usize::from(matches!(m, Message::Request(_))),
         Payload::Batch(v) => v
@@ -188,6 +228,6 @@ pub(super) fn request_count(p: &Payload) -> usize {
 }
 
 /// True for a lone `initialize` request.
-pub(super) fn is_initialize(p: &Payload) -> bool {
+fn is_initialize(p: &Payload) -> bool {
     matches!(p, Payload::Single(Message::Request(r)) if r.method == methods::INITIALIZE)
 }

@@ -52,7 +52,7 @@ use self::post::{cancelled_id, post_one_way, request};
 use self::shared::Shared;
 use self::standalone_stream::standalone;
 use crate::client::transport::{Incoming, OutgoingKind, OutgoingMessage, Transport};
-use crate::error::TransportError;
+use crate::error::{Error, TransportError};
 use crate::protocol::methods;
 use crate::sync::{lock, read, write};
 
@@ -74,9 +74,9 @@ pub enum HttpClientError {
     Client(#[source] reqwest::Error),
 }
 
-impl From<HttpClientError> for crate::Error {
+impl From<HttpClientError> for Error {
     fn from(e: HttpClientError) -> Self {
-        crate::Error::Transport(TransportError::Setup(Arc::new(e)))
+        Error::Transport(TransportError::Setup(Arc::new(e)))
     }
 }
 

@@ -17,7 +17,7 @@ use tokio::task::JoinHandle;
 
 use super::{DEFAULT_MAX_LINE_BYTES, Line, next_line, write_line};
 use crate::client::transport::{Incoming, OutgoingMessage, Transport, decode_incoming};
-use crate::error::TransportError;
+use crate::error::{Error, TransportError};
 use crate::protocol::{Payload, decode};
 
 type Writer = Pin<Box<dyn AsyncWrite + Send>>;
@@ -196,9 +196,9 @@ pub enum StdioCommandError {
     },
 }
 
-impl From<StdioCommandError> for crate::Error {
+impl From<StdioCommandError> for Error {
     fn from(e: StdioCommandError) -> Self {
-        crate::Error::Transport(TransportError::Setup(Arc::new(e)))
+        Error::Transport(TransportError::Setup(Arc::new(e)))
     }
 }
 
@@ -343,14 +343,30 @@ impl ChildProcessTransport {
             .and_then(Result::ok)
     }
 
-    /// The exit status if the child has already exited.
-    async fn exited(&self) -> Option<Option<std::process::ExitStatus>> {
+    /// Whether the child has already exited, and how.
+    async fn state(&self) -> ChildState {
         let mut guard = self.child.lock().await;
         match guard.as_mut() {
-            Some(child) => child.try_wait().ok().flatten().map(Some),
-            None => Some(None),
+            Some(child) => match child.try_wait() {
+                Ok(Some(status)) => ChildState::Exited {
+                    status: Some(status),
+                },
+                Ok(None) | Err(_) => ChildState::Running,
+            },
+            // Already shut down: its status went to whoever waited for it.
+            None => ChildState::Exited { status: None },
         }
     }
+}
+
+/// What is known of the child process.
+enum ChildState {
+    /// Still running (or its state cannot be read).
+    Running,
+    /// It exited, with this status when it is known.
+    Exited {
+        status: Option<std::process::ExitStatus>,
+    },
 }
 
 impl Transport for ChildProcessTransport {
@@ -359,9 +375,11 @@ impl Transport for ChildProcessTransport {
             match self.lines.send(message).await {
                 // A write to a child that is gone: say so rather than "broken pipe".
                 Err(TransportError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => {
-                    match self.exited().await {
-                        Some(status) => Err(TransportError::ProcessExited { status }),
-                        None => Err(TransportError::Io(e)),
+                    match self.state().await {
+                        ChildState::Exited { status } => {
+                            Err(TransportError::ProcessExited { status })
+                        }
+                        ChildState::Running => Err(TransportError::Io(e)),
                     }
                 }
                 other => other,

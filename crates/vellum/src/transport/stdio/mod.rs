@@ -1,8 +1,8 @@
 //! stdio: newline-delimited JSON-RPC over a byte stream, both sides.
 //!
 //! - Server side (`server_side.rs`): [`serve_stdio`] serves a
-//!   [`Server`](crate::server::Server) on stdin/stdout (logs belong on stderr),
-//!   [`serve_lines`] on any reader/writer pair. One [`Connection`](crate::server::Connection)
+//!   [`Server`](crate::server::Server) on stdin/stdout (logs belong on stderr), or, with
+//!   [`ServeLines::over`], on any reader/writer pair. One [`Connection`](crate::server::Connection)
 //!   per stream: a legacy session for clients that `initialize`, modern requests served from
 //!   their own `_meta`.
 //! - Client side (`client_side.rs`): [`LineTransport`] talks to a server over any
@@ -26,7 +26,7 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWr
 
 #[cfg(feature = "client")]
 pub use client_side::{ChildProcessTransport, LineOptions, LineTransport, StdioCommandError};
-pub use server_side::{DEFAULT_DRAIN_TIMEOUT, serve_lines, serve_stdio};
+pub use server_side::{DEFAULT_DRAIN_TIMEOUT, ServeLines, serve_stdio};
 
 /// The longest line either side accepts by default: 16 MiB.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
