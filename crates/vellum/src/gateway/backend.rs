@@ -19,7 +19,9 @@ use crate::protocol::{
     InitializeResult, JsonObject, LoggingLevel, RootsCapability, SamplingCapability,
 };
 use crate::transport::http_client::{HttpClientOptions, StreamableHttpClientTransport};
-use crate::transport::stdio::{ChildProcessTransport, LineOptions, StdioCommandError};
+use crate::transport::stdio::{
+    ChildProcessTransport, LineOptions, StdioCommandError, split_command_line,
+};
 
 /// The longest line of a child's stderr logged whole (the rest of a longer one is cut).
 const MAX_STDERR_LINE: usize = 16 * 1024;
@@ -63,12 +65,8 @@ impl ChildCommand {
 
     /// A command line split shell-style (`"npx -y server --flag 'a b'"`).
     pub fn from_command_line(line: &str) -> Result<Self, StdioCommandError> {
-        let words = shell_words::split(line).map_err(|e| StdioCommandError::Parse {
-            line: line.to_owned(),
-            reason: e.to_string(),
-        })?;
-        let (program, args) = words.split_first().ok_or(StdioCommandError::Empty)?;
-        Ok(ChildCommand::new(program.clone()).args(args.iter().cloned()))
+        let (program, args) = split_command_line(line)?;
+        Ok(ChildCommand::new(program).args(args))
     }
 
     /// Adds an argument.

@@ -23,7 +23,7 @@ use futures_util::future::{BoxFuture, Shared};
 
 use super::GatewayOptions;
 use super::backend::{Backend, open};
-use super::link::Link;
+use super::link::{Link, wait_until};
 use crate::client::Client;
 use crate::protocol::{ErrorObject, InitializeParams};
 use crate::server::{SessionRef, WeakServer};
@@ -424,16 +424,7 @@ impl Backends {
         }
         futures_util::future::join_all(clients.iter().map(Client::close)).await;
         // Links still opening, and the watchers of those just closed, free their places.
-        let freed = async {
-            loop {
-                let told = self.freed.notified();
-                if self.count() == 0 {
-                    return;
-                }
-                told.await;
-            }
-        };
-        let _ = tokio::time::timeout(SETTLE, freed).await;
+        wait_until(&self.freed, SETTLE, || self.count() == 0).await;
     }
 }
 

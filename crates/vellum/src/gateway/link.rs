@@ -77,16 +77,10 @@ pub(super) struct Asking {
 impl Asking {
     /// Waits (at most `limit`) until no question is being asked.
     pub(super) async fn settled(&self, limit: Duration) {
-        let wait = async {
-            loop {
-                let told = self.done.notified();
-                if self.count.load(Ordering::Acquire) == 0 {
-                    return;
-                }
-                told.await;
-            }
-        };
-        let _ = tokio::time::timeout(limit, wait).await;
+        wait_until(&self.done, limit, || {
+            self.count.load(Ordering::Acquire) == 0
+        })
+        .await;
     }
 }
 
@@ -252,16 +246,7 @@ impl Link {
     /// Waits (at most `limit`) until no front request is in flight on it: after the
     /// backend ended, its calls have their errors by then.
     pub(super) async fn settled(&self, limit: Duration) {
-        let wait = async {
-            loop {
-                let told = self.idle.notified();
-                if self.load() == 0 {
-                    return;
-                }
-                told.await;
-            }
-        };
-        let _ = tokio::time::timeout(limit, wait).await;
+        wait_until(&self.idle, limit, || self.load() == 0).await;
     }
 
     /// Registers a front request in flight until the guard drops; its events arrive on the
@@ -475,6 +460,24 @@ impl Link {
             );
         }
     }
+}
+
+/// Waits (at most `limit`) until `done` holds, checking it each time `told` is notified.
+pub(super) async fn wait_until(
+    told: &tokio::sync::Notify,
+    limit: Duration,
+    done: impl Fn() -> bool,
+) {
+    let wait = async {
+        loop {
+            let next = told.notified();
+            if done() {
+                return;
+            }
+            next.await;
+        }
+    };
+    let _ = tokio::time::timeout(limit, wait).await;
 }
 
 /// Queues an event for a front request, dropping it when the request's queue is full.

@@ -196,6 +196,19 @@ pub enum StdioCommandError {
     },
 }
 
+/// A command line split shell-style into its program and arguments (no shell runs it).
+pub(crate) fn split_command_line(line: &str) -> Result<(String, Vec<String>), StdioCommandError> {
+    let mut words = shell_words::split(line).map_err(|e| StdioCommandError::Parse {
+        line: line.to_owned(),
+        reason: e.to_string(),
+    })?;
+    if words.is_empty() {
+        return Err(StdioCommandError::Empty);
+    }
+    let program = words.remove(0);
+    Ok((program, words))
+}
+
 impl From<StdioCommandError> for Error {
     fn from(e: StdioCommandError) -> Self {
         Error::Transport(TransportError::Setup(Arc::new(e)))
@@ -274,11 +287,7 @@ impl ChildProcessTransport {
     /// Spawns a command line split shell-style (`"npx -y server --flag 'a b'"`), without
     /// running a shell: no variables, globs or pipes.
     pub fn from_command_line(line: &str) -> Result<ChildProcessTransport, StdioCommandError> {
-        let words = shell_words::split(line).map_err(|e| StdioCommandError::Parse {
-            line: line.to_owned(),
-            reason: e.to_string(),
-        })?;
-        let (program, args) = words.split_first().ok_or(StdioCommandError::Empty)?;
+        let (program, args) = split_command_line(line)?;
         let mut command = Command::new(program);
         command.args(args);
         Self::spawn(command)

@@ -25,6 +25,8 @@ use bytes::Bytes;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 #[cfg(feature = "client")]
+pub(crate) use client_side::split_command_line;
+#[cfg(feature = "client")]
 pub use client_side::{ChildProcessTransport, LineOptions, LineTransport, StdioCommandError};
 pub use server_side::{DEFAULT_DRAIN_TIMEOUT, ServeLines, serve_stdio};
 
