@@ -68,6 +68,8 @@ struct Post {
     kind: PostKind,
     /// How many requests it carries (more than one: a batch, answered as a JSON array).
     requests: usize,
+    /// Its server forwards requests to an upstream (a gateway).
+    forwarded: bool,
 }
 
 impl Post {
@@ -130,12 +132,12 @@ enum Progress {
     Upgraded,
 }
 
-/// How long a lone 2026-07-28 request whose answer was not ready at the first poll waits for
-/// its first message before its stream starts: long enough for an answer that is only a hop
-/// away (a gateway's backend answers in well under a millisecond), short enough that a
-/// handler that streams, or works for long, starts its stream at once as far as a person can
-/// tell.
-const MODERN_HOLD: Duration = Duration::from_millis(250);
+/// How long a lone 2026-07-28 request (or a gateway's) whose answer was not ready at the
+/// first poll waits for its first message before its stream starts: long enough for an
+/// answer that is only a hop away (a gateway's backend answers in well under a
+/// millisecond), short enough that a handler that streams, or works for long, starts its
+/// stream at once as far as a person can tell.
+const FIRST_HOLD: Duration = Duration::from_millis(250);
 
 /// What the first poll of the requests produced.
 struct FirstEvents {
@@ -171,8 +173,10 @@ pub(super) async fn respond(
     let initialize = matches!(post.kind, PostKind::Initialize(_));
     // A 2026-07-28 request holds its headers a moment for its first message, so an error
     // that was not ready at the first poll (a handler that awaits a quick lookup, a
-    // gateway's backend) still gets its HTTP status (SEP-2575).
-    let hold = matches!(post.kind, PostKind::Modern).then_some(MODERN_HOLD);
+    // gateway's backend) still gets its HTTP status (SEP-2575); so does a gateway's lone
+    // request, whose answer (a hop away) is then written whole.
+    let lone_forwarded = post.forwarded && post.requests == 1;
+    let hold = (matches!(post.kind, PostKind::Modern) || lone_forwarded).then_some(FIRST_HOLD);
     let mut first = first_events(&mut events, shape, initialize, hold).await;
     let prefix = make_resumable(inner, &post, &mut events, &mut first).await;
     let session_header = commit_new_session(inner, &post, &first).await?;
@@ -201,10 +205,14 @@ fn start_requests(
 ) -> Result<(Post, PostEvents, Vec<Bytes>), Rejection> {
     let n = requests.len();
     let (mut origin, kind, activity) = origin_of(inner, &parts, route)?;
-    let post = Post { kind, requests: n };
     let server = match &origin {
         Origin::Legacy(session) => session.server(),
         Origin::Modern(_, server) => server,
+    };
+    let post = Post {
+        kind,
+        requests: n,
+        forwarded: server.upstream().is_some(),
     };
     check_scopes(server, &parts, &requests)?;
     let logger = inner.options.logger.as_ref();

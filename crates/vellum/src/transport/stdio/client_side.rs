@@ -2,6 +2,7 @@
 //! [`ChildProcessTransport`], which runs the server as a child process, tells the client how
 //! it exited, and shuts it down the way the spec asks.
 
+use std::collections::VecDeque;
 use std::io;
 use std::pin::Pin;
 use std::process::Stdio;
@@ -12,8 +13,8 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use tokio::io::{AsyncRead, AsyncWrite, BufReader};
 use tokio::process::{Child, Command};
-use tokio::sync::{Mutex, mpsc};
-use tokio::task::JoinHandle;
+use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
 
 use super::{DEFAULT_MAX_LINE_BYTES, Line, next_line, write_line};
 use crate::client::transport::{Incoming, OutgoingMessage, Transport, decode_incoming};
@@ -21,13 +22,27 @@ use crate::error::{Error, TransportError};
 use crate::protocol::{Payload, decode};
 
 type Writer = Pin<Box<dyn AsyncWrite + Send>>;
+type Reader = BufReader<Pin<Box<dyn AsyncRead + Send>>>;
 
 /// A client transport over any reader/writer pair carrying newline-delimited JSON-RPC
 /// (a socket, a pipe, `tokio::io::duplex` in tests).
+///
+/// The server's lines are read by [`recv`](Transport::recv) itself (the client's one reading
+/// task): no task of its own, so an answer wakes the client once.
 pub struct LineTransport {
     writer: Mutex<Option<Writer>>,
-    incoming: Mutex<mpsc::Receiver<Incoming>>,
-    reader: JoinHandle<()>,
+    reader: Mutex<Lines>,
+    closed: CancellationToken,
+}
+
+/// The reading side: the stream, and what a line decoded into that is not handed out yet
+/// (a batch gives several).
+struct Lines {
+    reader: Reader,
+    ready: VecDeque<Incoming>,
+    options: LineOptions,
+    /// The stream ended (or, strict, a bad line ended it): nothing more comes.
+    done: bool,
 }
 
 impl std::fmt::Debug for LineTransport {
@@ -75,12 +90,16 @@ impl LineTransport {
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Send + 'static,
     {
-        let (tx, rx) = mpsc::channel(256);
-        let reader = tokio::spawn(read_lines(reader, tx, options));
+        let reader: Pin<Box<dyn AsyncRead + Send>> = Box::pin(reader);
         LineTransport {
             writer: Mutex::new(Some(Box::pin(writer))),
-            incoming: Mutex::new(rx),
-            reader,
+            reader: Mutex::new(Lines {
+                reader: BufReader::new(reader),
+                ready: VecDeque::new(),
+                options,
+                done: false,
+            }),
+            closed: CancellationToken::new(),
         }
     }
 
@@ -92,59 +111,63 @@ impl LineTransport {
     }
 }
 
-/// Reads the server's lines into `tx` until the stream ends (or, strict, a bad line).
-async fn read_lines<R: AsyncRead + Unpin>(
-    reader: R,
-    tx: mpsc::Sender<Incoming>,
-    options: LineOptions,
-) {
-    let max = options.max_line_bytes;
-    let mut reader = BufReader::new(reader);
-    loop {
-        let incoming = match next_line(&mut reader, max).await {
-            Ok(Some(Line::Message(bytes))) if options.strict => match decode(&bytes) {
-                Ok(Payload::Single(m)) => vec![Incoming::Message(m)],
-                Ok(Payload::Batch(v)) => v.into_iter().map(Incoming::Message).collect(),
+/// Ends a stream of lines, with the reason the client is told (none: it just ended).
+fn end_with(ready: &mut VecDeque<Incoming>, error: Option<TransportError>) -> bool {
+    ready.extend(error.map(Incoming::Ended));
+    true
+}
+
+impl Lines {
+    /// The next event from the server; `None` once the stream ended.
+    async fn next(&mut self) -> Option<Incoming> {
+        loop {
+            if let Some(i) = self.ready.pop_front() {
+                return Some(i);
+            }
+            if self.done {
+                return None;
+            }
+            self.read_line().await;
+        }
+    }
+
+    /// Reads one line into `ready` (or ends the stream).
+    async fn read_line(&mut self) {
+        let max = self.options.max_line_bytes;
+        let strict = self.options.strict;
+        self.done = match next_line(&mut self.reader, max).await {
+            Ok(Some(Line::Message(bytes))) if strict => match decode(&bytes) {
+                Ok(Payload::Single(m)) => {
+                    self.ready.push_back(Incoming::Message(m));
+                    false
+                }
+                Ok(Payload::Batch(v)) => {
+                    self.ready.extend(v.into_iter().map(Incoming::Message));
+                    false
+                }
                 Err(e) => {
                     let text = String::from_utf8_lossy(&bytes[..bytes.len().min(120)]).into_owned();
                     let why =
                         format!("the server wrote a line that is not JSON-RPC ({e}): {text:?}");
-                    let _ = tx
-                        .send(Incoming::Ended(TransportError::Protocol(why)))
-                        .await;
-                    return;
+                    end_with(&mut self.ready, Some(TransportError::Protocol(why)))
                 }
             },
-            Ok(Some(Line::Message(bytes))) => decode_incoming(&bytes),
-            Ok(Some(Line::TooLong)) if options.strict => {
+            Ok(Some(Line::Message(bytes))) => {
+                self.ready.extend(decode_incoming(&bytes));
+                false
+            }
+            Ok(Some(Line::TooLong)) if strict => {
                 let why = format!("the server wrote a line longer than {max} bytes");
-                let _ = tx
-                    .send(Incoming::Ended(TransportError::Protocol(why)))
-                    .await;
-                return;
+                end_with(&mut self.ready, Some(TransportError::Protocol(why)))
             }
             Ok(Some(Line::TooLong)) => {
                 tracing::warn!("the server sent a line longer than {max} bytes; skipped");
-                continue;
+                false
             }
-            Ok(None) => return,
-            Err(e) => {
-                // The calls waiting learn why.
-                let _ = tx.send(Incoming::Ended(e.into())).await;
-                return;
-            }
+            Ok(None) => end_with(&mut self.ready, None),
+            // The calls waiting learn why.
+            Err(e) => end_with(&mut self.ready, Some(e.into())),
         };
-        for i in incoming {
-            if tx.send(i).await.is_err() {
-                return;
-            }
-        }
-    }
-}
-
-impl Drop for LineTransport {
-    fn drop(&mut self) {
-        self.reader.abort();
     }
 }
 
@@ -160,13 +183,22 @@ impl Transport for LineTransport {
     }
 
     fn recv(&self) -> BoxFuture<'_, Option<Incoming>> {
-        Box::pin(async move { self.incoming.lock().await.recv().await })
+        Box::pin(async move {
+            if self.closed.is_cancelled() {
+                return None;
+            }
+            let mut lines = self.reader.lock().await;
+            tokio::select! {
+                i = lines.next() => i,
+                () = self.closed.cancelled() => None,
+            }
+        })
     }
 
     fn close(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             self.close_writer().await;
-            self.reader.abort();
+            self.closed.cancel();
         })
     }
 }
