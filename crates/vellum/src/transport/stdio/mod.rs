@@ -4,7 +4,8 @@
 //!   [`Server`](crate::server::Server) on stdin/stdout (logs belong on stderr), or, with
 //!   [`ServeLines::over`], on any reader/writer pair. One [`Connection`](crate::server::Connection)
 //!   per stream: a legacy session for clients that `initialize`, modern requests served from
-//!   their own `_meta`.
+//!   their own `_meta`. `process_stdio.rs`: this process's stdin and stdout, read and
+//!   written by the runtime's reactor when they are pipes.
 //! - Client side (`client_side.rs`): [`LineTransport`] talks to a server over any
 //!   reader/writer pair; [`ChildProcessTransport`] spawns the server command, reports how it
 //!   exited, and shuts it down cleanly (close stdin, wait, SIGTERM, wait, SIGKILL), as the
@@ -17,6 +18,7 @@
 
 #[cfg(feature = "client")]
 mod client_side;
+mod process_stdio;
 mod server_side;
 
 use std::io;
@@ -28,6 +30,7 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWr
 pub(crate) use client_side::split_command_line;
 #[cfg(feature = "client")]
 pub use client_side::{ChildProcessTransport, LineOptions, LineTransport, StdioCommandError};
+pub use process_stdio::{ProcessStdin, ProcessStdout};
 pub use server_side::{DEFAULT_DRAIN_TIMEOUT, ServeLines, serve_stdio};
 
 /// The longest line either side accepts by default: 16 MiB.
