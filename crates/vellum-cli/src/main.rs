@@ -77,6 +77,20 @@ enum Command {
     Logout(login::LogoutArgs),
 }
 
+async fn run(command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Serve(args) => serve::run(*args).await,
+        Command::Proxy(args) => proxy::run(*args).await,
+        Command::Connect(args) => connect::run(args).await,
+        Command::Tools(c) => commands::tools(c).await,
+        Command::Resources(c) => commands::resources(c).await,
+        Command::Prompts(c) => commands::prompts(c).await,
+        Command::Ping(a) => commands::ping(a).await,
+        Command::Login(a) => login::login(a).await,
+        Command::Logout(a) => login::logout(a).await,
+    }
+}
+
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let rt = match tokio::runtime::Builder::new_multi_thread()
@@ -89,17 +103,13 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
+    // The command runs on a worker of the runtime, not on this thread: the tasks it spawns
+    // (a stdio server's requests, say) then run where it does, without a hand-off between
+    // threads each time.
     let result = rt.block_on(async {
-        match cli.command {
-            Command::Serve(args) => serve::run(*args).await,
-            Command::Proxy(args) => proxy::run(*args).await,
-            Command::Connect(args) => connect::run(args).await,
-            Command::Tools(c) => commands::tools(c).await,
-            Command::Resources(c) => commands::resources(c).await,
-            Command::Prompts(c) => commands::prompts(c).await,
-            Command::Ping(a) => commands::ping(a).await,
-            Command::Login(a) => login::login(a).await,
-            Command::Logout(a) => login::logout(a).await,
+        match tokio::spawn(run(cli.command)).await {
+            Ok(r) => r,
+            Err(e) => Err(anyhow::anyhow!("the command stopped: {e}")),
         }
     });
     match result {

@@ -131,6 +131,11 @@ impl Client {
         read(&self.inner.state).clone()
     }
 
+    /// Reads the handshake's state without copying it (the hot path of every call).
+    pub(super) fn with_state<R>(&self, f: impl FnOnce(Option<&SessionState>) -> R) -> R {
+        f(read(&self.inner.state).as_ref())
+    }
+
     pub(super) fn set_state(&self, state: SessionState) {
         *write(&self.inner.state) = Some(state);
         self.inner.generation.fetch_add(1, Ordering::AcqRel);
@@ -138,12 +143,12 @@ impl Client {
 
     /// The protocol version in use (`"2026-07-28"` for the modern era).
     pub fn protocol_version(&self) -> Option<String> {
-        self.state().map(|s| s.version)
+        self.with_state(|s| s.map(|s| s.version.clone()))
     }
 
     /// True when the client speaks the stateless 2026-07-28 era with this server.
     pub fn is_modern(&self) -> bool {
-        self.state().is_some_and(|s| s.modern)
+        self.with_state(|s| s.is_some_and(|s| s.modern))
     }
 
     /// The server's identity, when it told it (`initialize`, or `server/discover`'s `_meta`).

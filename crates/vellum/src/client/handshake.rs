@@ -60,7 +60,7 @@ impl Client {
             version,
         };
         let raw = self
-            .call_once(methods::DISCOVER, Map::new(), &opts, era, None)
+            .call_once(methods::DISCOVER, &Map::new(), &opts, era, None)
             .await?;
         let result: DiscoverResult = complete_result(&raw)?;
         if !result.supported_versions.iter().any(|v| v == version) {
@@ -105,7 +105,7 @@ impl Client {
             version: "",
         };
         let raw = self
-            .call_once(methods::INITIALIZE, to_object(&params)?, &opts, era, None)
+            .call_once(methods::INITIALIZE, &to_object(&params)?, &opts, era, None)
             .await?;
         let result: InitializeResult = raw.parse()?;
         let version = result.protocol_version;
@@ -135,7 +135,7 @@ impl Client {
             let params = SetLevelParams { level, meta: None };
             self.call_once(
                 methods::LOGGING_SET_LEVEL,
-                to_object(&params)?,
+                &to_object(&params)?,
                 &CallOptions::default(),
                 Era::Session,
                 None,

@@ -42,7 +42,7 @@ impl Client {
     ) -> Result<RawJson, Error> {
         let rounds = self.inner.config.max_input_rounds;
         for _ in 0..=rounds {
-            let raw = self.call_raw(method, params.clone(), opts).await?;
+            let raw = self.call_raw(method, &params, opts).await?;
             let head: ResultHead = raw.parse()?;
             match head.result_type.unwrap_or_default() {
                 ResultType::Complete => return Ok(raw),
