@@ -299,11 +299,12 @@ run_one() { # server scenario rep [extra mcpbench flags...]; BENCH_TOOLS in the 
             redis-cli -p "$p" flushall >/dev/null || { failed "$s" "$sc" "$rep" "redis flushall failed"; return; }
         done
     fi
-    if [[ $sc == cold ]]; then
-        local cmd
+    if [[ $sc == cold || $sc == stdio ]]; then
+        local cmd extra=()
         cmd="taskset -c 0 prlimit --nofile=$NOFILE:$NOFILE $(printf %q "$BENCH_DIR/servers.sh") exec $(printf %q "$s") $port"
-        BENCH_PROFILE=$BENCH_PROFILE VELLUM_BIN=$VELLUM_BIN "${prio[@]}" taskset -c 1 "$MCPBENCH" run --scenario cold \
-            --spawn "$cmd" "${common[@]}" "${flags[@]}" 2>>"$log" ||
+        [[ $sc == stdio ]] && extra=("${load[@]}")
+        BENCH_PROFILE=$BENCH_PROFILE VELLUM_BIN=$VELLUM_BIN "${prio[@]}" taskset -c 1 "$MCPBENCH" run --scenario "$sc" \
+            --spawn "$cmd" "${common[@]}" "${flags[@]}" "${extra[@]}" 2>>"$log" ||
             failed "$s" "$sc" "$rep" "mcpbench failed, see logs/$s-$sc-$rep.log"
         return
     fi

@@ -29,7 +29,7 @@ set_profile() {
 }
 set_profile "${BENCH_PROFILE:-release}"
 
-ALL_SERVERS="null null-sse rmcp rmcp-stateless-json rmcp@2026 ts py go go-json go-stateless go@2026 vellum vellum-json vellum-stateless vellum-store vellum-redis vellum-redis-cluster vellum@2026 vellum-h2 vellum-metrics vellum-auth vellum-auth-dpop-allowed vellum-proxy vellum-proxy@2026 supergateway"
+ALL_SERVERS="null null-sse rmcp rmcp-stateless-json rmcp@2026 ts py go go-json go-stateless go@2026 vellum vellum-json vellum-stateless vellum-store vellum-redis vellum-redis-cluster vellum@2026 vellum-h2 vellum-metrics vellum-auth vellum-auth-dpop-allowed vellum-stdio vellum-proxy vellum-proxy@2026 supergateway"
 SUPERGATEWAY_JS=$BENCH_DIR/peers/supergateway/node_modules/supergateway/dist/index.js
 
 # The audience of the benchmark's access tokens (fixed: every run has a port of its own).
@@ -90,6 +90,9 @@ server_exec() {
         # The gateways: the bench server over stdio behind each, a child per session (the
         # 2026-07-28 row: requests share one child). `vellum` is the same server called
         # directly over HTTP.
+        # The child of the gateway rows, called directly over its stdin and stdout (the
+        # `stdio` scenario spawns it; the port is not used).
+        vellum-stdio) exec "$VELLUM_BIN" serve --stdio --server bench --bench-tools "$tools" ;;
         vellum-proxy | vellum-proxy@2026)
             exec "$VELLUM_BIN" proxy --addr "$addr" --max-children 100000 \
                 --stdio "$VELLUM_BIN serve --stdio --server bench --bench-tools $tools" ;;
@@ -121,7 +124,7 @@ server_flags() {
 
 # The scenarios, in the order each repetition runs them (every server of a scenario one after
 # another, so that servers compared with each other are measured close together in time).
-ALL_SCENARIOS="latency throughput sessions stream conc size tools hold streams fanout setup cold chunks"
+ALL_SCENARIOS="latency throughput sessions stream conc size tools hold streams fanout setup cold chunks stdio"
 
 # server_scenarios NAME: the scenarios that apply (no sessions to hold without sessions; the
 # null servers have only hello_world; the curves and the wire framing are measured on each
@@ -136,6 +139,7 @@ server_scenarios() {
         # A gateway holds a child process per session: held sessions in the hundreds (see
         # run.sh), no fan-out of the server's own.
         vellum-proxy | supergateway) echo "latency throughput sessions stream hold setup" ;;
+        vellum-stdio) echo "stdio" ;;
         vellum-proxy@2026) echo "latency throughput" ;;
         *@2026) echo "latency throughput stream fanout setup cold" ;;
         vellum-json | vellum-store | vellum-redis | vellum-redis-cluster)
