@@ -87,7 +87,7 @@ case $mode in
 esac
 # Held sessions of the gateways (a child process each), per mode.
 case $mode in
-    full) gateway_hold=(--points 100,300 --settle 2 --step-budget 120 --fresh 10) ;;
+    full) gateway_hold=(--points 100,200 --settle 2 --step-budget 120 --fresh 10) ;;
     quick) gateway_hold=(--points 50,150 --settle 1 --step-budget 60 --fresh 5) ;;
     smoke) gateway_hold=(--points 5,10 --settle 0.2 --step-budget 10 --fresh 2) ;;
 esac
