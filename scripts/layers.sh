@@ -32,10 +32,14 @@ RULES = {
     "error":     {"protocol", "store"},          # the crate's error type for calls
     "peer":      {"protocol", "error", "sync"},  # ids, waiters, cancellation (client and server)
     "jose":      set(),                          # JWKs, thumbprints, DPoP proofs, signed JWTs
-    "server":    {"protocol", "error", "sync", "store", "peer"},
+    "uri_template": set(),                       # RFC 6570 templates (resource templates)
+    "schema":    {"protocol"},                   # the built-in JSON Schema validator
+    "skill_files": {"protocol"},                 # Agent Skills' files, checked (feature skills)
+    "server":    {"protocol", "error", "sync", "store", "peer", "schema", "uri_template",
+                  "skill_files"},
     "client":    {"protocol", "error", "sync", "peer", "jose"},
     "transport": {"protocol", "error", "sync", "store", "peer", "server", "client"},
-    "auth":      {"protocol", "error", "sync", "server", "transport", "jose"},
+    "auth":      {"protocol", "error", "sync", "store", "server", "transport", "jose"},
     # extractors, results and routes of handler functions (what the macros expand to)
     "handler":   {"protocol", "error", "sync", "server", "auth"},
     "otel":      {"transport"},                  # OTLP span export (the crypto provider)

@@ -1,10 +1,10 @@
-//! URI-template parsing and matching (`vellum::server::uri_template::UriTemplate`) on
+//! URI-template parsing and matching (`vellum::uri_template::UriTemplate`) on
 //! arbitrary templates and URIs: no panic, no super-linear time, and a match binds only the
 //! template's variables (optional ones may stay unbound).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use vellum::server::uri_template::UriTemplate;
+use vellum::uri_template::UriTemplate;
 
 fuzz_target!(|input: (&str, &str)| {
     let (template, uri) = input;

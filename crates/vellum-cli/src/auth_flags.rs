@@ -10,6 +10,7 @@ use vellum::auth::{
     AuthLayer, ClientAuth, DpopMode, IntrospectionVerifier, JwksCache, JwtVerifier,
     RedisReplayCache, TokenVerifier,
 };
+use vellum::store::redis::Redis;
 use vellum::transport::http::StreamableHttpOptions;
 
 /// Authorization flags (flattened into `vellum serve`).
@@ -68,14 +69,15 @@ pub(crate) struct AuthArgs {
     #[arg(long, value_name = "SECONDS")]
     auth_dpop_nonce: Option<u64>,
     /// Where accepted DPoP proofs are remembered (each is accepted once): `memory` (this
-    /// process) or `redis://HOST:PORT`, shared by every instance given the same Redis, so
-    /// that a proof replayed to another instance is refused too.
+    /// process) or a Redis URL (`redis://HOST:PORT`, `redis-cluster://…`,
+    /// `redis-sentinel://…/MASTER_NAME`), shared by every instance given the same Redis, so
+    /// that a proof replayed to another instance is refused too. Default: `--redis`, else
+    /// memory.
     #[arg(
         long,
-        value_name = "memory|redis://HOST:PORT",
-        default_value = "memory"
+        value_name = "memory|redis://HOST:PORT|redis-cluster://HOST:PORT[,HOST:PORT...]"
     )]
-    auth_dpop_replay: String,
+    auth_dpop_replay: Option<String>,
     /// Remember up to N verified JWT access tokens, so that a repeated token skips the
     /// signature check (expiry, DPoP and scopes are still checked on every request);
     /// 0 turns the cache off.
@@ -99,11 +101,18 @@ impl AuthArgs {
             || self.auth_introspection_url.is_some()
     }
 
-    /// The layer, for a server listening on `addr`.
+    /// `--auth-dpop-replay` as given (the store flags resolve it with `--redis`).
+    pub(crate) fn dpop_replay(&self) -> Option<&str> {
+        self.auth_dpop_replay.as_deref()
+    }
+
+    /// The layer, for a server listening on `addr`; `dpop_replay`: the Redis that remembers
+    /// DPoP proofs (this process's memory without).
     pub(crate) async fn layer(
         &self,
         addr: SocketAddr,
         options: &StreamableHttpOptions,
+        dpop_replay: Option<Redis>,
     ) -> anyhow::Result<AuthLayer> {
         let (Some(issuer), Some(audience)) = (&self.auth_issuer, &self.auth_audience) else {
             bail!("--auth-issuer and --auth-audience are required with --auth-*");
@@ -160,17 +169,8 @@ impl AuthArgs {
         if let Some(secs) = self.auth_dpop_nonce {
             b = b.dpop_nonce(std::time::Duration::from_secs(secs));
         }
-        match self.auth_dpop_replay.as_str() {
-            "memory" => {}
-            url if url.starts_with("redis://") || url.starts_with("rediss://") => {
-                let cache = RedisReplayCache::connect(url, "vellum")
-                    .await
-                    .context("--auth-dpop-replay")?;
-                b = b.dpop_replay_cache(Arc::new(cache));
-            }
-            other => {
-                bail!("--auth-dpop-replay: expected memory or redis://HOST:PORT, got {other:?}")
-            }
+        if let Some(redis) = &dpop_replay {
+            b = b.dpop_replay_cache(Arc::new(RedisReplayCache::on(redis, "vellum")));
         }
         b.build().context("authorization")
     }

@@ -7,6 +7,8 @@ use std::time::Duration;
 use clap::Args;
 use vellum::transport::http::StreamableHttpOptions;
 
+use crate::stores::StoreFlags;
+
 /// The flags of every command that serves over Streamable HTTP (`vellum serve`, `vellum
 /// proxy`): where, how, and every option of the handler.
 #[derive(Debug, Args)]
@@ -28,9 +30,20 @@ pub(crate) struct HttpArgs {
     /// trace) or `off`.
     #[arg(long, value_name = "LEVEL|off", default_value = "off")]
     pub(crate) log: String,
+    /// Keep every store in this Redis: sessions and the bus, SSE events, tasks, rate-limit
+    /// buckets and DPoP proofs (what several instances behind one load balancer share):
+    /// one node (`redis://HOST:PORT`) or a Redis Cluster
+    /// (`redis-cluster://HOST:PORT[,HOST:PORT...]`). Each store's own flag overrides it.
+    #[arg(
+        long = "redis",
+        value_name = "redis://HOST:PORT|redis-cluster://HOST:PORT[,HOST:PORT...]",
+        value_parser = crate::stores::parse_redis_url
+    )]
+    pub(crate) redis_url: Option<String>,
     /// Keep SSE events for `Last-Event-ID` resumption: `memory`, `memory:BYTES`, or a
     /// Redis URL shared by several instances: one node (`redis://HOST:PORT`) or a Redis
     /// Cluster (`redis-cluster://HOST:PORT[,HOST:PORT...]`, any nodes of it as seeds).
+    /// Default: `--redis`, else none.
     #[arg(
         long,
         value_name = "memory[:BYTES]|redis://HOST:PORT|redis-cluster://HOST:PORT[,HOST:PORT...]"
@@ -38,21 +51,25 @@ pub(crate) struct HttpArgs {
     pub(crate) event_store: Option<String>,
     /// Share sessions with other instances (and survive restarts) through Redis:
     /// `redis://HOST:PORT` or `redis-cluster://HOST:PORT[,HOST:PORT...]` (the same URL as
-    /// `--event-store` shares one connection).
+    /// `--event-store` shares one connection); `memory` keeps them in this process.
+    /// Default: `--redis`, else memory.
     #[arg(
         long,
-        value_name = "redis://HOST:PORT|redis-cluster://HOST:PORT[,HOST:PORT...]"
+        value_name = "memory|redis://HOST:PORT|redis-cluster://HOST:PORT[,HOST:PORT...]"
     )]
     pub(crate) session_store: Option<String>,
     /// Keep tasks where every instance finds them: `memory` (this process; the default) or
     /// `redis://HOST:PORT` or `redis-cluster://HOST:PORT[,HOST:PORT...]`, so any instance
     /// answers tasks/get, tasks/update, tasks/cancel, tasks/result and tasks/list (the same
-    /// URL as the other stores shares one connection).
+    /// URL as the other stores shares one connection). Default: `--redis`, else memory.
     #[arg(
         long,
         value_name = "memory|redis://HOST:PORT|redis-cluster://HOST:PORT[,HOST:PORT...]"
     )]
     pub(crate) task_store: Option<String>,
+    /// How Redis operations are bounded and failovers followed.
+    #[command(flatten)]
+    pub(crate) redis: crate::redis_flags::RedisArgs,
     /// With a Redis task store: a running task whose instance sent no heartbeat for this
     /// long is failed (the instance died).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "5s")]
@@ -166,9 +183,13 @@ pub(crate) struct HttpArgs {
     /// `--rate-limit-method tools/call=...`.
     #[arg(long, value_name = "NAME=N/s", value_parser = parse_named_rate)]
     pub(crate) rate_limit_tool: Vec<(String, f64)>,
-    /// Hold the rate limit across instances through Redis (`redis://HOST:PORT`; the same
-    /// URL as `--session-store` shares one connection); each instance limits alone without.
-    #[arg(long, value_name = "redis://HOST:PORT")]
+    /// Hold the rate limit across instances through Redis (`redis://HOST:PORT` or
+    /// `redis-cluster://…`; the same URL as `--session-store` shares one connection);
+    /// `memory`: each instance limits alone. Default: `--redis`, else memory.
+    #[arg(
+        long,
+        value_name = "memory|redis://HOST:PORT|redis-cluster://HOST:PORT[,HOST:PORT...]"
+    )]
     pub(crate) rate_limit_store: Option<String>,
     /// Serve Prometheus metrics (operation and session durations, sessions, GET streams,
     /// refusals, event-store appends) at `http://ADDR/metrics`, on a listener of its own.
@@ -207,6 +228,20 @@ pub(crate) struct HttpArgs {
     pub(crate) otlp_service_name: String,
     #[command(flatten)]
     pub(crate) auth: Box<crate::auth_flags::AuthArgs>,
+}
+
+impl HttpArgs {
+    /// The store flags, `--redis` filling in those not given.
+    pub(crate) fn stores(&self) -> StoreFlags<'_> {
+        StoreFlags {
+            redis: self.redis_url.as_deref(),
+            event_store: self.event_store.as_deref(),
+            session_store: self.session_store.as_deref(),
+            task_store: self.task_store.as_deref(),
+            rate_limit_store: self.rate_limit_store.as_deref(),
+            dpop_replay: self.auth.dpop_replay(),
+        }
+    }
 }
 
 /// `N/s`, `N/m`, `N/h` (or a bare `N`, per second) as tokens per second.

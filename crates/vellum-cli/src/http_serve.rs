@@ -6,13 +6,13 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use tower_layer::{Identity, Stack};
-use vellum::store::MemoryEventStore;
 use vellum::transport::http::{
     CrossOriginProtection, Health, ServeLayer, StreamableHttpHandler, StreamableHttpOptions,
     TlsConfig,
 };
 
 use crate::http_args::HttpArgs;
+use crate::redis_flags::RedisPool;
 
 /// `--list-ttl`, `--read-ttl` and `--cache-scope` as the server's cache hints (what a flag
 /// does not name stays as the server has it).
@@ -50,93 +50,30 @@ fn one_second_burst(rate: f64) -> vellum::store::RateLimit {
     vellum::store::RateLimit::new(rate, rate.ceil().max(1.0) as u32)
 }
 
-/// Connects to each Redis URL once.
-#[derive(Default)]
-struct RedisPool(Vec<(String, vellum::store::redis::Redis)>);
-
-impl RedisPool {
-    async fn get(
-        &mut self,
-        url: &str,
-        ttl: Option<Duration>,
-    ) -> anyhow::Result<vellum::store::redis::Redis> {
-        if let Some((_, r)) = self.0.iter().find(|(u, _)| u == url) {
-            return Ok(r.clone());
-        }
-        let mut options = vellum::store::redis::RedisOptions::default();
-        if let Some(ttl) = ttl {
-            options.event_ttl = ttl;
-        }
-        let r = vellum::store::redis::Redis::connect(url, options).await?;
-        self.0.push((url.to_owned(), r.clone()));
-        Ok(r)
-    }
-}
-
-async fn event_store(
-    spec: &str,
-    redis: &mut RedisPool,
-    ttl: Option<Duration>,
-) -> anyhow::Result<Arc<dyn vellum::store::EventStore>> {
-    if vellum::store::redis::is_redis_url(spec) {
-        return Ok(Arc::new(redis.get(spec, ttl).await?.event_store()));
-    }
-    let (kind, arg) = spec.split_once(':').unwrap_or((spec, ""));
-    match kind {
-        "memory" => {
-            let bytes = if arg.is_empty() {
-                MemoryEventStore::DEFAULT_MAX_BYTES
-            } else {
-                arg.parse().with_context(|| {
-                    format!("--event-store memory:BYTES: {arg:?} is not a byte count")
-                })?
-            };
-            Ok(Arc::new(MemoryEventStore::new(bytes)))
-        }
-        other => bail!(
-            "--event-store: unknown store {other:?} (expected memory[:BYTES], redis://HOST:PORT or redis-cluster://HOST:PORT[,HOST:PORT...])"
-        ),
-    }
-}
-
 /// Maps the flags to handler options (the only place that does).
 async fn options(
     args: &HttpArgs,
     server: &vellum::server::Server,
     logger: Option<tracing::Dispatch>,
-) -> anyhow::Result<(StreamableHttpOptions, Vec<vellum::store::redis::Redis>)> {
+    redis: &mut RedisPool,
+) -> anyhow::Result<StreamableHttpOptions> {
     let mut o = StreamableHttpOptions::default();
-    let mut redis = RedisPool::default();
+    let stores = args.stores();
     o.stateless = args.stateless;
     o.json_response = args.json_response;
     o.logger = logger;
-    o.event_store = match args.event_store.as_deref() {
-        Some(spec) => Some(event_store(spec, &mut redis, args.session_timeout).await?),
+    o.event_store = match stores.event_store() {
+        Some(spec) => Some(crate::stores::event_store(spec, redis).await?),
         None => None,
     };
-    if let Some(url) = &args.session_store {
-        if !vellum::store::redis::is_redis_url(url) {
-            bail!(
-                "--session-store: expected a Redis URL (redis://HOST:PORT or \
-                 redis-cluster://HOST:PORT[,HOST:PORT...]), got {url:?}"
-            );
-        }
-        let r = redis.get(url, args.session_timeout).await?;
+    if let Some(url) = stores.session_store()? {
+        let r = redis.get(url).await?;
         o.session_store = Some(Arc::new(r.session_store()));
         o.bus = Some(Arc::new(r.bus()));
     }
-    match args.task_store.as_deref() {
-        None | Some("memory") => {}
-        Some(url) if vellum::store::redis::is_redis_url(url) => {
-            let r = redis.get(url, args.session_timeout).await?;
-            server.set_task_store(Arc::new(r.task_store(args.task_heartbeat_window)));
-        }
-        Some(other) => {
-            bail!(
-                "--task-store: expected memory or a Redis URL (redis://HOST:PORT or \
-                 redis-cluster://HOST:PORT[,HOST:PORT...]), got {other:?}"
-            )
-        }
+    if let Some(url) = stores.task_store()? {
+        let r = redis.get(url).await?;
+        server.set_task_store(Arc::new(r.task_store(args.task_heartbeat_window)));
     }
     o.session_timeout = args.session_timeout;
     o.disable_localhost_protection = args.disable_localhost_protection;
@@ -174,31 +111,27 @@ async fn options(
         limits = limits.tool(tool.clone(), one_second_burst(*rate));
     }
     o.rate_limits = limits;
-    if let Some(url) = &args.rate_limit_store {
-        if o.rate_limit.is_none() && o.rate_limits.is_empty() {
-            bail!(
-                "--rate-limit-store needs a limit to hold: --rate-limit, --rate-limit-method or --rate-limit-tool"
-            );
-        }
-        if !(url.starts_with("redis://") || url.starts_with("rediss://")) {
-            bail!("--rate-limit-store: expected a Redis URL (redis://HOST:PORT), got {url:?}");
-        }
-        let r = redis.get(url, args.session_timeout).await?;
+    let limited = o.rate_limit.is_some() || !o.rate_limits.is_empty();
+    if let Some(url) = stores.rate_limit_store(limited)? {
+        let r = redis.get(url).await?;
         o.rate_limiter = Some(Arc::new(r.rate_limiter()));
     }
     o.request_grace = args.request_grace;
     o.stream_grace = args.stream_grace;
-    Ok((o, redis.0.into_iter().map(|(_, r)| r).collect()))
+    Ok(o)
 }
 
 /// Readiness: not draining, and every Redis connection answering.
-fn health(redis: Vec<vellum::store::redis::Redis>) -> Health {
-    redis.into_iter().fold(Health::new(), |h, r| {
-        h.with_check("redis", move || {
-            let r = r.clone();
-            async move { r.ping().await.map_err(|e| e.to_string()) }
+fn health(redis: RedisPool) -> Health {
+    redis
+        .into_connections()
+        .into_iter()
+        .fold(Health::new(), |h, r| {
+            h.with_check("redis", move || {
+                let r = r.clone();
+                async move { r.ping().await.map_err(|e| e.to_string()) }
+            })
         })
-    })
 }
 
 /// SIGTERM (or Ctrl-C), then `/readyz` 503 and new sessions refused for `grace` while
@@ -326,7 +259,13 @@ async fn serve(
         session_cap,
     } = serving;
     configure_server(args, &server)?;
-    let (mut options, redis) = options(args, &server, logger).await?;
+    let mut redis = RedisPool::new(&args.redis, args.session_timeout);
+    let mut options = options(args, &server, logger, &mut redis).await?;
+    // The DPoP replay cache connects now, so readiness watches its Redis too.
+    let dpop_replay = match args.stores().dpop_replay()? {
+        Some(url) if args.auth.enabled() => Some(redis.get(url).await?),
+        _ => None,
+    };
     let health = health(redis);
     if let Some(addr) = &args.metrics_addr {
         let bound = crate::metrics_endpoint::serve(addr).await?;
@@ -379,7 +318,7 @@ async fn serve(
     let shutdown = drained(health.clone(), handler.clone(), args.drain_grace);
     let probes = (!args.no_health).then(|| health.layer_at(&args.health_path));
     if args.auth.enabled() {
-        let auth = args.auth.layer(addr, &auth_checks).await?;
+        let auth = args.auth.layer(addr, &auth_checks, dpop_replay).await?;
         eprintln!(
             "streamable HTTP MCP: {scheme}://{addr} (OAuth: {})",
             auth.metadata_url()

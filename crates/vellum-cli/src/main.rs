@@ -3,6 +3,7 @@
 
 mod auth_flags;
 mod commands;
+mod config;
 mod connect;
 mod http_args;
 mod http_serve;
@@ -10,7 +11,9 @@ mod login;
 mod metrics_endpoint;
 mod output;
 mod proxy;
+mod redis_flags;
 mod serve;
+mod stores;
 mod target;
 mod telemetry;
 
@@ -92,7 +95,21 @@ async fn run(command: Command) -> anyhow::Result<()> {
 }
 
 fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
+    let cli = match config::parse::<Cli>(std::env::args_os().collect()) {
+        Ok(config::Parsed {
+            effective: Some(text),
+            ..
+        }) => {
+            print!("{text}");
+            return std::process::ExitCode::SUCCESS;
+        }
+        Ok(parsed) => parsed.cli,
+        Err(config::ConfigError::Clap(e)) => e.exit(),
+        Err(config::ConfigError::Other(e)) => {
+            eprintln!("vellum: {e:#}");
+            return std::process::ExitCode::from(2);
+        }
+    };
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -19,13 +19,13 @@
 use std::net::SocketAddr;
 use std::process::Command;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tokio::net::{TcpListener, TcpStream};
 use vellum_testkit::http::SseReader;
 use vellum_testkit::process::{ServerProcess, vellum_bin};
+use vellum_testkit::proxy::Proxy;
 
 /// Sessions making calls at once.
 const CLIENTS: usize = 4;
@@ -54,62 +54,6 @@ fn instance(addr: &str, redis: &str) -> ServerProcess {
         .args(["--request-grace", "5s"])
         .env_remove("RUST_LOG");
     ServerProcess::spawn(cmd)
-}
-
-/// A round-robin TCP proxy on 127.0.0.1: each connection goes to the next instance; one that
-/// refuses the connection (stopped, or restarting) is skipped, as a load balancer's health
-/// check would, and counted.
-struct Proxy {
-    addr: SocketAddr,
-    skipped: Arc<AtomicU64>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Proxy {
-    async fn start(upstreams: Vec<SocketAddr>) -> Proxy {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let skipped = Arc::new(AtomicU64::new(0));
-        let next = Arc::new(AtomicUsize::new(0));
-        let upstreams = Arc::new(upstreams);
-        let counted = skipped.clone();
-        let task = tokio::spawn(async move {
-            loop {
-                let Ok((mut inbound, _)) = listener.accept().await else {
-                    return;
-                };
-                let (upstreams, next, skipped) = (upstreams.clone(), next.clone(), counted.clone());
-                tokio::spawn(async move {
-                    for _ in 0..upstreams.len() {
-                        let to = upstreams[next.fetch_add(1, Ordering::Relaxed) % upstreams.len()];
-                        match TcpStream::connect(to).await {
-                            Ok(mut outbound) => {
-                                let _ = outbound.set_nodelay(true);
-                                let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound)
-                                    .await;
-                                return;
-                            }
-                            Err(_) => {
-                                skipped.fetch_add(1, Ordering::Relaxed);
-                            }
-                        }
-                    }
-                    // Every instance refused: the client sees its connection closed.
-                });
-            }
-        });
-        Proxy {
-            addr,
-            skipped,
-            task,
-        }
-    }
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
 }
 
 /// What the clients counted.

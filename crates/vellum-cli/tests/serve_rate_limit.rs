@@ -110,6 +110,11 @@ fn bad_rates_are_refused_at_start() {
     }
     let err = vellum_serve_fails(&["--rate-limit-store", "redis://127.0.0.1:1"]);
     assert!(err.contains("needs a limit"), "{err}");
-    let err = vellum_serve_fails(&["--rate-limit", "5/s", "--rate-limit-store", "memory"]);
-    assert!(err.contains("Redis URL"), "{err}");
+    // `memory` is a store too (it keeps the buckets here, overriding `--redis`); anything
+    // else must be a Redis URL.
+    let err = vellum_serve_fails(&["--rate-limit", "5/s", "--rate-limit-store", "postgres://x"]);
+    assert!(
+        err.contains("Redis URL") && err.contains("--rate-limit-store"),
+        "{err}"
+    );
 }

@@ -1,7 +1,9 @@
 //! Tasks shared across `vellum serve` instances through a real `redis-server`
 //! (`--task-store redis://…`): a task started on one instance is read, answered and
 //! cancelled on the others; a task whose instance is SIGKILLed turns `failed` within the
-//! heartbeat window; expired tasks leave no key behind.
+//! heartbeat window; expired tasks leave no key behind. And `--redis URL` alone (no store
+//! flag) puts every store there: sessions, tasks, the bus behind `subscriptions/listen`, rate
+//! limits.
 //!
 //! Each test runs twice: on one `redis-server` (`…::node`) and on a Redis Cluster of three
 //! masters (`…::cluster`: `VELLUM_TEST_REDIS_CLUSTER`, which `scripts/test.sh` starts; outside
@@ -261,4 +263,95 @@ async fn legacy_tasks_across_instances_then_no_key_left(redis: Store) {
         assert!(Instant::now() < end, "keys left in Redis: {left:?}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+vellum_testkit::on_both!(redis_alone_shares_sessions_tasks_listen_streams_and_rate_limits);
+/// `--redis URL` and no store flag: three instances share sessions (a session initialized on
+/// one is served by the others), tasks (`tasks/get` on another instance), and list changes
+/// reach `subscriptions/listen` streams on the other instances; the rate-limit buckets are in
+/// Redis too.
+async fn redis_alone_shares_sessions_tasks_listen_streams_and_rate_limits(redis: Store) {
+    let url = redis.url();
+    let everything: Vec<ServerProcess> = (0..3)
+        .map(|_| vellum_serve(&["--server", "everything", "--redis", &url]))
+        .collect();
+
+    // Sessions: initialized on 0, served by 1 and 2.
+    let s0 = Legacy::connect(&everything[0].mcp_url()).await;
+    for (n, inst) in everything.iter().enumerate().skip(1) {
+        let on = Legacy {
+            mcp: s0.mcp.at(&inst.mcp_url()),
+        };
+        let r = on
+            .request(
+                n as i64,
+                "tools/call",
+                json!({"name": "test_simple_text", "arguments": {}}),
+            )
+            .await;
+        assert!(
+            !text_of(&r.response).is_empty(),
+            "instance {n} did not serve the session: {}",
+            r.response
+        );
+    }
+
+    // Tasks: started on 0, known on 1 and 2.
+    let m: Vec<Modern> = everything.iter().map(|i| modern(&i.mcp_url())).collect();
+    let id = start(&m[0], "slow_compute", json!({"seconds": 0.2, "label": "r"})).await;
+    for other in &m[1..] {
+        let got = other.request(9, "tasks/get", json!({"taskId": id})).await;
+        assert!(
+            ["working", "completed"].contains(&got.result()["status"].as_str().unwrap_or("")),
+            "{}",
+            got.response
+        );
+    }
+
+    // Listen fan-out: streams on 1 and 2 hear a list change made on 0.
+    let bench: Vec<ServerProcess> = (0..3)
+        .map(|_| {
+            vellum_serve(&[
+                "--server",
+                "bench",
+                "--redis",
+                &url,
+                "--rate-limit-tool",
+                "touch=1000/s",
+            ])
+        })
+        .collect();
+    let b: Vec<Modern> = bench.iter().map(|i| Modern::new(&i.mcp_url())).collect();
+    let mut streams = Vec::new();
+    for (n, client) in b.iter().enumerate().skip(1) {
+        let mut s = client
+            .listen(40 + n as i64, json!({"toolsListChanged": true}))
+            .await;
+        let ack = s.next_message().await.expect("the acknowledgement").json();
+        assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+        streams.push(s);
+    }
+    let touched = b[0]
+        .request(5, "tools/call", json!({"name": "touch", "arguments": {}}))
+        .await;
+    assert_eq!(text_of(&touched.response), "added", "{}", touched.response);
+    for s in &mut streams {
+        let heard = loop {
+            let m = s
+                .next_message_within(Duration::from_secs(10))
+                .await
+                .expect("list_changed on the listen stream of another instance")
+                .json();
+            if m["method"] == "notifications/tools/list_changed" {
+                break m;
+            }
+        };
+        assert!(heard["params"]["_meta"].is_object(), "{heard}");
+    }
+    // The tool's bucket is a Redis key (the limiter is the shared one).
+    let buckets = redis.keys("vellum:rl:*");
+    assert!(
+        buckets.iter().any(|k| k.ends_with(":t:touch}")),
+        "{buckets:?}"
+    );
 }

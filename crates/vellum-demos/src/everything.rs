@@ -7,7 +7,7 @@
 //! Plus the seed's `hello_world` tool. Built only with Vellum's public API, so it doubles as
 //! the longest example of the SDK.
 //!
-//! Run: `cargo run --example everything`, then point a client (or the conformance suite) at
+//! Run: `cargo run --example everything --features everything`, then point a client (or the conformance suite) at
 //! `http://127.0.0.1:8000/mcp`. `vellum serve --server everything` serves the same server
 //! with the handler options its flags choose: this file is both the example program and the
 //! `vellum_demos::everything` module.

@@ -158,7 +158,7 @@ pub fn add_task_fixtures(server: &Server) -> Result<(), RegistrationError> {
                 .elicit(form("What is your name?", one_string("name")))
                 .await?;
             // Everything asked: the rest runs as a task the client polls.
-            ctx.become_task()?;
+            ctx.become_task().await;
             let name = entered(&answer, "name").unwrap_or_default();
             Ok::<_, HandlerError>(CallToolResult::text(format!("Hello, {name}, from a task")))
         },

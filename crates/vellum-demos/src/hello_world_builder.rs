@@ -73,7 +73,8 @@ async fn main() -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use serde_json::{Value, json};
-    use vellum::server::{Connection, Server};
+    use vellum::server::Server;
+    use vellum::transport::Connection;
 
     /// `tools/list` of a server, as JSON, over one in-process connection.
     async fn tools_list(server: Server) -> Value {

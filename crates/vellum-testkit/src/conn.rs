@@ -4,7 +4,8 @@
 use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
-use vellum::server::{Connection, Server};
+use vellum::server::Server;
+use vellum::transport::Connection;
 
 use crate::within;
 

@@ -5,12 +5,15 @@
 //! | module | what |
 //! |---|---|
 //! | [`fixture`] | the fixture server: the seed's `hello_world` plus a tool, resource, prompt and completion for every kind of message, with gates the test holds |
-//! | [`conn`] | a [`vellum::server::Connection`] driven message by message (no HTTP) |
+//! | [`conn`] | a [`vellum::transport::Connection`] driven message by message (no HTTP) |
 //! | [`http`] | [`http::TestHttpServer`] on `127.0.0.1:0`, the [`http::McpHttp`] client (both eras, raw statuses and headers), the SSE reader, and the [`http::Legacy`] / [`http::Modern`] conversation clients that answer the server's requests |
 //! | [`client`] | the SDK's [`vellum::client::Client`] set up for the fixture, and one pass over every typed call |
 //! | [`process`] | a server child process (`vellum serve`, an example, an interop server) and its start line |
 //! | [`raw`] | HTTP/1.1 written and read byte by byte over `std::net`, for tests that control every byte and stall |
 //! | [`redis`] | a throwaway `redis-server` on a free loopback port |
+//! | [`redis_ha`] | Redis set up for failover tests: a cluster with replicas, a Sentinel set; nodes killed and started again |
+//! | [`netns`] | a `redis-server` in a network namespace whose packets a test drops (partitions) |
+//! | [`proxy`] | a round-robin TCP proxy, the load balancer of the cluster tests |
 //! | [`tls`] | a test CA, its leaf certificates as PEM files, and clients that trust it |
 //! | [`oauth`] | [`oauth::TestAuthServer`], a strict OAuth 2.1 authorization server on `127.0.0.1:0` (metadata, authorize, token, register, revoke, introspect, JWKS; DPoP) |
 //!
@@ -27,11 +30,14 @@ pub mod client;
 pub mod conn;
 pub mod fixture;
 pub mod http;
+pub mod netns;
 pub mod oauth;
 pub mod process;
+pub mod proxy;
 pub mod raw;
 mod readme;
 pub mod redis;
+pub mod redis_ha;
 pub mod tls;
 
 use std::future::Future;

@@ -252,7 +252,7 @@ pub fn example_bin(name: &str) -> PathBuf {
         .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
     assert!(
         bin.is_file(),
-        "\n\nTHE EXAMPLE {name} IS NOT BUILT at {}.\nBuild it with `cargo build --examples \
+        "\n\nTHE EXAMPLE {name} IS NOT BUILT at {}.\nBuild it with `cargo build --workspace --examples \
          --all-features` (`cargo test --workspace --all-features` and scripts/test.sh do).\n\n",
         bin.display()
     );

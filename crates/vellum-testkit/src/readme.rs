@@ -37,6 +37,56 @@ mod tests {
         );
     }
 
+    /// What the README's first command builds: `cargo tree` at the root resolves the same
+    /// packages with the same features (the workspace's default members), so its crates are
+    /// the ones compiled.
+    #[test]
+    fn the_first_command_builds_the_seed_alone() {
+        assert!(
+            README.starts_with("```sh\ncargo run --example hello_world\n"),
+            "the README's first command changed: check what it builds"
+        );
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let out = std::process::Command::new(cargo)
+            .args([
+                "tree",
+                "--locked",
+                "--offline",
+                "-e",
+                "normal,build",
+                "--prefix",
+                "none",
+            ])
+            .args(["--format", "{p}"])
+            .current_dir(root)
+            .output()
+            .expect("cargo tree runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        let crates: std::collections::BTreeSet<&str> = text
+            .lines()
+            .filter_map(|l| l.split_whitespace().next())
+            .collect();
+        assert!(crates.contains("vellum-demos"), "{crates:?}");
+        // 75 when this was written; the ceiling leaves room, not a second tree.
+        assert!(crates.len() <= 130, "{} crates: {crates:?}", crates.len());
+        for heavy in [
+            "h2",
+            "jsonschema",
+            "opentelemetry",
+            "rsa",
+            "serde-saphyr",
+            "redis",
+        ] {
+            assert!(!crates.contains(heavy), "{heavy} is built: {crates:?}");
+        }
+    }
+
     #[test]
     fn no_snippet_is_ignored() {
         for fence in ["```rust,ignore", "```rust,no_compile", "```ignore"] {

@@ -2,7 +2,7 @@
 //! routes, behind tower-http layers (tracing, a timeout, and compression that leaves SSE
 //! streams alone), with the app's state shared by its HTTP routes and its MCP tools.
 //!
-//! Run: `cargo run --example axum`, then point an MCP client at `http://127.0.0.1:8000/mcp`;
+//! Run: `cargo run -p vellum --example axum`, then point an MCP client at `http://127.0.0.1:8000/mcp`;
 //! `curl http://127.0.0.1:8000/visits` shows the count the `visit` tool bumps.
 
 use std::sync::Arc;

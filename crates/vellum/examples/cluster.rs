@@ -2,7 +2,7 @@
 //! round-robin proxy in front (no sticky sessions), and a session works wherever its
 //! requests land. See `docs/cluster.md`.
 //!
-//! Run: `cargo run --example cluster --features redis -- --addr 127.0.0.1:8001 --redis redis://127.0.0.1:6379`
+//! Run: `cargo run -p vellum --example cluster --features redis -- --addr 127.0.0.1:8001 --redis redis://127.0.0.1:6379`
 //!
 //! Besides the seed's `hello_world`, it serves tools that show what crosses instances:
 //! `ask_name` (asks the user through elicitation), `slow` (runs long, reports progress,
@@ -154,7 +154,7 @@ async fn main() -> anyhow::Result<()> {
             ("--redis-prefix", Some(v)) => prefix = Some(v),
             ("--request-state-key-file", Some(v)) => key_file = Some(v),
             _ => anyhow::bail!(
-                "usage: cluster [--addr HOST:PORT] [--redis redis://HOST:PORT|redis-cluster://HOST:PORT,...] [--session-timeout-ms MS] [--redis-prefix P] [--request-state-key-file PATH]"
+                "usage: cluster [--addr HOST:PORT] [--redis redis://HOST:PORT|redis-cluster://HOST:PORT,...|redis-sentinel://HOST:PORT,.../MASTER] [--session-timeout-ms MS] [--redis-prefix P] [--request-state-key-file PATH]"
             ),
         }
     }

@@ -35,11 +35,15 @@
 //! - `peer` (internal): request ids, answers waited for and requests being served, shared
 //!   by the client and the server session.
 //! - [`store`]: event stores for SSE resumption, session stores and the message bus.
+//! - [`uri_template`], `schema` (internal) and `skill_files` (internal, feature `skills`):
+//!   general libraries the server core uses (RFC 6570 URI templates, the built-in JSON
+//!   Schema validator, Agent Skills' files).
 //! - [`server`]: [`Server`](server::Server), its registries, the handler context, sessions and
 //!   the one method table.
 //! - [`client`]: the MCP client (both eras, every transport), behind the `client` feature.
 //! - [`transport`]: Streamable HTTP (a tower `Service`), with its security layer and
-//!   options; the client side of HTTP; stdio; in-memory.
+//!   options; the client side of HTTP; stdio; in-memory; the message-stream
+//!   [`Connection`](transport::Connection) stdio and in-memory drive.
 //! - [`auth`]: the OAuth 2.1 resource-server layer, behind the `auth` feature.
 //! - `jose` (features `auth` or `client-auth`): JWKs, thumbprints, DPoP proofs, signed JWTs,
 //!   shared by the OAuth client and the resource server.
@@ -99,10 +103,14 @@ pub mod jose;
 pub mod otel;
 mod peer;
 pub mod protocol;
+mod schema;
 pub mod server;
+#[cfg(feature = "skills")]
+mod skill_files;
 pub mod store;
 mod sync;
 pub mod transport;
+pub mod uri_template;
 
 pub use error::{Error, Result};
 

@@ -8,7 +8,8 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 use vellum::prelude::*;
 use vellum::protocol::{ErrorObject, LoggingLevel};
-use vellum::server::{Connection, MessageEvent, Outcome};
+use vellum::server::{MessageEvent, Outcome};
+use vellum::transport::Connection;
 use vellum_testkit::DEADLINE;
 use vellum_testkit::http::{Legacy, Modern, TestHttpServer};
 

@@ -7,7 +7,7 @@ use iri_string::spec::UriSpec;
 use iri_string::template::UriTemplateStr;
 use iri_string::template::simple_context::{SimpleContext, Value};
 use proptest::prelude::*;
-use vellum::server::uri_template::UriTemplate;
+use vellum::uri_template::UriTemplate;
 
 /// Values of every kind of ASCII character: unreserved, reserved, spaces, quotes. (Not
 /// non-ASCII: iri-string 0.7.14's expander panics on some multi-byte values; the matcher's

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use tokio::sync::Notify;
 use vellum::prelude::*;
 use vellum::protocol::LoggingLevel;
-use vellum::server::{Connection, NoArgs};
+use vellum::server::NoArgs;
+use vellum::transport::Connection;
 use vellum_testkit::DEADLINE;
 use vellum_testkit::http::{Legacy, Modern, SseReader, TestHttpServer};
 

@@ -13,9 +13,8 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use vellum::protocol::{Implementation, Tool};
-use vellum::server::{
-    CallToolRequest, Connection, HandlerError, RequestContext, Server, ServerOptions,
-};
+use vellum::server::{CallToolRequest, HandlerError, RequestContext, Server, ServerOptions};
+use vellum::transport::Connection;
 
 use vellum_testkit::within;
 

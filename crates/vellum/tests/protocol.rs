@@ -1,5 +1,5 @@
 //! Data-driven protocol tests: every file in `tests/protocol/` is one scripted conversation
-//! with the test server (see `vellum_testkit::fixture`), run through [`vellum::server::Connection`]
+//! with the test server (see `vellum_testkit::fixture`), run through [`vellum::transport::Connection`]
 //! without HTTP. Adding a case means adding a file; the format is described in
 //! `tests/README.md`:
 //!

@@ -529,19 +529,25 @@ async fn a_proof_replayed_to_another_instance_sharing_the_cache_is_refused() {
 }
 
 /// The same across instances that share nothing but a real Redis: each instance has its own
-/// connection, as two processes would.
+/// connection, as two processes would; one a connection of the cache's own, the other the
+/// stores' [`Redis`](vellum::store::redis::Redis) handle (what `vellum serve --redis` gives).
 #[cfg(feature = "redis")]
 #[tokio::test]
 async fn a_proof_replayed_to_another_instance_sharing_redis_is_refused() {
     use vellum::auth::RedisReplayCache;
+    use vellum::store::redis::{Redis, RedisOptions};
     let redis = vellum_testkit::redis::RedisServer::start();
-    let connect = async || {
-        let cache = RedisReplayCache::connect(&redis.url(), "vellum")
-            .await
-            .unwrap();
-        Arc::new(cache) as Arc<dyn DpopReplayCache>
-    };
-    let (c1, c2) = (connect().await, connect().await);
+    let c1 = RedisReplayCache::connect(&redis.url(), "vellum")
+        .await
+        .unwrap();
+    let stores = Redis::connect(&redis.url(), RedisOptions::default())
+        .await
+        .unwrap();
+    let c2 = RedisReplayCache::on(&stores, "vellum");
+    let (c1, c2) = (
+        Arc::new(c1) as Arc<dyn DpopReplayCache>,
+        Arc::new(c2) as Arc<dyn DpopReplayCache>,
+    );
     let a = start(Box::new(move |b| b.dpop_replay_cache(c1))).await;
     let b = start(Box::new(move |b| b.dpop_replay_cache(c2))).await;
     let k = key(8);

@@ -2,11 +2,14 @@
 //! version, and the official 2026-07-28 examples parsed as our Rust types.
 //!
 //! The schemas live outside the repository: `VELLUM_SPEC_SCHEMA_DIR` (set by
-//! `scripts/test.sh`), else `<workspace>/../shared/spec-schema`. Without them each test that
-//! needs them says on stderr that it was skipped and why (a plain clone still passes its
-//! tests); with `CI=true` their absence is a failure, so CI never passes vacuously.
+//! `scripts/test.sh`), else `<workspace>/../shared/spec-schema`. The tests that need them are
+//! `#[ignore]`d with that reason, so a plain `cargo test` lists them as ignored rather than
+//! passing them vacuously; `scripts/test.sh` runs them (`--ignored`) when the schemas are
+//! there, says at its start and in its last line that they were skipped when they are not,
+//! and under `CI=true` fails instead. Run by hand, a test without the schemas fails, saying
+//! where it looked.
 //!
-//! Each version's scenario runs real requests through [`vellum::server::Connection`] (and,
+//! Each version's scenario runs real requests through [`vellum::transport::Connection`] (and,
 //! for 2026-07-28, a few through HTTP) and validates every message that comes back against
 //! the envelope definition (`JSONRPCResponse`, `JSONRPCNotification`, ...), the union
 //! (`ServerResult`, `ServerNotification`, `ServerRequest`) and the specific definition of its
@@ -50,24 +53,6 @@ fn schema_path() -> PathBuf {
         Some(d) => PathBuf::from(d),
         None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/spec-schema"),
     }
-}
-
-/// Whether the schemas are there; when they are not, says the test was skipped (and fails
-/// under `CI=true`, where they must be).
-fn schemas_present(test: &str) -> bool {
-    let dir = schema_path();
-    if dir.join(MODERN).join("schema.json").is_file() {
-        return true;
-    }
-    if std::env::var("CI").as_deref() == Ok("true") {
-        schema_dir();
-    }
-    eprintln!(
-        "SKIPPED {test}: the official MCP JSON Schemas are not in {} (they live outside the \
-         repository: set VELLUM_SPEC_SCHEMA_DIR to the spec-schema folder; CI=true makes this a failure)",
-        dir.display()
-    );
-    false
 }
 
 fn schema_dir() -> PathBuf {
@@ -606,42 +591,37 @@ async fn assert_matches_schema(version: &'static str) {
 }
 
 #[tokio::test]
+#[ignore = "needs the official JSON Schemas (../shared/spec-schema): scripts/test.sh runs it"]
 async fn legacy_2025_03_26_messages_match_the_schema() {
-    if !schemas_present("legacy_2025_03_26_messages_match_the_schema") {
-        return;
-    }
+    schema_dir();
     assert_matches_schema("2025-03-26").await;
 }
 
 #[tokio::test]
+#[ignore = "needs the official JSON Schemas (../shared/spec-schema): scripts/test.sh runs it"]
 async fn legacy_2025_06_18_messages_match_the_schema() {
-    if !schemas_present("legacy_2025_06_18_messages_match_the_schema") {
-        return;
-    }
+    schema_dir();
     assert_matches_schema("2025-06-18").await;
 }
 
 #[tokio::test]
+#[ignore = "needs the official JSON Schemas (../shared/spec-schema): scripts/test.sh runs it"]
 async fn legacy_2025_11_25_messages_match_the_schema() {
-    if !schemas_present("legacy_2025_11_25_messages_match_the_schema") {
-        return;
-    }
+    schema_dir();
     assert_matches_schema("2025-11-25").await;
 }
 
 #[tokio::test]
+#[ignore = "needs the official JSON Schemas (../shared/spec-schema): scripts/test.sh runs it"]
 async fn modern_2026_07_28_messages_match_the_schema() {
-    if !schemas_present("modern_2026_07_28_messages_match_the_schema") {
-        return;
-    }
+    schema_dir();
     assert_matches_schema("2026-07-28").await;
 }
 
 #[test]
+#[ignore = "needs the official JSON Schemas (../shared/spec-schema): scripts/test.sh runs it"]
 fn the_validator_rejects_what_the_schema_forbids() {
-    if !schemas_present("the_validator_rejects_what_the_schema_forbids") {
-        return;
-    }
+    schema_dir();
     // A guard against a setup that accepts everything.
     for version in VERSIONS {
         let mut s = Schema::load(version);
@@ -661,6 +641,51 @@ fn the_validator_rejects_what_the_schema_forbids() {
         }
         assert!(s.check("ListToolsResult", &tool).is_ok(), "{version}");
     }
+}
+
+/// Without the schemas nothing passes vacuously: the tests that need them are ignored (the
+/// test binary lists them so), and `scripts/test.sh` says that it skips them and why, or
+/// under `CI=true` refuses to run.
+#[test]
+fn a_run_without_the_schemas_says_what_it_skipped() {
+    let ignored = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--list", "--ignored", "--format", "terse"])
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&ignored.stdout);
+    assert_eq!(listed.lines().count(), 6, "{listed}");
+    assert!(
+        listed.contains("modern_2026_07_28_messages_match_the_schema: test"),
+        "{listed}"
+    );
+
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/test.sh");
+    let run = |ci: Option<&str>| {
+        let mut cmd = std::process::Command::new("bash");
+        cmd.arg(&script)
+            .arg("--skips")
+            .env("VELLUM_SPEC_SCHEMA_DIR", "/nonexistent/spec-schema")
+            .env_remove("CI");
+        if let Some(ci) = ci {
+            cmd.env("CI", ci);
+        }
+        cmd.output().unwrap()
+    };
+    let plain = run(None);
+    let said = String::from_utf8_lossy(&plain.stdout);
+    assert!(plain.status.success(), "{said}");
+    assert!(
+        said.contains("SKIPPED 1: spec_schema's 6 schema tests")
+            && said.contains("/nonexistent/spec-schema"),
+        "{said}"
+    );
+    let ci = run(Some("true"));
+    assert!(!ci.status.success(), "CI=true must not skip them");
+    assert!(
+        String::from_utf8_lossy(&ci.stderr).contains("CI runs every test"),
+        "{}",
+        String::from_utf8_lossy(&ci.stderr)
+    );
 }
 
 #[test]
@@ -948,10 +973,9 @@ fn typed_input_request(v: &Value, method: &str) -> Result<(), String> {
 }
 
 #[test]
+#[ignore = "needs the official JSON Schemas (../shared/spec-schema): scripts/test.sh runs it"]
 fn official_examples_parse_as_our_types() {
-    if !schemas_present("official_examples_parse_as_our_types") {
-        return;
-    }
+    schema_dir();
     let dir = schema_dir().join(MODERN).join("examples");
     let mut schema = Schema::load(MODERN);
     let mut folders: Vec<PathBuf> = std::fs::read_dir(&dir)

@@ -6,13 +6,15 @@
 //! proof at the same moment cannot both accept it. The key expires with the proof's
 //! remaining lifetime, so Redis holds no more proofs than are still acceptable.
 //!
+//! The connection is a [`Redis`] handle's, so every Redis URL works here as for the stores
+//! (one node, a cluster, a Sentinel-managed master) and failovers are followed the same way.
+//!
 //! Not here: what makes the key and the lifetime (`dpop.rs`).
 
 use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-
 use super::dpop::{DpopReplayCache, ReplayCacheError, ReplayFuture};
+use crate::store::redis::{Redis, RedisOptions};
 
 /// A [`DpopReplayCache`] in Redis: several resource-server instances given the same Redis
 /// (and prefix) accept each proof once between them.
@@ -30,7 +32,7 @@ use super::dpop::{DpopReplayCache, ReplayCacheError, ReplayFuture};
 /// ```
 #[derive(Clone)]
 pub struct RedisReplayCache {
-    conn: ConnectionManager,
+    redis: Redis,
     prefix: String,
 }
 
@@ -43,25 +45,29 @@ impl std::fmt::Debug for RedisReplayCache {
 }
 
 impl RedisReplayCache {
-    /// Connects to `url` (`redis://` or `rediss://`); keys are `<prefix>:dpop:{<digest>}`.
-    /// Fails at once ([`ReplayCacheError::Backend`], with the reason) when the URL is not a
-    /// Redis URL or Redis does not answer; later outages make proofs wait for one command
-    /// timeout (2 s) and then get 503, never an unchecked pass.
+    /// Connects to `url` (any Redis URL the stores take: `redis://`, `rediss://`,
+    /// `redis-cluster://…`, `redis-sentinel://…/MASTER_NAME`); keys are
+    /// `<prefix>:dpop:{<digest>}`. Fails at once ([`ReplayCacheError::Backend`], with the
+    /// reason) when the URL is not a Redis URL or Redis does not answer; later outages make
+    /// proofs wait for the store timeout (2 s) and then get 503, never an unchecked pass.
     pub async fn connect(url: &str, prefix: &str) -> Result<Self, ReplayCacheError> {
-        let client = redis::Client::open(url)
-            .map_err(|e| ReplayCacheError::Backend(format!("invalid Redis URL {url:?}: {e}")))?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(Duration::from_secs(2)))
-            .set_response_timeout(Some(Duration::from_secs(2)))
-            .set_number_of_retries(2)
-            .set_max_delay(Duration::from_millis(500));
-        let conn = ConnectionManager::new_with_config(client, config)
-            .await
-            .map_err(|e| ReplayCacheError::Backend(format!("cannot reach Redis at {url}: {e}")))?;
-        Ok(RedisReplayCache {
-            conn,
+        let options = RedisOptions {
             prefix: prefix.to_owned(),
-        })
+            ..RedisOptions::default()
+        };
+        let redis = Redis::connect(url, options)
+            .await
+            .map_err(|e| ReplayCacheError::Backend(e.to_string()))?;
+        Ok(Self::on(&redis, prefix))
+    }
+
+    /// The cache on a connection the process has already (the stores' own), with keys
+    /// `<prefix>:dpop:{<digest>}`.
+    pub fn on(redis: &Redis, prefix: &str) -> Self {
+        RedisReplayCache {
+            redis: redis.clone(),
+            prefix: prefix.to_owned(),
+        }
     }
 
     /// The Redis key of a proof. The digest is the hash tag: in a Redis Cluster the keys
@@ -74,20 +80,12 @@ impl RedisReplayCache {
 impl DpopReplayCache for RedisReplayCache {
     fn first_use<'a>(&'a self, key: &'a str, ttl: Duration) -> ReplayFuture<'a> {
         Box::pin(async move {
-            let mut conn = self.conn.clone();
             // At least a millisecond: PX 0 is an error.
-            let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
-            let set: Option<String> = redis::cmd("SET")
-                .arg(self.key(key))
-                .arg(1)
-                .arg("NX")
-                .arg("PX")
-                .arg(ms)
-                .query_async(&mut conn)
+            let ttl = ttl.max(Duration::from_millis(1));
+            self.redis
+                .set_if_absent(&self.key(key), ttl)
                 .await
-                .map_err(|e| ReplayCacheError::Backend(e.to_string()))?;
-            // `OK` when the key was written (first use), nil when it was already there.
-            Ok(set.is_some())
+                .map_err(|e| ReplayCacheError::Backend(e.to_string()))
         })
     }
 }

@@ -3,7 +3,7 @@
 //! used by the dispatcher and by tasks alike.
 //!
 //! Not here: transport rejections (HTTP statuses live with the transport), and the framing
-//! of the wire result (see `reply.rs`).
+//! of the wire result (see `request/reply.rs`).
 
 use crate::error::Error;
 use crate::protocol::{ErrorObject, InputRequiredResult};

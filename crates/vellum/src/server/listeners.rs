@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
-use super::list_kind::ListKind;
+use super::registry::list_kind::ListKind;
 use crate::protocol::encode_notification;
 use crate::protocol::{
     Meta, NotificationParams, RequestId, ResourceUpdatedParams, SubscriptionFilter, meta_keys,

@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use super::cache_hints::{CacheHints, Cached};
 use super::mrtr::RequestStateKey;
+use super::registry::cache_hints::{CacheHints, Cached};
 use crate::protocol::{CacheHint, ServerCapabilities};
 
 /// How long a question to the client may wait for its answer, unless the handler says

@@ -101,21 +101,6 @@ impl InsufficientScope {
     }
 }
 
-impl Server {
-    /// Every scope some tool registered now requires
-    /// ([`Tool::requires_scope`](crate::protocol::Tool::requires_scope)), each once: what a
-    /// protected-resource metadata document lists in `scopes_supported`.
-    pub fn declared_scopes(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        for entry in self.registry().tools.values() {
-            for s in &entry.tool.required_scopes {
-                push_unique(&mut out, s.clone());
-            }
-        }
-        out
-    }
-}
-
 /// The scopes `request` needs: its method's rules, and for `tools/call` the tool's own and
 /// the rules for that tool. Empty when it needs none (or names no known tool: that is the
 /// method's own error to give).
@@ -145,7 +130,7 @@ pub(crate) fn tool_scopes(
     name: &str,
     out: &mut Vec<String>,
 ) {
-    if let Some(entry) = server.tool(name) {
+    if let Some(entry) = server.registry().tool(name) {
         for s in &entry.tool.required_scopes {
             push_unique(out, s.clone());
         }

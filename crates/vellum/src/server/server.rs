@@ -2,42 +2,44 @@
 //! `Arc`), so a transport's factory may hand out the same server to every session, or build
 //! one per tenant.
 //!
-//! This file holds the server's state and what it does on its own: advertising capabilities,
-//! announcing list changes and resource updates to the sessions and listen streams that asked.
-//! Not here: registering tools, resources and prompts (`registration.rs`), and serving
-//! requests (`methods/`).
+//! This file holds the server's state, as the types that own each part of it (the
+//! [`Registry`], the [`Sessions`], the [`Tasks`], the [`Listeners`], the middleware), and
+//! what the server does on its own: advertising capabilities, announcing list changes and
+//! resource updates to the sessions and listen streams that asked (and over the bus, to the
+//! other instances of a deployment). `impl Server` is here and in `registry/registration.rs`
+//! (registering tools, resources, prompts, completions and skills), nowhere else.
+//!
+//! Not here: serving requests (`methods/`).
 
-use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock, RwLock, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::cache_hints::{CacheHints, Cached};
-use super::list_kind::ListKind;
 use super::listeners::Listeners;
-use super::middleware::{IncomingRequest, Middleware, Next};
 use super::mrtr::RequestStateKey;
-use super::observe::{MessageEvent, observe};
 use super::options::ServerOptions;
-use super::registry::{ListCache, Registry};
-use super::reply::Outcome;
-use super::session::Session;
+use super::registry::cache_hints::{CacheHints, Cached};
+use super::registry::list_kind::ListKind;
+use super::registry::registry::Registry;
+use super::request::middleware::{IncomingRequest, Middleware, Next};
+use super::request::observe::{MessageEvent, observe};
+use super::request::reply::Outcome;
+use super::session::{Session, Sessions};
 use super::session_ref::SessionRef;
-use super::task_store::Tasks;
-use super::tool::ToolEntry;
+use super::tasks::Tasks;
 use super::upstream::Upstream;
 use crate::protocol::{CacheHint, encode_notification};
 use crate::protocol::{
     Implementation, JsonObject, ListCapability, NotificationParams, ResourceUpdatedParams,
     ResourcesCapability, ServerCapabilities, methods,
 };
-use crate::store::{BusMessage, MessageBus};
-use crate::sync::{lock, read, write};
+use crate::store::{BusMessage, MessageBus, TaskStore};
+use crate::sync::{read, write};
 
 /// How long list-changed notifications wait for more changes before going out.
 const LIST_CHANGED_DEBOUNCE: Duration = Duration::from_millis(10);
@@ -46,8 +48,7 @@ const LIST_CHANGED_DEBOUNCE: Duration = Duration::from_millis(10);
 pub(crate) struct ServerInner {
     pub(crate) info: Implementation,
     pub(crate) options: ServerOptions,
-    pub(crate) registry: RwLock<Registry>,
-    pub(crate) cache: ListCache,
+    pub(crate) registry: Registry,
     /// The cache hints of the cacheable results (replaceable: see `set_cache_hint`).
     pub(crate) cache_hints: RwLock<CacheHints>,
     /// The server's identity as encoded JSON, for the `_meta` of modern results (written
@@ -68,8 +69,8 @@ pub(crate) struct ServerInner {
     /// server a request, and each would otherwise leave a task and a bus receiver behind
     /// until the next bus message.
     bus_listener: OnceLock<tokio_util::sync::DropGuard>,
-    sessions: Mutex<HashMap<u64, Weak<Session>>>,
-    next_session_key: AtomicU64,
+    /// The legacy sessions served, which hear the announcements.
+    sessions: Sessions,
     /// Where requests are forwarded instead of served here, once set (a gateway).
     upstream: OnceLock<Arc<dyn Upstream>>,
     /// The upstream's identity as encoded JSON, once learned: what 2026-07-28 results name as
@@ -108,16 +109,14 @@ impl Server {
                 )),
                 cache_hints: RwLock::new(options.cache_hints),
                 options,
-                registry: RwLock::new(Registry::default()),
-                cache: ListCache::default(),
+                registry: Registry::default(),
                 info_json,
                 middleware: RwLock::default(),
                 listeners: Arc::default(),
                 bus: OnceLock::new(),
                 bus_listener: OnceLock::new(),
                 tasks: Arc::default(),
-                sessions: Mutex::new(HashMap::new()),
-                next_session_key: AtomicU64::new(1),
+                sessions: Sessions::default(),
                 upstream: OnceLock::new(),
                 upstream_info: OnceLock::new(),
                 change_scheduled: Default::default(),
@@ -151,10 +150,7 @@ impl Server {
         let mut hints = write(&self.inner.cache_hints);
         *hints = hints.with(result, hint);
         // The cached pages of `tools/list` carry the old hint: make them stale.
-        self.inner
-            .cache
-            .tools_generation
-            .fetch_add(1, Ordering::AcqRel);
+        self.inner.registry.cache.tools_changed();
     }
 
     /// The cache hint of one result now.
@@ -167,10 +163,19 @@ impl Server {
         read(&self.inner.state_key).clone()
     }
 
+    /// Keeps this server's tasks in `store` instead of this process's memory: with a store
+    /// shared by several instances (such as Redis), any instance answers `tasks/get`,
+    /// `tasks/update`, `tasks/cancel`, `tasks/result` and `tasks/list`, and the instance
+    /// running a task hears the answers and cancellations others received. Set it before
+    /// serving: tasks already in the previous store stay there.
+    pub fn set_task_store(&self, store: Arc<dyn TaskStore>) {
+        self.inner.tasks.set_store(store);
+    }
+
     /// Adds request middleware: `f` runs around every request this server dispatches, on
     /// every transport and in both eras, and decides whether to pass it on
     /// (`next.run(request).await`) or answer it itself. The first added runs first
-    /// (outermost). See [`middleware`](super::middleware) for the order.
+    /// (outermost). See [`middleware`](super::request::middleware) for the order.
     ///
     /// ```
     /// use vellum::server::{Outcome, Server, ServerOptions};
@@ -264,7 +269,7 @@ impl Server {
         if let Some(c) = &self.inner.options.capabilities {
             return c.clone();
         }
-        let r = read(&self.inner.registry);
+        let r = self.inner.registry.read();
         let listed = Some(ListCapability {
             list_changed: Some(true),
         });
@@ -366,7 +371,9 @@ impl Server {
         self.inner.listeners.resource_updated(uri);
         let here_only = self.inner.bus.get().is_some();
         let targets: Vec<Arc<Session>> = self
-            .live_sessions()
+            .inner
+            .sessions
+            .live()
             .into_iter()
             .filter(|s| s.is_subscribed(uri) && (!here_only || s.listening_here()))
             .collect();
@@ -432,12 +439,38 @@ impl Server {
                     self.deliver_resource_updated(&uri, message);
                 }
             }
+            BusMessage::Reconnected => self.resync_lists(),
             _ => {}
         }
     }
 
+    /// The bus was cut off and stands again: list changes announced meanwhile never
+    /// arrived, so the streams held here hear that every list this server has may have
+    /// changed (a spurious announcement costs a client one list call; a missed one leaves
+    /// it stale).
+    fn resync_lists(&self) {
+        let caps = self.capabilities();
+        let has = |kind| match kind {
+            ListKind::Tools => caps.tools.is_some(),
+            ListKind::Resources => caps.resources.is_some(),
+            ListKind::Prompts => caps.prompts.is_some(),
+        };
+        for kind in ListKind::ALL {
+            if !has(kind) || !self.announces_changes_of(kind) {
+                continue;
+            }
+            if let Ok(message) =
+                encode_notification(kind.method(), Some(&NotificationParams::default()))
+            {
+                self.deliver_list_changed(kind, self.sessions_listening_here(), message);
+            }
+        }
+    }
+
     fn sessions_listening_here(&self) -> Vec<Arc<Session>> {
-        self.live_sessions()
+        self.inner
+            .sessions
+            .live()
             .into_iter()
             .filter(|s| s.listening_here())
             .collect()
@@ -450,32 +483,14 @@ impl Server {
         self.inner.listeners.list_changed(kind);
     }
 
-    pub(crate) fn tool(&self, name: &str) -> Option<Arc<ToolEntry>> {
-        read(&self.inner.registry).tools.get(name).cloned()
+    /// What the server offers.
+    pub(crate) fn registry(&self) -> &Registry {
+        &self.inner.registry
     }
 
-    pub(crate) fn registry(&self) -> std::sync::RwLockReadGuard<'_, Registry> {
-        read(&self.inner.registry)
-    }
-
-    pub(crate) fn next_session_key(&self) -> u64 {
-        self.inner.next_session_key.fetch_add(1, Ordering::Relaxed)
-    }
-
-    pub(crate) fn register_session(&self, key: u64, session: Weak<Session>) {
-        lock(&self.inner.sessions).insert(key, session);
-    }
-
-    pub(crate) fn unregister_session(&self, key: u64) {
-        lock(&self.inner.sessions).remove(&key);
-    }
-
-    fn live_sessions(&self) -> Vec<Arc<Session>> {
-        lock(&self.inner.sessions)
-            .values()
-            .filter_map(Weak::upgrade)
-            .filter(|s| !s.is_closed() && s.is_initialized())
-            .collect()
+    /// The legacy sessions this server serves.
+    pub(crate) fn sessions(&self) -> &Sessions {
+        &self.inner.sessions
     }
 
     fn fan_out(&self, targets: Vec<Arc<Session>>, message: Bytes) {
@@ -517,7 +532,7 @@ impl Server {
         if !self.announces_changes_of(kind) {
             return;
         }
-        let targets = self.live_sessions();
+        let targets = self.inner.sessions.live();
         if targets.is_empty() && self.inner.listeners.is_empty() && self.inner.bus.get().is_none() {
             // Nobody to tell (registration before serving): clients list afresh anyway.
             return;

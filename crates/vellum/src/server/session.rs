@@ -5,11 +5,11 @@
 //! A session owns no task. Its state is a few atomics and small maps that stay empty
 //! (allocation-free) until used.
 //!
-//! Not here: serving the session's requests (`exchange.rs`, `methods/`), and HTTP's view of
+//! Not here: serving the session's requests (`request/exchange.rs`, `methods/`), and HTTP's view of
 //! sessions (the transport's session table).
 
-use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
@@ -18,19 +18,58 @@ use futures_util::future::BoxFuture;
 use serde::Serialize;
 
 use super::Server;
-use super::outbox::Outbox;
-use super::redact::redact_session_id;
+use super::request::observe::MessageEvent;
+use super::request::outbox::Outbox;
 use crate::error::Error;
 use crate::peer::{
     Cancel, InflightRequests, PendingAnswers, RequestIds, Ticket, Waiter, cancelled_notification,
 };
-use crate::protocol::encode_request;
 use crate::protocol::{
     ClientCapabilities, ErrorObject, Implementation, LoggingLevel, ProtocolVersion, RawJson,
     RequestId,
 };
+use crate::protocol::{Response, encode_error, encode_request, encode_response_raw};
 use crate::store::SessionRecord;
 use crate::sync::lock;
+
+/// A session id shortened for logs and `Debug`: never show one in full (it is a bearer
+/// secret), but tell two apart.
+pub(crate) fn redact_session_id(id: &str) -> String {
+    let keep: String = id.chars().take(6).collect();
+    format!("{keep}…")
+}
+
+/// The legacy sessions a server serves, held weakly (a session lives as long as its
+/// transport keeps it), so that the server's announcements reach them.
+#[derive(Default)]
+pub(crate) struct Sessions {
+    live: Mutex<HashMap<u64, Weak<Session>>>,
+    last_key: AtomicU64,
+}
+
+impl Sessions {
+    /// A key for a new session, unique in this server.
+    pub(crate) fn next_key(&self) -> u64 {
+        self.last_key.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    pub(crate) fn register(&self, key: u64, session: Weak<Session>) {
+        lock(&self.live).insert(key, session);
+    }
+
+    pub(crate) fn unregister(&self, key: u64) {
+        lock(&self.live).remove(&key);
+    }
+
+    /// The sessions still open and initialized.
+    pub(crate) fn live(&self) -> Vec<Arc<Session>> {
+        lock(&self.live)
+            .values()
+            .filter_map(Weak::upgrade)
+            .filter(|s| !s.is_closed() && s.is_initialized())
+            .collect()
+    }
+}
 
 /// What the client said in `initialize`.
 #[derive(Debug, Clone)]
@@ -166,7 +205,7 @@ impl Session {
         temporary: bool,
         init: Option<ClientInit>,
     ) -> Arc<Session> {
-        let registry_key = server.next_session_key();
+        let registry_key = server.sessions().next_key();
         let s = Arc::new_cyclic(|me| Session {
             id,
             server,
@@ -188,7 +227,9 @@ impl Session {
             let _ = s.init.set(init);
         }
         if !temporary {
-            s.server.register_session(registry_key, Arc::downgrade(&s));
+            s.server
+                .sessions()
+                .register(registry_key, Arc::downgrade(&s));
         }
         s
     }
@@ -455,7 +496,7 @@ impl Session {
         }
         self.inflight.cancel_all();
         self.pending.clear();
-        self.server.unregister_session(self.registry_key);
+        self.server.sessions().unregister(self.registry_key);
         self.tell_upstream_closed();
     }
 
@@ -485,7 +526,7 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         if !self.temporary {
-            self.server.unregister_session(self.registry_key);
+            self.server.sessions().unregister(self.registry_key);
             if !self.closed.swap(true, Ordering::AcqRel) {
                 self.tell_upstream_closed();
             }
@@ -556,5 +597,24 @@ impl Cancel for Weak<dyn InflightRequest> {
             }
             None => false,
         }
+    }
+}
+
+/// Delivers the client's answer to one of the server's requests (to the question waiting
+/// for it here, else to the instance that asked, through the session's hooks).
+pub(crate) fn handle_response(session: &Session, r: Response) {
+    session
+        .server()
+        .observe(&MessageEvent::ResponseReceived(&r));
+    let Some(id) = r.id.clone() else { return };
+    let stray = session.hooks().map(|_| match &r.outcome {
+        Ok(result) => encode_response_raw(&id, result.as_bytes()),
+        Err(e) => encode_error(Some(&id), e),
+    });
+    if !session.resolve(&id, r.outcome)
+        && let (Some(h), Some(m)) = (session.hooks(), stray)
+    {
+        // Nobody waits here: the request may be another instance's.
+        h.unmatched_response(m);
     }
 }

@@ -18,8 +18,8 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 
-use super::context::RequestContext;
 use super::handler_error::HandlerError;
+use super::request::context::RequestContext;
 use super::session_ref::SessionRef;
 use crate::protocol::{
     ErrorObject, InitializeParams, InitializeResult, Notification, ParamHeader, RawJson,

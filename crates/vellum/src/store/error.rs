@@ -18,7 +18,8 @@ pub enum StoreError {
         /// The requests of the stream that will never be answered.
         requests: Vec<RequestId>,
     },
-    /// The backend failed (connection lost, …).
-    #[error("event store backend error: {0}")]
+    /// The backend failed (connection lost, no answer within the store timeout, …): worth
+    /// retrying later.
+    #[error("store backend unavailable: {0}")]
     Backend(String),
 }

@@ -11,7 +11,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client::transport::{Incoming, OutgoingMessage, Transport, decode_incoming};
 use crate::error::TransportError;
-use crate::server::{Connection, Server};
+use crate::server::Server;
+use crate::transport::Connection;
 
 /// A client transport whose other end is a [`Connection`] to a [`Server`] in this process.
 #[derive(Debug)]

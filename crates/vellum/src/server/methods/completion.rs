@@ -2,16 +2,16 @@
 //! completer of that argument (or the server's completion handler) and sends at most 100
 //! candidates.
 //!
-//! Not here: registering completers (`registration.rs`).
+//! Not here: registering completers (`registry/registration.rs`).
 
 use std::sync::Arc;
 
-use super::super::context::RequestContext;
-use super::super::handler_error::Served;
-use super::super::prompt::completer_key;
-use super::super::reply::{Outcome, complete as complete_result, failure};
-use super::super::request::RequestShared;
 use crate::protocol::{CompleteParams, CompleteResult, CompletionReference, ErrorObject, methods};
+use crate::server::handler_error::Served;
+use crate::server::registry::prompt::completer_key;
+use crate::server::request::context::RequestContext;
+use crate::server::request::reply::{Outcome, complete as complete_result, failure};
+use crate::server::request::request::RequestShared;
 
 /// The most candidates one answer carries.
 const MAX_VALUES: usize = 100;
@@ -23,7 +23,7 @@ pub(super) async fn complete(
 ) -> Result<Outcome, ErrorObject> {
     shared.set_meta(p.meta.clone());
     let handler = {
-        let reg = shared.server.registry();
+        let reg = shared.server.registry().read();
         if reg.completion.is_none() && reg.completers.is_empty() {
             return Err(ErrorObject::method_not_found(methods::COMPLETION_COMPLETE));
         }

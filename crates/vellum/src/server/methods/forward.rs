@@ -17,17 +17,17 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::super::cache_hints::Cached;
-use super::super::context::RequestContext;
-use super::super::handler_error::{Served, WireFailure};
-use super::super::reply::{HasMeta, Outcome, encode_result, failure};
-use super::super::request::RequestShared;
-use super::super::scopes::{self, ScopeRules};
-use super::super::upstream::{ForwardedRequest, Upstream};
 use crate::protocol::{
     CacheHint, ErrorObject, InputResponses, JsonObject, Meta, RawJson, ResultType,
     encode_response_raw, methods,
 };
+use crate::server::handler_error::{Served, WireFailure};
+use crate::server::registry::cache_hints::Cached;
+use crate::server::request::context::RequestContext;
+use crate::server::request::reply::{HasMeta, Outcome, encode_result, failure};
+use crate::server::request::request::RequestShared;
+use crate::server::scopes::{self, ScopeRules};
+use crate::server::upstream::{ForwardedRequest, Upstream};
 
 /// True for the methods a server with an upstream forwards without answering them itself.
 pub(super) fn forwarded(method: &str) -> bool {

@@ -8,10 +8,10 @@
 //!    call that runs as a task);
 //! 5. call the handler;
 //! 6. frame its result, or map its failure with the one mapping
-//!    ([`HandlerError::into_wire`](super::super::handler_error::HandlerError::into_wire)).
+//!    ([`HandlerError::into_wire`](crate::server::handler_error::HandlerError::into_wire)).
 //!
 //! Each method says only what differs (an [`InputMethod`]). Not here: the handler context
-//! asking the question (`context.rs`) and the signed state (`mrtr.rs`).
+//! asking the question (`request/context.rs`) and the signed state (`mrtr.rs`).
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -19,20 +19,20 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::super::cache_hints::Cached;
-use super::super::context::RequestContext;
-use super::super::handler_error::{HandlerError, Served, WireFailure};
-use super::super::prompt::{GetPromptRequest, PromptEntry};
-use super::super::reply::{Outcome, cacheable_with, complete, failure};
-use super::super::request::RequestShared;
-use super::super::resource::{DynResourceHandler, ReadResourceRequest};
-use super::super::scopes::{self, ScopeRules};
-use super::super::tool::{CallToolRequest, ToolEntry, execute_tool};
-use super::tasks;
+use super::tasks::{self, Plan, ToolOutput};
 use crate::protocol::{
     CallToolParams, CallToolResult, ErrorObject, GetPromptParams, GetPromptResult, InputResponses,
     JsonObject, Meta, ParamHeader, RawJson, ReadResourceParams, ReadResourceResult, code,
 };
+use crate::server::handler_error::{HandlerError, Served, WireFailure};
+use crate::server::registry::cache_hints::Cached;
+use crate::server::registry::prompt::{GetPromptRequest, PromptEntry};
+use crate::server::registry::resource::{DynResourceHandler, ReadResourceRequest};
+use crate::server::registry::tool::{CallToolRequest, ToolEntry, execute_tool};
+use crate::server::request::context::RequestContext;
+use crate::server::request::reply::{Outcome, cacheable_with, complete, failure};
+use crate::server::request::request::RequestShared;
+use crate::server::scopes::{self, ScopeRules};
 
 /// The params of a method that may ask the client: they carry the retry's answers and
 /// state besides `_meta`.
@@ -115,15 +115,9 @@ pub(super) async fn serve<M: InputMethod>(
 /// `tools/call`.
 pub(super) struct ToolCall;
 
-/// What a tool call answers: the handler's result, or the task it became.
-pub(super) enum ToolOutput {
-    Result(CallToolResult),
-    Task(Outcome),
-}
-
 impl InputMethod for ToolCall {
     type Params = CallToolParams;
-    type Call = (Arc<ToolEntry>, CallToolRequest);
+    type Call = (Arc<ToolEntry>, CallToolRequest, Plan);
     type Output = ToolOutput;
     const SERVED: Served = Served::Tool;
 
@@ -131,7 +125,7 @@ impl InputMethod for ToolCall {
         shared: &Arc<RequestShared>,
         mut p: CallToolParams,
     ) -> Result<Self::Call, Outcome> {
-        let Some(entry) = shared.server.tool(&p.name) else {
+        let Some(entry) = shared.server.registry().tool(&p.name) else {
             return Err(Outcome::Error(ErrorObject::invalid_params(format!(
                 "Unknown tool: {}",
                 p.name
@@ -167,25 +161,22 @@ impl InputMethod for ToolCall {
             meta: p.meta,
             task: p.task,
         };
-        match tasks::decide(shared, &entry, &request) {
+        match tasks::plan(shared, &entry, &request) {
             Err(e) => Err(Outcome::Error(e)),
-            Ok(Some(ttl)) => Err(tasks::start(shared, entry, request, ttl).await),
-            Ok(None) => Ok((entry, request)),
+            Ok(Plan::Task(ttl)) => Err(tasks::start(shared, entry, request, ttl).await),
+            Ok(plan) => Ok((entry, request, plan)),
         }
     }
 
     async fn call(
         shared: &Arc<RequestShared>,
-        (entry, request): Self::Call,
+        (entry, request, plan): Self::Call,
     ) -> Result<ToolOutput, HandlerError> {
-        // Only a call that may become a task needs its request again afterwards.
-        let kept = tasks::may_become_task(shared).then(|| request.clone());
-        match (execute_tool(shared.clone(), &entry, request).await, kept) {
-            // The handler asked to go on as a task (`RequestContext::become_task`).
-            (Err(_), Some(request)) if tasks::wants_task(shared) => Ok(ToolOutput::Task(
-                tasks::become_task(shared, entry, request).await,
-            )),
-            (other, _) => other.map(ToolOutput::Result),
+        match plan {
+            Plan::MayBecomeTask => tasks::in_place_until_task(shared, entry, request).await,
+            Plan::InPlace | Plan::Task(_) => execute_tool(shared.clone(), &entry, request)
+                .await
+                .map(ToolOutput::Result),
         }
     }
 
@@ -243,7 +234,7 @@ impl InputMethod for ResourceRead {
         p: ReadResourceParams,
     ) -> Result<Self::Call, Outcome> {
         let found = {
-            let reg = shared.server.registry();
+            let reg = shared.server.registry().read();
             if let Some(e) = reg.resources.get(&p.uri) {
                 Some((e.handler.clone(), BTreeMap::new()))
             } else {
@@ -297,7 +288,14 @@ impl InputMethod for PromptGet {
         shared: &Arc<RequestShared>,
         mut p: GetPromptParams,
     ) -> Result<Self::Call, Outcome> {
-        let Some(entry) = shared.server.registry().prompts.get(&p.name).cloned() else {
+        let Some(entry) = shared
+            .server
+            .registry()
+            .read()
+            .prompts
+            .get(&p.name)
+            .cloned()
+        else {
             return Err(Outcome::Error(ErrorObject::invalid_params(format!(
                 "Unknown prompt: {}",
                 p.name

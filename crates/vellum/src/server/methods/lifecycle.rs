@@ -1,20 +1,19 @@
 //! The methods about the connection itself rather than what the server offers:
 //! `initialize` and `ping` (legacy sessions), `server/discover` (2026-07-28), and the
 //! session state a legacy client sets (`logging/setLevel`, `resources/subscribe` and
-//! `resources/unsubscribe`).
-//!
-//! Not here: `notifications/initialized` and the other notifications (`incoming.rs`).
+//! `resources/unsubscribe`); and the notifications about the session,
+//! `notifications/initialized` and `notifications/cancelled`.
 
 use std::sync::Arc;
 
-use super::super::reply::{Outcome, cacheable, complete, empty};
-use super::super::request::{RequestShared, Scope};
-use super::super::session::{ClientInit, Session};
-use super::super::session_ref::SessionRef;
 use crate::protocol::{
-    DiscoverResult, ErrorObject, InitializeParams, InitializeResult, ProtocolVersion, RawJson,
-    SetLevelParams, SubscribeParams,
+    CancelledParams, DiscoverResult, ErrorObject, InitializeParams, InitializeResult,
+    ProtocolVersion, RawJson, SetLevelParams, SubscribeParams, encode_notification, methods,
 };
+use crate::server::request::reply::{Outcome, cacheable, complete, empty};
+use crate::server::request::request::{RequestShared, Scope};
+use crate::server::session::{ClientInit, Session};
+use crate::server::session_ref::SessionRef;
 
 /// The legacy session of a request (the table only routes legacy methods here).
 fn session_of(shared: &RequestShared) -> Result<&Arc<Session>, ErrorObject> {
@@ -170,5 +169,22 @@ async fn forward_or(shared: &Arc<RequestShared>, raw: Option<&RawJson>) -> Outco
             super::forward::forward(shared, &up, raw.cloned()).await
         }
         None => empty(shared),
+    }
+}
+
+/// `notifications/initialized`: the handshake is complete.
+pub(super) fn initialized(session: &Session, (): ()) {
+    session.mark_initialized();
+}
+
+/// `notifications/cancelled`: the request stops, here or (with hooks that share the
+/// session) on the instance running it.
+pub(super) fn cancelled(session: &Session, p: CancelledParams) {
+    if !session.cancel_inflight(&p.request_id)
+        && let Some(h) = session.hooks()
+        && let Ok(m) = encode_notification(methods::CANCELLED, Some(&p))
+    {
+        // Not running here: it may run on another instance of the deployment.
+        h.unmatched_cancel(m);
     }
 }

@@ -11,14 +11,14 @@
 
 use std::sync::Arc;
 
-use super::super::listeners::subscription_meta;
-use super::super::reply::{Outcome, complete};
-use super::super::request::RequestShared;
-use super::super::upstream::Upstream;
 use crate::protocol::{
     EmptyResult, ErrorObject, SubscriptionFilter, SubscriptionsAcknowledgedParams,
     SubscriptionsListenParams, encode_notification, methods,
 };
+use crate::server::listeners::subscription_meta;
+use crate::server::request::reply::{Outcome, complete};
+use crate::server::request::request::RequestShared;
+use crate::server::upstream::Upstream;
 
 /// `subscriptions/listen`.
 pub(super) async fn listen(

@@ -4,7 +4,7 @@
 //! may keep its encoded pages ([`Listing::cache`]): `tools/list` does, so a walk of any
 //! length copies bytes.
 //!
-//! Not here: `tasks/list`, whose items belong to their owner (`tasks.rs`), and the cursor
+//! Not here: `tasks/list`, whose items belong to their owner (`tasks/legacy.rs`), and the cursor
 //! format (`pagination.rs`).
 
 use std::collections::BTreeMap;
@@ -16,20 +16,19 @@ use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::super::cache_hints::Cached;
-use super::super::pagination::{decode_cursor, page_after, page_numbers};
-use super::super::prompt::PromptEntry;
-use super::super::registry::{PageCache, Registry};
-use super::super::reply::{HasMeta, Outcome, cacheable_with, write_result};
-use super::super::request::RequestShared;
-use super::super::resource::{ResourceEntry, TemplateEntry};
-use super::super::server::ServerInner;
-use super::super::tool::ToolEntry;
 use crate::protocol::{
     ErrorObject, JsonObject, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
     ListToolsResult, PaginatedParams, Prompt, Resource, ResourceTemplate, ResultType, Tool,
     encode_response_raw,
 };
+use crate::server::registry::cache_hints::Cached;
+use crate::server::registry::pagination::{decode_cursor, page_after, page_numbers};
+use crate::server::registry::prompt::PromptEntry;
+use crate::server::registry::registry::{Entries, PageCache, Registry};
+use crate::server::registry::resource::{ResourceEntry, TemplateEntry};
+use crate::server::registry::tool::ToolEntry;
+use crate::server::request::reply::{HasMeta, Outcome, cacheable_with, write_result};
+use crate::server::request::request::RequestShared;
 
 /// One list method: which registry map it pages and how its result is built.
 pub(super) trait Listing {
@@ -43,13 +42,13 @@ pub(super) trait Listing {
     const CACHED: Cached;
 
     /// The registry map listed.
-    fn map(registry: &Registry) -> &BTreeMap<String, Arc<Self::Entry>>;
+    fn map(registry: &Entries) -> &BTreeMap<String, Arc<Self::Entry>>;
     /// An entry as the request's era lists it.
     fn item(entry: &Self::Entry, modern: bool) -> Self::Item;
     /// The result of one page.
     fn result(items: Vec<Self::Item>, next_cursor: Option<String>) -> Self::Result;
     /// The cache of the encoded pages, when this list keeps one.
-    fn cache(_server: &ServerInner) -> Option<Pages<'_>> {
+    fn cache(_registry: &Registry) -> Option<Pages<'_>> {
         None
     }
 }
@@ -78,7 +77,7 @@ pub(super) fn serve<L: Listing>(
     let modern = shared.is_modern();
     let slot = era_slot(modern);
     let after = decode_cursor(p.cursor.as_deref())?;
-    let cache = L::cache(&server.inner);
+    let cache = L::cache(server.registry());
     if let Some(c) = &cache {
         let current = c.generation.load(Ordering::Acquire);
         let cached = c
@@ -92,7 +91,7 @@ pub(super) fn serve<L: Listing>(
     }
     let size = server.options().page_size;
     let (result, keep) = {
-        let reg = server.registry();
+        let reg = server.registry().read();
         let map = L::map(&reg);
         // Read under the registry lock: writers bump it under the write lock, so it is the
         // generation of exactly this map.
@@ -144,7 +143,7 @@ impl Listing for Tools {
     type Result = ListToolsResult;
     const CACHED: Cached = Cached::ToolsList;
 
-    fn map(registry: &Registry) -> &BTreeMap<String, Arc<ToolEntry>> {
+    fn map(registry: &Entries) -> &BTreeMap<String, Arc<ToolEntry>> {
         &registry.tools
     }
 
@@ -170,10 +169,10 @@ impl Listing for Tools {
         }
     }
 
-    fn cache(server: &ServerInner) -> Option<Pages<'_>> {
+    fn cache(registry: &Registry) -> Option<Pages<'_>> {
         Some(Pages {
-            pages: &server.cache.tools,
-            generation: &server.cache.tools_generation,
+            pages: &registry.cache.tools,
+            generation: &registry.cache.tools_generation,
         })
     }
 }
@@ -192,7 +191,7 @@ impl Listing for Resources {
     type Result = ListResourcesResult;
     const CACHED: Cached = Cached::ResourcesList;
 
-    fn map(registry: &Registry) -> &BTreeMap<String, Arc<ResourceEntry>> {
+    fn map(registry: &Entries) -> &BTreeMap<String, Arc<ResourceEntry>> {
         &registry.resources
     }
 
@@ -218,7 +217,7 @@ impl Listing for Templates {
     type Result = ListResourceTemplatesResult;
     const CACHED: Cached = Cached::ResourceTemplatesList;
 
-    fn map(registry: &Registry) -> &BTreeMap<String, Arc<TemplateEntry>> {
+    fn map(registry: &Entries) -> &BTreeMap<String, Arc<TemplateEntry>> {
         &registry.templates
     }
 
@@ -247,7 +246,7 @@ impl Listing for Prompts {
     type Result = ListPromptsResult;
     const CACHED: Cached = Cached::PromptsList;
 
-    fn map(registry: &Registry) -> &BTreeMap<String, Arc<PromptEntry>> {
+    fn map(registry: &Entries) -> &BTreeMap<String, Arc<PromptEntry>> {
         &registry.prompts
     }
 

@@ -2,24 +2,23 @@
 //! entry by the URI of its `SKILL.md`) and `resources/directory/read` (the direct children
 //! of a skill directory, sub-directories typed `inode/directory`). Both lists are cacheable.
 //!
-//! Not here: publishing skills (`server/skills.rs`).
+//! Not here: publishing skills (`Server::add_skill`, `registry/skills.rs`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::super::pagination::page;
-use super::super::reply::{Outcome, cacheable, complete};
-use super::super::request::RequestShared;
-use super::super::skill_files::SkillFiles;
 use crate::protocol::{
     DIRECTORY_MIME_TYPE, ErrorObject, GetSkillParams, GetSkillResult, ListSkillsResult,
     PaginatedParams, ReadDirectoryParams, ReadDirectoryResult, Resource,
 };
-use crate::sync::read;
+use crate::server::registry::pagination::page;
+use crate::server::request::reply::{Outcome, cacheable, complete};
+use crate::server::request::request::RequestShared;
+use crate::skill_files::SkillFiles;
 
 /// `skills/list`: whole entries, page by page.
 pub(crate) fn list(shared: &RequestShared, p: PaginatedParams) -> Result<Outcome, ErrorObject> {
-    let skills = read(&shared.server.inner.registry).skills.clone();
+    let skills = shared.server.registry().read().skills.clone();
     let (items, next) = page(
         &skills,
         p.cursor.as_deref(),
@@ -37,7 +36,10 @@ pub(crate) fn list(shared: &RequestShared, p: PaginatedParams) -> Result<Outcome
 
 /// `skills/get`: one entry; an unknown URI is -32602.
 pub(crate) fn get(shared: &RequestShared, p: GetSkillParams) -> Result<Outcome, ErrorObject> {
-    let skill = read(&shared.server.inner.registry)
+    let skill = shared
+        .server
+        .registry()
+        .read()
         .skills
         .get(&p.uri)
         .cloned()
@@ -65,7 +67,10 @@ pub(crate) fn read_directory(
         ErrorObject::invalid_params(format!("Not a directory: {}", p.uri))
             .with_data(serde_json::json!({ "uri": p.uri }))
     };
-    let skills: Vec<Arc<SkillFiles>> = read(&shared.server.inner.registry)
+    let skills: Vec<Arc<SkillFiles>> = shared
+        .server
+        .registry()
+        .read()
         .skills
         .values()
         .cloned()

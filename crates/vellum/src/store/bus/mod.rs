@@ -79,6 +79,11 @@ pub enum BusMessage {
     },
     /// A task changed (the task store's signals): about a task, not a session.
     Task(TaskSignal),
+    /// This instance's bus connection was lost and stands again: messages published
+    /// meanwhile never arrived here, so whoever caches what they announce refreshes it
+    /// (listen streams hear a fresh `list_changed`). Raised by the bus itself, here only;
+    /// never published.
+    Reconnected,
 }
 
 /// A change of a task that other instances may have to act on.
@@ -106,7 +111,7 @@ impl BusMessage {
     /// The session the message is about (empty for a task's message and the server-wide ones).
     pub fn session(&self) -> &str {
         match self {
-            BusMessage::Task(_) => "",
+            BusMessage::Task(_) | BusMessage::Reconnected => "",
             BusMessage::ClientResponse { session, .. }
             | BusMessage::Cancel { session, .. }
             | BusMessage::Standalone { session, .. }

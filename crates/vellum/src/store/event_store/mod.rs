@@ -108,6 +108,22 @@ pub trait EventStore: Send + Sync + 'static {
         message: Bytes,
     ) -> BoxFuture<'static, Result<EventId, StoreError>>;
 
+    /// Appends as [`EventStore::append`] for the one writer of a stream, which knows the
+    /// position the event is to get: `expected`, one past the last id it was given (1 for
+    /// the first event). A store that may run an append twice (a retry over a lost answer)
+    /// or lose its latest events (a failover to a replica that had not received them) uses
+    /// it to store the event once and never to give out an id twice. Default: `append`.
+    fn append_expecting(
+        &self,
+        session: &str,
+        stream: StreamId,
+        message: Bytes,
+        expected: u64,
+    ) -> BoxFuture<'static, Result<EventId, StoreError>> {
+        let _ = expected;
+        self.append(session, stream, message)
+    }
+
     /// The events of `after.stream` that come after `after`, in order. Fails with
     /// [`StoreError::Evicted`] when any of them is gone (never a silently partial replay),
     /// and with [`StoreError::UnknownStream`] for streams it does not know. The standalone

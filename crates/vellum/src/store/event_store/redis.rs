@@ -2,7 +2,7 @@
 //! followable from every instance (a follower ends when the stream is complete, or fails when
 //! its writer's heartbeat stops). Key layout: the `redis` module's docs.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_util::StreamExt as _;
@@ -13,7 +13,7 @@ use redis::Value;
 use super::{EventId, EventStore, StoredEvent, StreamId};
 use crate::protocol::RequestId;
 use crate::store::error::StoreError;
-use crate::store::redis::{Call, Redis, backend, retrying, scripts};
+use crate::store::redis::{Call, Link, Redis, backend, retrying, scripts};
 
 impl Redis {
     /// The event store on this connection.
@@ -39,7 +39,8 @@ impl EventStore for RedisEventStore {
             .arg(serde_json::to_string(requests).unwrap_or_else(|_| "[]".into()))
             .arg(r.options().event_ttl.as_millis() as u64)
             .arg(r.options().max_streams_per_session)
-            .arg(r.require_session());
+            .arg(r.require_session())
+            .replicated(r.wait());
         let conn = r.conn();
         Box::pin(async move {
             let n: i64 = call.run(conn).await?;
@@ -56,6 +57,16 @@ impl EventStore for RedisEventStore {
         stream: StreamId,
         message: Bytes,
     ) -> BoxFuture<'static, Result<EventId, StoreError>> {
+        self.append_expecting(session, stream, message, 0)
+    }
+
+    fn append_expecting(
+        &self,
+        session: &str,
+        stream: StreamId,
+        message: Bytes,
+        expected: u64,
+    ) -> BoxFuture<'static, Result<EventId, StoreError>> {
         let r = &self.0;
         let call = Call::new(&scripts::APPEND)
             .arg(r.base(session))
@@ -63,7 +74,9 @@ impl EventStore for RedisEventStore {
             .arg(message.as_ref())
             .arg(r.options().event_ttl.as_millis() as u64)
             .arg(r.options().max_events_per_stream)
-            .arg(r.require_session());
+            .arg(r.require_session())
+            .arg(expected)
+            .replicated(r.wait());
         let conn = r.conn();
         Box::pin(async move {
             let seq: i64 = call.run(conn).await?;
@@ -161,10 +174,18 @@ struct FollowState {
     stream_key: String,
     instances: String,
     last: EventId,
-    conn: Option<crate::store::redis::Conn>,
+    conn: Option<Link>,
     pending: std::collections::VecDeque<StoredEvent>,
     finished: bool,
+    /// Since when reads fail: they are retried on a fresh connection within the store
+    /// timeout (a failover, a reconnect), then the follower fails.
+    failing_since: Option<Instant>,
+    /// Since when the writer's heartbeat is missing (see `writer_gone`).
+    missing_since: Option<Instant>,
 }
+
+/// The pause before a failed read is retried on a fresh connection.
+const FOLLOW_RETRY: Duration = Duration::from_millis(200);
 
 /// Follows a stream: blocking reads on a dedicated connection (no response timeout, so it
 /// never stalls the shared one), and after each read the stream's state: complete, or its
@@ -185,6 +206,8 @@ fn async_stream_follow(
         conn: None,
         pending: Default::default(),
         finished: false,
+        failing_since: None,
+        missing_since: None,
     };
     futures_util::stream::unfold(state, |mut st| async move {
         loop {
@@ -196,7 +219,14 @@ fn async_stream_follow(
                 return None;
             }
             match follow_step(&mut st).await {
-                Ok(()) => {}
+                Ok(()) => st.failing_since = None,
+                Err(StoreError::Backend(_))
+                    if st.failing_since.get_or_insert_with(Instant::now).elapsed()
+                        < st.redis.conn().timeout() =>
+                {
+                    st.conn = None;
+                    tokio::time::sleep(FOLLOW_RETRY).await;
+                }
                 Err(e) => {
                     st.finished = true;
                     return Some((Err(e), st));
@@ -232,7 +262,7 @@ async fn follow_step(st: &mut FollowState) -> Result<(), StoreError> {
         .query_async(conn)
         .await
         .map_err(backend)?;
-    let got = parse_xread(reply, st.last.stream)?;
+    let got = contiguous(st.last.seq, parse_xread(reply, st.last.stream)?)?;
     let got_any = !got.is_empty();
     st.pending.extend(got);
     if got_any {
@@ -268,13 +298,43 @@ async fn follow_step(st: &mut FollowState) -> Result<(), StoreError> {
             .query_async(conn)
             .await
             .map_err(backend)?;
-        st.pending.extend(parse_range(rest, st.last.stream)?);
+        st.pending
+            .extend(contiguous(st.last.seq, parse_range(rest, st.last.stream)?)?);
         st.finished = true;
     } else if alive == 0 {
-        let requests: Vec<RequestId> = serde_json::from_str(&requests).unwrap_or_default();
-        return Err(StoreError::WriterGone { requests });
+        if writer_gone(st) {
+            let requests: Vec<RequestId> = serde_json::from_str(&requests).unwrap_or_default();
+            return Err(StoreError::WriterGone { requests });
+        }
+    } else {
+        st.missing_since = None;
     }
     Ok(())
+}
+
+/// Whether a writer whose heartbeat is missing now counts as gone: only once it stayed
+/// missing two beats longer, while this instance's own link worked for three beats (the
+/// heartbeat's lifetime). An outage or a failover hides every instance's heartbeats for a
+/// while; a writer that lives beats again as soon as its link is back, and this instance's
+/// supervisor notices a failover (and restarts the three beats) well within two beats.
+fn writer_gone(st: &mut FollowState) -> bool {
+    let beat = st.redis.options().heartbeat;
+    let first = *st.missing_since.get_or_insert_with(Instant::now);
+    first.elapsed() >= beat * 2 && st.redis.conn().steady_for() >= beat * 3
+}
+
+/// `events` if they follow `after` without a hole; a hole (events a failover lost, the
+/// writer went on past them) ends the follower: never a silently partial stream (the
+/// client's next resume hears why).
+fn contiguous(after: u64, events: Vec<StoredEvent>) -> Result<Vec<StoredEvent>, StoreError> {
+    let holes = events
+        .iter()
+        .zip(after + 1..)
+        .any(|(ev, want)| ev.id.seq != want);
+    if holes {
+        return Err(StoreError::Evicted);
+    }
+    Ok(events)
 }
 
 fn parse_range(v: Value, stream: StreamId) -> Result<Vec<StoredEvent>, StoreError> {

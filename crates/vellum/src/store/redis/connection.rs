@@ -1,9 +1,11 @@
-//! [`Redis`]: one connection to Redis and this instance's identity, shared by the three Redis
+//! [`Redis`]: one connection to Redis and this instance's identity, shared by the Redis
 //! stores of the process. Besides the command connection it runs this instance's heartbeat
-//! (so followers of its streams see it alive) and the bus listener (pub/sub messages decoded
-//! into [`BusMessage`]s for every [`RedisBus`](super::RedisBus) subscriber).
+//! (so followers of its streams see it alive), the bus listener (pub/sub messages decoded
+//! into [`BusMessage`]s for every [`RedisBus`](super::RedisBus) subscriber) and the
+//! connection's supervisor (`supervisor.rs`: failovers, partitions).
 //!
-//! Not here: what a store does with the connection (each kind's `redis.rs` holds that), and
+//! Not here: what a store does with the connection (each kind's `redis.rs` holds that), how
+//! operations run and retry (`call.rs`), the links (`link.rs`), the URLs (`target.rs`), and
 //! the Lua scripts (`scripts.rs`).
 
 use std::sync::Arc;
@@ -16,7 +18,12 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 
-use super::target::{Conn, Target};
+use redis::Value;
+
+use super::call::{Wait, backend, retrying};
+use super::link::Conn;
+use super::supervisor::supervise;
+use super::target::Target;
 use crate::store::bus::BusMessage;
 use crate::store::error::StoreError;
 
@@ -36,8 +43,20 @@ pub struct RedisOptions {
     /// How often this instance proves it is alive; it counts as dead after three missed
     /// beats. Default: 1 s.
     pub heartbeat: Duration,
-    /// How long one Redis command may take before it fails. Default: 2 s.
+    /// The store timeout: how long one store operation may take, retries over a reconnect
+    /// or a failover included, before it fails (and the request gets 503 with
+    /// `Retry-After`). Default: 2 s.
     pub command_timeout: Duration,
+    /// How often the topology is looked at while all is well (a cluster's slot map, the
+    /// master the Sentinels name); after a failed command it is looked at at once. Default:
+    /// 1 s.
+    pub topology_interval: Duration,
+    /// Replicas that must acknowledge each stored event and new session (`WAIT`) before it
+    /// counts as written; 0 (the default) does not wait. See [`RedisOptions::wait_timeout`].
+    pub wait_replicas: u32,
+    /// How long a write waits for [`RedisOptions::wait_replicas`]: past it, the write is
+    /// kept on the master alone, as without waiting. Default: 100 ms.
+    pub wait_timeout: Duration,
 }
 
 impl Default for RedisOptions {
@@ -49,6 +68,9 @@ impl Default for RedisOptions {
             max_streams_per_session: 64,
             heartbeat: Duration::from_secs(1),
             command_timeout: Duration::from_secs(2),
+            topology_interval: Duration::from_secs(1),
+            wait_replicas: 0,
+            wait_timeout: Duration::from_millis(100),
         }
     }
 }
@@ -79,7 +101,7 @@ struct Inner {
     /// Whether this connection's session store is in use: then events are only written for
     /// sessions whose record exists (no keys are recreated for a session just deleted).
     sessions_here: AtomicBool,
-    target: Target,
+    target: Arc<Target>,
     conn: Conn,
     options: RedisOptions,
     instance: String,
@@ -111,86 +133,6 @@ impl std::fmt::Debug for Redis {
     }
 }
 
-/// A Redis failure as a store error.
-pub(in crate::store) fn backend(e: redis::RedisError) -> StoreError {
-    StoreError::Backend(e.to_string())
-}
-
-/// Runs a command, once more on a broken connection: the connection manager reconnects in
-/// the meantime, so the first request after a Redis restart does not fail.
-pub(in crate::store) async fn retrying<T, F, Fut>(conn: Conn, op: F) -> Result<T, StoreError>
-where
-    F: Fn(Conn) -> Fut,
-    Fut: std::future::Future<Output = redis::RedisResult<T>>,
-{
-    match op(conn.clone()).await {
-        Ok(v) => Ok(v),
-        Err(e)
-            if e.is_io_error()
-                || e.is_connection_dropped()
-                || e.is_connection_refusal()
-                || e.is_cluster_error() =>
-        {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            op(conn).await.map_err(backend)
-        }
-        Err(e) => Err(backend(e)),
-    }
-}
-
-/// A script call with owned arguments, repeatable (for [`retrying`]).
-///
-/// On a cluster a script runs on the node owning its keys' slot, so it must declare a key:
-/// the one given with [`Call::key`], or else its first argument (every script of the stores
-/// takes the `<prefix>:{<session>}` base first, which hashes to the session's slot). Keys
-/// the script derives from that base carry the same hash tag, so a script touches one slot.
-#[derive(Clone)]
-pub(in crate::store) struct Call {
-    script: &'static redis::Script,
-    key: Option<Vec<u8>>,
-    args: Vec<Vec<u8>>,
-}
-
-impl Call {
-    pub(in crate::store) fn new(script: &'static redis::Script) -> Self {
-        Call {
-            script,
-            key: None,
-            args: Vec::new(),
-        }
-    }
-
-    /// Declares `k` as the script's `KEYS[1]` (instead of its first argument).
-    #[allow(dead_code)] // for stores whose first argument is not in the slot they touch
-    pub(in crate::store) fn key(mut self, k: impl redis::ToRedisArgs) -> Self {
-        self.key = k.to_redis_args().into_iter().next();
-        self
-    }
-
-    pub(in crate::store) fn arg(mut self, a: impl redis::ToRedisArgs) -> Self {
-        self.args.extend(a.to_redis_args());
-        self
-    }
-
-    pub(in crate::store) async fn run<T: redis::FromRedisValue>(
-        self,
-        conn: Conn,
-    ) -> Result<T, StoreError> {
-        let key = self.key.as_ref().or(self.args.first());
-        retrying(conn, |mut c| {
-            let mut inv = self.script.prepare_invoke();
-            if let Some(k) = key {
-                inv.key(k.as_slice());
-            }
-            for a in &self.args {
-                inv.arg(a.as_slice());
-            }
-            async move { inv.invoke_async(&mut c).await }
-        })
-        .await
-    }
-}
-
 /// The bus envelope: who sent it, and the message.
 #[derive(Serialize, Deserialize)]
 pub(in crate::store) struct Envelope {
@@ -199,47 +141,49 @@ pub(in crate::store) struct Envelope {
 }
 
 impl Redis {
-    /// Connects, starts this instance's heartbeat and bus listener. Fails at once, with the
-    /// reason, when Redis is unreachable; later outages are survived (commands fail with
-    /// [`StoreError::Backend`] meanwhile, and everything resumes when Redis is back).
+    /// Connects, starts this instance's heartbeat, the bus listener and the supervisor of
+    /// the connection. Fails at once, with the reason, when Redis is unreachable; later
+    /// outages and failovers are survived (operations fail with [`StoreError::Backend`]
+    /// within the store timeout meanwhile, and everything resumes when Redis answers again).
     pub async fn connect(url: &str, options: RedisOptions) -> Result<Redis, RedisSetupError> {
-        let target = Target::parse(url).map_err(|reason| RedisSetupError::InvalidUrl {
+        let unreachable = |reason: String| RedisSetupError::Unreachable {
             url: url.to_owned(),
             reason,
-        })?;
-        let conn = target.shared(options.command_timeout).await.map_err(|e| {
-            RedisSetupError::Unreachable {
+        };
+        let target = Target::parse(url, options.command_timeout).map_err(|reason| {
+            RedisSetupError::InvalidUrl {
                 url: url.to_owned(),
-                reason: e.to_string(),
+                reason,
             }
         })?;
+        let target = Arc::new(target);
+        let link = tokio::time::timeout(options.command_timeout * 2, target.shared())
+            .await
+            .map_err(|_| unreachable("no answer in time".into()))?
+            .map_err(|e| unreachable(e.to_string()))?;
+        let conn = Conn::new(link, options.command_timeout, options.topology_interval);
         let mut raw = [0u8; 9];
-        getrandom::fill(&mut raw).map_err(|e| RedisSetupError::Unreachable {
-            url: url.to_owned(),
-            reason: format!("no randomness for the instance id: {e}"),
-        })?;
+        getrandom::fill(&mut raw)
+            .map_err(|e| unreachable(format!("no randomness for the instance id: {e}")))?;
         let instance = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw);
         let (bus, _) = broadcast::channel(1024);
-        let heartbeat = tokio::spawn(heartbeat_loop(
-            conn.clone(),
-            format!("{}:i:{instance}", options.prefix),
-            options.heartbeat,
-        ));
-        let listener = tokio::spawn(bus_loop(
-            target.clone(),
-            format!("{}:bus", options.prefix),
-            bus.clone(),
-        ));
+        let beat_key = format!("{}:i:{instance}", options.prefix);
         // The first beat, so followers see this instance alive at once.
-        let mut c = conn.clone();
-        let beat_ms = (options.heartbeat * 3).as_millis() as u64;
-        let _: Result<(), _> = c
-            .set_options(
-                format!("{}:i:{instance}", options.prefix),
-                1,
-                redis::SetOptions::default().with_expiration(redis::SetExpiry::PX(beat_ms)),
-            )
-            .await;
+        beat(&mut conn.clone(), &beat_key, options.heartbeat).await;
+        let tasks = vec![
+            tokio::spawn(heartbeat_loop(conn.clone(), beat_key, options.heartbeat)),
+            tokio::spawn(bus_loop(
+                target.clone(),
+                format!("{}:bus", options.prefix),
+                bus.clone(),
+                conn.generations(),
+            )),
+            tokio::spawn(supervise(
+                target.clone(),
+                conn.clone(),
+                options.topology_interval,
+            )),
+        ];
         Ok(Redis {
             inner: Arc::new(Inner {
                 sessions_here: AtomicBool::new(false),
@@ -248,7 +192,7 @@ impl Redis {
                 options,
                 instance,
                 bus,
-                tasks: vec![heartbeat, listener],
+                tasks,
             }),
         })
     }
@@ -261,11 +205,37 @@ impl Redis {
     /// One round trip (`PING`): whether Redis answers now (a readiness check).
     pub async fn ping(&self) -> Result<(), StoreError> {
         let mut c = self.inner.conn.clone();
-        redis::cmd("PING")
-            .query_async::<String>(&mut c)
-            .await
-            .map(|_| ())
-            .map_err(backend)
+        let timeout = self.inner.options.command_timeout;
+        match tokio::time::timeout(timeout, redis::cmd("PING").query_async::<Value>(&mut c)).await {
+            Ok(r) => r.map(|_| ()).map_err(backend),
+            Err(_) => {
+                self.inner.conn.note_timeout();
+                Err(StoreError::Backend(format!(
+                    "Redis did not answer within the store timeout ({timeout:?})"
+                )))
+            }
+        }
+    }
+
+    /// Sets `key` (the whole key: no prefix is added) for `ttl` unless it exists (`SET NX
+    /// PX`): `true` when it was set, `false` when it was there. One atomic command, retried
+    /// on a fresh link within the store timeout (a retry that finds its own first write
+    /// answers `false`: callers that remember a first use count it as used). For caches of
+    /// first uses, such as the DPoP replay cache.
+    pub async fn set_if_absent(&self, key: &str, ttl: Duration) -> Result<bool, StoreError> {
+        let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+        let set: Option<String> = retrying(self.conn(), |mut c| async move {
+            redis::cmd("SET")
+                .arg(key)
+                .arg(1)
+                .arg("NX")
+                .arg("PX")
+                .arg(ms)
+                .query_async(&mut c)
+                .await
+        })
+        .await?;
+        Ok(set.is_some())
     }
 
     /// Every key under the prefix (for tests and operators: after sessions end, only
@@ -316,6 +286,15 @@ impl Redis {
         self.inner.target.is_cluster()
     }
 
+    /// What writes that must survive a failover wait for (`None`: no `WAIT`).
+    pub(in crate::store) fn wait(&self) -> Option<Wait> {
+        let o = &self.inner.options;
+        (o.wait_replicas > 0).then_some(Wait {
+            replicas: o.wait_replicas,
+            timeout: o.wait_timeout,
+        })
+    }
+
     /// The shared command connection.
     pub(in crate::store) fn conn(&self) -> Conn {
         self.inner.conn.clone()
@@ -348,23 +327,43 @@ impl Redis {
     }
 }
 
-async fn heartbeat_loop(mut conn: Conn, key: String, every: Duration) {
+async fn beat(conn: &mut Conn, key: &str, every: Duration) {
     let ttl = (every * 3).as_millis() as u64;
+    // Errors (Redis down) are retried on the next beat.
+    let _: Result<(), _> = conn
+        .set_options(
+            key,
+            1,
+            redis::SetOptions::default().with_expiration(redis::SetExpiry::PX(ttl)),
+        )
+        .await;
+}
+
+/// Beats every `every`, and at once on a fresh link (after a failover the key may be gone,
+/// and followers must not take this instance for dead).
+async fn heartbeat_loop(mut conn: Conn, key: String, every: Duration) {
     let mut tick = tokio::time::interval(every);
+    let mut fresh = conn.generations();
     loop {
-        tick.tick().await;
-        // Errors (Redis down) are retried on the next beat.
-        let _: Result<(), _> = conn
-            .set_options(
-                &key,
-                1,
-                redis::SetOptions::default().with_expiration(redis::SetExpiry::PX(ttl)),
-            )
-            .await;
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = fresh.changed() => {}
+        }
+        beat(&mut conn, &key, every).await;
     }
 }
 
-async fn bus_loop(target: Target, channel: String, tx: broadcast::Sender<BusMessage>) {
+/// Keeps the bus subscription up: subscribes again when it ends, and afresh on every new
+/// link (after a failover or a partition the old one may have missed messages). Once a
+/// subscription stands again after one was lost, the subscribers get
+/// [`BusMessage::Reconnected`]: what was published meanwhile never arrived here.
+async fn bus_loop(
+    target: Arc<Target>,
+    channel: String,
+    tx: broadcast::Sender<BusMessage>,
+    mut fresh: tokio::sync::watch::Receiver<u64>,
+) {
+    let stood = Arc::new(AtomicBool::new(false));
     let mut backoff = Duration::from_millis(50);
     loop {
         let sent = tx.clone();
@@ -373,11 +372,23 @@ async fn bus_loop(target: Target, channel: String, tx: broadcast::Sender<BusMess
                 let _ = sent.send(env.message);
             }
         };
-        if target.listen(&channel, deliver).await.is_ok() {
-            backoff = Duration::from_millis(50);
+        let (tx2, stood2) = (tx.clone(), stood.clone());
+        let subscribed = move || {
+            if stood2.swap(true, Ordering::AcqRel) {
+                let _ = tx2.send(BusMessage::Reconnected);
+            }
+        };
+        fresh.borrow_and_update();
+        tokio::select! {
+            r = target.listen(&channel, deliver, subscribed) => {
+                if r.is_ok() {
+                    backoff = Duration::from_millis(50);
+                }
+                // Lost (or refused): subscribe again after a capped backoff.
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(1));
+            }
+            _ = fresh.changed() => {}
         }
-        // Connection lost (or refused): reconnect with a capped backoff.
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(Duration::from_secs(2));
     }
 }

@@ -18,18 +18,29 @@
 //! Events are kept in Redis Streams; pub/sub only carries the bus (messages are small and
 //! re-sent by design where it matters: a lost `SessionChanged` is repaired by the next).
 //!
-//! Where the code is: the connection (`connection.rs`), the Lua scripts (`scripts.rs`), and
-//! each store beside its trait (`store/event_store/redis.rs`, `store/session_store/redis.rs`,
+//! One URL names one node (`redis://`), a Redis Cluster (`redis-cluster://`) or the master
+//! that Redis Sentinels name (`redis-sentinel://`): `target.rs` parses them all. Failovers
+//! and partitions are survived: the connection's supervisor replaces the link when the
+//! topology changes or the link stays broken, every operation is bounded by the store
+//! timeout ([`RedisOptions::command_timeout`]) and retried on the fresh link.
+//!
+//! Where the code is: the handle (`connection.rs`), the URLs and links (`target.rs`,
+//! `link.rs`), the supervisor (`supervisor.rs`), running operations (`call.rs`), the Lua
+//! scripts (`scripts.rs`), and each store beside its trait (`store/event_store/redis.rs`, `store/session_store/redis.rs`,
 //! `store/bus/redis.rs`).
 
+mod call;
 mod connection;
+mod link;
 pub(in crate::store) mod scripts;
+mod supervisor;
 mod target;
 
-pub(in crate::store) use connection::{Call, Envelope, backend, retrying};
+pub(in crate::store) use call::{Call, backend, retrying};
+pub(in crate::store) use connection::Envelope;
 pub use connection::{Redis, RedisOptions, RedisSetupError};
-pub(in crate::store) use target::Conn;
-pub use target::{CLUSTER_SCHEME, is_redis_url};
+pub(in crate::store) use link::{Conn, Link};
+pub use target::{CLUSTER_SCHEME, SENTINEL_SCHEME, URL_FORMS, is_redis_url};
 
 pub use super::bus::redis::RedisBus;
 pub use super::event_store::redis::RedisEventStore;

@@ -13,12 +13,23 @@ use redis::Script;
 /// Opens a stream: ARGV = base, owner instance, requests (JSON), ttl ms, max streams,
 /// whether the session record must exist ('1' when sessions are stored here too). Returns
 /// the new stream id, or -1 when the session is gone.
+///
+/// Stream ids never go below the node's clock in milliseconds: after a failover to a
+/// replica that had not yet received the latest `next`, a new stream still gets an id no
+/// stream had before (a client resuming a lost stream is refused instead of being handed
+/// another stream's events).
 pub(in crate::store) static OPEN: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
 local base, ttl = ARGV[1], ARGV[4]
 if ARGV[6] == '1' and redis.call('EXISTS', base .. ':session') == 0 then return -1 end
 local n = redis.call('INCR', base .. ':next')
+local t = redis.call('TIME')
+local floor = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if n < floor then
+  n = floor
+  redis.call('SET', base .. ':next', string.format('%.0f', n))
+end
 local meta = base .. ':m:' .. n
 redis.call('HSET', meta, 'owner', ARGV[2], 'requests', ARGV[3], 'seq', 0)
 redis.call('RPUSH', base .. ':streams', n)
@@ -35,8 +46,13 @@ return n
 });
 
 /// Appends: ARGV = base, stream, message, ttl ms, max events, whether the session record
-/// must exist. Returns the seq, or -1 for an unknown stream or session (the standalone
-/// stream `0` of a live session always exists).
+/// must exist, the seq the writer expects ('0': any). Returns the seq, or -1 for an unknown
+/// stream or session (the standalone stream `0` of a live session always exists).
+///
+/// With an expected seq: when the stream already has that event with this very message, it
+/// is a retry of an append that landed (its answer lost), and nothing is added; when the
+/// stream is behind it (a failover lost the writer's latest events), the seq jumps to it, so
+/// no id is ever given out twice.
 pub(in crate::store) static APPEND: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
@@ -44,6 +60,16 @@ local base, stream, ttl = ARGV[1], ARGV[2], ARGV[4]
 local meta, s = base .. ':m:' .. stream, base .. ':s:' .. stream
 if ARGV[6] == '1' and redis.call('EXISTS', base .. ':session') == 0 then return -1 end
 if stream ~= '0' and redis.call('EXISTS', meta) == 0 then return -1 end
+local want = tonumber(ARGV[7] or '0')
+if want > 0 then
+  local cur = tonumber(redis.call('HGET', meta, 'seq') or '0')
+  if cur >= want then
+    local e = redis.call('XRANGE', s, '0-' .. want, '0-' .. want)
+    if #e == 1 and e[1][2][2] == ARGV[3] then return want end
+  elseif cur < want - 1 then
+    redis.call('HSET', meta, 'seq', want - 1)
+  end
+end
 local seq = redis.call('HINCRBY', meta, 'seq', 1)
 redis.call('XADD', s, 'MAXLEN', '~', ARGV[5], '0-' .. seq, 'm', ARGV[3])
 redis.call('PEXPIRE', s, ttl)
@@ -54,7 +80,9 @@ return seq
 });
 
 /// Replays: ARGV = base, stream, after seq. Returns `{0, seq1, msg1, …}`, `{-1}` for an
-/// unknown stream or an id it never issued, `{-2}` when events after `after` were trimmed.
+/// unknown stream or an id past a finished stream's end, `{-2}` when events after `after`
+/// were trimmed or lost (a hole in the sequence). An id past the end of a stream still being written is an empty replay:
+/// after a failover lost the latest events, the writer goes on past them (see `APPEND`).
 pub(in crate::store) static REPLAY: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
@@ -66,7 +94,10 @@ if not last then
   return {-1}
 end
 last = tonumber(last)
-if after > last then return {-1} end
+if after > last then
+  if redis.call('HEXISTS', base .. ':m:' .. stream, 'done') == 1 then return {-1} end
+  return {0}
+end
 local entries = redis.call('XRANGE', base .. ':s:' .. stream, '0-' .. (after + 1), '+')
 if after < last then
   if #entries == 0 then return {-2} end
@@ -74,8 +105,13 @@ if after < last then
   if first ~= after + 1 then return {-2} end
 end
 local out = {0}
+local want = after + 1
 for _, e in ipairs(entries) do
-  out[#out + 1] = tonumber(string.match(e[1], '%-(%d+)$'))
+  local seq = tonumber(string.match(e[1], '%-(%d+)$'))
+  -- A hole: events a failover lost (the writer went on past them). Never a partial replay.
+  if seq ~= want then return {-2} end
+  want = seq + 1
+  out[#out + 1] = seq
   out[#out + 1] = e[2][2]
 end
 return out

@@ -1,245 +1,468 @@
-//! What a [`Redis`](super::Redis) handle talks to: one node (`redis://`, `rediss://`) or a
-//! Redis Cluster (`redis-cluster://HOST:PORT[,HOST:PORT...]`), behind one connection type,
-//! [`Conn`], so the stores and their scripts are the same on both.
+//! What a [`Redis`](super::Redis) handle talks to, parsed from its URL (the one parser of
+//! Redis URLs: every Redis flag and store option goes through [`Target::parse`]):
+//!
+//! - `redis://HOST:PORT` or `rediss://…`: one node;
+//! - `redis-cluster://HOST:PORT[,HOST:PORT...]`: a Redis Cluster, any nodes as seeds;
+//! - `redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTER_NAME`: the master that these
+//!   Sentinels name, followed through failovers.
+//!
+//! `USER:PASSWORD@` before the hosts authenticates to the Redis nodes (not to Sentinels).
+//! Here too: opening each kind of [`Link`] (the shared one, one for blocking reads, a
+//! subscription). Where the target is right now (a cluster's nodes, the current master) is
+//! learnt by the supervisor (`supervisor.rs`) and kept here for the links opened later.
 //!
 //! On a cluster every command is routed by its first key, so each script names a key of the
 //! session's hash slot (see [`Call`](super::Call)), and the bus uses sharded pub/sub
-//! (`SPUBLISH`/`SSUBSCRIBE`): its one channel lives on the shard owning the channel's slot, so
-//! the messages are not broadcast over the whole cluster bus, and the cluster client
-//! resubscribes by itself when that slot moves or its node reconnects.
+//! (`SPUBLISH`/`SSUBSCRIBE`): its one channel lives on the shard owning the channel's slot.
 
+use std::sync::RwLock;
 use std::time::Duration;
 
-use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
-use redis::cluster::{ClusterClient, ClusterClientBuilder, ClusterConfig};
-use redis::cluster_async::ClusterConnection;
-use redis::{Cmd, Pipeline, RedisFuture, Value};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::{ClusterClient, ClusterClientBuilder};
+use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
+use redis::{AsyncConnectionConfig, ConnectionAddr, Value};
+
+use super::link::Link;
+use crate::sync::{read, write};
 
 /// The scheme of a Redis Cluster URL: `redis-cluster://HOST:PORT[,HOST:PORT...]`.
 pub const CLUSTER_SCHEME: &str = "redis-cluster://";
 
-/// Whether `url` names Redis (one node or a cluster): what the store flags accept.
+/// The scheme of a Sentinel URL: `redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTER_NAME`.
+pub const SENTINEL_SCHEME: &str = "redis-sentinel://";
+
+/// The forms of Redis URL the store flags accept, for help texts and error messages.
+pub const URL_FORMS: &str = "redis://HOST:PORT, redis-cluster://HOST:PORT[,HOST:PORT...] \
+     or redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTER_NAME";
+
+/// Whether `url` names Redis (one node, a cluster or a Sentinel-managed master): what the
+/// store flags accept.
 pub fn is_redis_url(url: &str) -> bool {
-    url.starts_with("redis://") || url.starts_with("rediss://") || url.starts_with(CLUSTER_SCHEME)
+    ["redis://", "rediss://", CLUSTER_SCHEME, SENTINEL_SCHEME]
+        .iter()
+        .any(|s| url.starts_with(s))
 }
 
-/// The seed nodes of a cluster URL, each as `redis://HOST:PORT` (anything after the host
-/// list, such as `/`, is ignored); `None` when `url` is not a cluster URL.
-pub(super) fn cluster_nodes(url: &str) -> Option<Result<Vec<String>, String>> {
-    let rest = url.strip_prefix(CLUSTER_SCHEME)?;
-    let hosts = rest.split(['/', '?']).next().unwrap_or_default();
+/// A host list URL taken apart: credentials, `HOST:PORT`s, and what follows the hosts.
+struct HostList<'a> {
+    auth: Option<&'a str>,
+    hosts: Vec<(&'a str, u16)>,
+    path: &'a str,
+}
+
+/// Parses `[AUTH@]HOST:PORT[,HOST:PORT...][/PATH]` (after the scheme).
+fn host_list<'a>(rest: &'a str, scheme: &str) -> Result<HostList<'a>, String> {
+    let (hosts, path) = match rest.find(['/', '?']) {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
     let (auth, hosts) = match hosts.rsplit_once('@') {
         Some((a, h)) => (Some(a), h),
         None => (None, hosts),
     };
-    let nodes: Vec<String> = hosts
-        .split(',')
-        .map(str::trim)
-        .filter(|h| !h.is_empty())
-        .map(|h| match auth {
-            Some(a) => format!("redis://{a}@{h}"),
-            None => format!("redis://{h}"),
-        })
-        .collect();
-    if nodes.is_empty() {
-        return Some(Err("no HOST:PORT after redis-cluster://".into()));
+    let mut out = Vec::new();
+    for h in hosts.split(',').map(str::trim).filter(|h| !h.is_empty()) {
+        let port = h
+            .rsplit_once(':')
+            .and_then(|(host, p)| Some((host, p.parse::<u16>().ok()?)))
+            .filter(|(host, _)| !host.is_empty());
+        match port {
+            Some(hp) => out.push(hp),
+            None => return Err(format!("{h:?} is not HOST:PORT")),
+        }
     }
-    if let Some(bad) = hosts.split(',').map(str::trim).find(|h| {
-        !h.is_empty()
-            && h.rsplit_once(':')
-                .is_none_or(|(_, p)| p.parse::<u16>().is_err())
-    }) {
-        return Some(Err(format!("{bad:?} is not HOST:PORT")));
+    if out.is_empty() {
+        return Err(format!("no HOST:PORT after {scheme}"));
     }
-    Some(Ok(nodes))
+    Ok(HostList {
+        auth,
+        hosts: out,
+        path,
+    })
 }
 
-/// The command connection: a reconnecting connection to one node, or a cluster connection
-/// (which keeps one connection per node and follows the slot map). Cheap to clone.
-#[derive(Clone)]
-pub(in crate::store) enum Conn {
-    /// One node.
-    Node(ConnectionManager),
-    /// A Redis Cluster.
-    Cluster(ClusterConnection),
-    /// A connection of its own to one node, without a response timeout (blocking reads).
-    Plain(redis::aio::MultiplexedConnection),
+/// The seed nodes of a cluster URL, each as `redis://[AUTH@]HOST:PORT` (anything after the
+/// host list, such as `/`, is ignored); `None` when `url` is not a cluster URL.
+pub(super) fn cluster_nodes(url: &str) -> Option<Result<Vec<String>, String>> {
+    let rest = url.strip_prefix(CLUSTER_SCHEME)?;
+    Some(host_list(rest, CLUSTER_SCHEME).map(|l| {
+        l.hosts
+            .iter()
+            .map(|(h, p)| node_url(l.auth, h, *p))
+            .collect()
+    }))
 }
 
-impl ConnectionLike for Conn {
-    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        match self {
-            Conn::Node(c) => c.req_packed_command(cmd),
-            Conn::Cluster(c) => c.req_packed_command(cmd),
-            Conn::Plain(c) => c.req_packed_command(cmd),
-        }
-    }
-
-    fn req_packed_commands<'a>(
-        &'a mut self,
-        pipeline: &'a Pipeline,
-        offset: usize,
-        count: usize,
-    ) -> RedisFuture<'a, Vec<Value>> {
-        match self {
-            Conn::Node(c) => c.req_packed_commands(pipeline, offset, count),
-            Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
-            Conn::Plain(c) => c.req_packed_commands(pipeline, offset, count),
-        }
-    }
-
-    fn get_db(&self) -> i64 {
-        match self {
-            Conn::Node(c) => c.get_db(),
-            Conn::Cluster(c) => c.get_db(),
-            Conn::Plain(c) => c.get_db(),
-        }
+pub(super) fn node_url(auth: Option<&str>, host: &str, port: u16) -> String {
+    match auth {
+        Some(a) => format!("redis://{a}@{host}:{port}"),
+        None => format!("redis://{host}:{port}"),
     }
 }
 
-/// The client behind a [`Redis`](super::Redis) handle: it opens the shared connection and
-/// the dedicated ones (blocking reads, the bus).
-#[derive(Clone)]
-pub(in crate::store) enum Target {
-    /// One node.
+/// A Sentinel URL taken apart: the Sentinels, the master's name, the master's credentials.
+struct SentinelUrl {
+    sentinels: Vec<(String, u16)>,
+    master: String,
+    auth: Option<(String, String)>,
+}
+
+fn sentinel_url(rest: &str) -> Result<SentinelUrl, String> {
+    let l = host_list(rest, SENTINEL_SCHEME)?;
+    let master = l.path.trim_start_matches('/');
+    let master = master.split('?').next().unwrap_or_default();
+    if master.is_empty() || master.contains('/') {
+        return Err("expected /MASTER_NAME after the Sentinels' HOST:PORT list".into());
+    }
+    let auth = l.auth.map(|a| match a.split_once(':') {
+        Some((u, p)) => (u.to_owned(), p.to_owned()),
+        None => (String::new(), a.to_owned()),
+    });
+    Ok(SentinelUrl {
+        sentinels: l.hosts.iter().map(|(h, p)| ((*h).to_owned(), *p)).collect(),
+        master: master.to_owned(),
+        auth,
+    })
+}
+
+/// How long opening a connection may take: half the store timeout, at most a second (a
+/// connect that takes longer is to a host that is gone).
+pub(super) fn connect_timeout(timeout: Duration) -> Duration {
+    (timeout / 2).clamp(Duration::from_millis(100), Duration::from_secs(1))
+}
+
+/// Where the handle's links go, and (for a cluster or Sentinel) where that is right now.
+pub(in crate::store) struct Target {
+    pub(super) kind: Kind,
+    /// The store timeout (each command's response timeout on the shared link).
+    timeout: Duration,
+}
+
+pub(super) enum Kind {
     Node(redis::Client),
-    /// A cluster, by its seed nodes.
-    Cluster(Vec<String>),
+    Cluster {
+        seeds: Vec<String>,
+        /// The masters the supervisor last saw (seeds until then).
+        masters: RwLock<Vec<String>>,
+    },
+    Sentinel {
+        master_name: String,
+        client: Box<tokio::sync::Mutex<SentinelClient>>,
+        /// The master the supervisor last resolved.
+        master: RwLock<Option<redis::Client>>,
+    },
 }
 
 impl std::fmt::Debug for Target {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Target::Node(_) => f.write_str("node"),
-            Target::Cluster(n) => write!(f, "cluster of {} seed nodes", n.len()),
+        match &self.kind {
+            Kind::Node(_) => f.write_str("node"),
+            Kind::Cluster { seeds, .. } => write!(f, "cluster of {} seed nodes", seeds.len()),
+            Kind::Sentinel { master_name, .. } => write!(f, "Sentinel master {master_name:?}"),
         }
     }
 }
 
 impl Target {
-    /// Parses `url` (one node or a cluster); the error says what is wrong.
-    pub(super) fn parse(url: &str) -> Result<Target, String> {
-        match cluster_nodes(url) {
-            Some(nodes) => {
-                let nodes = nodes?;
-                // Checked here so that a bad seed fails at start-up, not at first use.
-                ClusterClient::new(nodes.clone()).map_err(|e| e.to_string())?;
-                Ok(Target::Cluster(nodes))
+    /// Parses `url` (see the module); the error says what is wrong.
+    pub(super) fn parse(url: &str, timeout: Duration) -> Result<Target, String> {
+        let kind = if let Some(nodes) = cluster_nodes(url) {
+            let nodes = nodes?;
+            // Checked here so that a bad seed fails at start-up, not at first use.
+            ClusterClient::new(nodes.clone()).map_err(|e| e.to_string())?;
+            Kind::Cluster {
+                masters: RwLock::new(nodes.clone()),
+                seeds: nodes,
             }
-            None => redis::Client::open(url)
-                .map(Target::Node)
-                .map_err(|e| e.to_string()),
-        }
+        } else if let Some(rest) = url.strip_prefix(SENTINEL_SCHEME) {
+            let s = sentinel_url(rest)?;
+            let addrs = s
+                .sentinels
+                .iter()
+                .map(|(h, p)| ConnectionAddr::Tcp(h.clone(), *p));
+            let mut b = SentinelClientBuilder::new(addrs, &s.master, SentinelServerType::Master)
+                .map_err(|e| e.to_string())?;
+            if let Some((user, password)) = &s.auth {
+                if !user.is_empty() {
+                    b = b.set_client_to_redis_username(user);
+                }
+                b = b.set_client_to_redis_password(password);
+            }
+            Kind::Sentinel {
+                client: Box::new(tokio::sync::Mutex::new(
+                    b.build().map_err(|e| e.to_string())?,
+                )),
+                master_name: s.master,
+                master: RwLock::new(None),
+            }
+        } else {
+            Kind::Node(redis::Client::open(url).map_err(|e| e.to_string())?)
+        };
+        Ok(Target { kind, timeout })
     }
 
     /// Whether this is a cluster (the bus then uses sharded pub/sub).
     pub(super) fn is_cluster(&self) -> bool {
-        matches!(self, Target::Cluster(_))
+        matches!(self.kind, Kind::Cluster { .. })
     }
 
-    fn cluster(nodes: &[String], response_timeout: Duration) -> redis::RedisResult<ClusterClient> {
-        ClusterClientBuilder::new(nodes.to_vec())
-            .connection_timeout(Duration::from_secs(2))
+    /// Whether this is one fixed node (nothing to watch but the link itself).
+    pub(super) fn is_node(&self) -> bool {
+        matches!(self.kind, Kind::Node(_))
+    }
+
+    pub(super) fn store_timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    fn cluster_client(
+        &self,
+        nodes: Vec<String>,
+        response_timeout: Duration,
+    ) -> redis::RedisResult<ClusterClient> {
+        ClusterClientBuilder::new(nodes)
+            .connection_timeout(connect_timeout(self.timeout))
             .response_timeout(response_timeout)
             .retries(3)
-            .max_retry_wait(500)
+            .max_retry_wait(200)
             .build()
     }
 
-    /// The shared command connection: each command may take `timeout`, and is retried
+    fn masters(&self) -> Vec<String> {
+        match &self.kind {
+            Kind::Cluster { masters, .. } => read(masters).clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The cluster's seeds and the nodes it last reported (for probes).
+    pub(super) fn cluster_candidates(&self) -> Vec<String> {
+        let Kind::Cluster { seeds, masters } = &self.kind else {
+            return Vec::new();
+        };
+        let mut all = read(masters).clone();
+        all.extend(seeds.iter().cloned());
+        all.dedup();
+        all
+    }
+
+    /// Records the cluster's current masters (the supervisor's latest view).
+    pub(super) fn learn_masters(&self, nodes: Vec<String>) {
+        if let Kind::Cluster { masters, .. } = &self.kind
+            && !nodes.is_empty()
+        {
+            *write(masters) = nodes;
+        }
+    }
+
+    /// The credentials of the URL, for cluster nodes found by a probe.
+    pub(super) fn cluster_auth(&self) -> Option<String> {
+        let Kind::Cluster { seeds, .. } = &self.kind else {
+            return None;
+        };
+        let first = seeds.first()?.strip_prefix("redis://")?;
+        first.rsplit_once('@').map(|(a, _)| a.to_owned())
+    }
+
+    /// Asks the Sentinels for the current master (within the store timeout), and keeps it.
+    pub(super) async fn resolve_master(&self) -> redis::RedisResult<redis::Client> {
+        let Kind::Sentinel { client, master, .. } = &self.kind else {
+            return Err(not_sentinel());
+        };
+        let found = tokio::time::timeout(self.timeout, async {
+            client.lock().await.async_get_client().await
+        })
+        .await
+        .map_err(|_| timed_out("the Sentinels did not name a master in time"))??;
+        *write(master) = Some(found.clone());
+        Ok(found)
+    }
+
+    /// The master last resolved, or a fresh answer of the Sentinels.
+    async fn master(&self) -> redis::RedisResult<redis::Client> {
+        if let Kind::Sentinel { master, .. } = &self.kind
+            && let Some(c) = read(master).clone()
+        {
+            return Ok(c);
+        }
+        self.resolve_master().await
+    }
+
+    /// A new shared command link: each command may take the store timeout, and is retried
     /// over a reconnect.
-    pub(super) async fn shared(&self, timeout: Duration) -> redis::RedisResult<Conn> {
-        match self {
-            Target::Node(client) => {
-                let config = ConnectionManagerConfig::new()
-                    .set_connection_timeout(Some(Duration::from_secs(2)))
-                    .set_response_timeout(Some(timeout))
-                    .set_number_of_retries(2)
-                    .set_max_delay(Duration::from_millis(500));
-                ConnectionManager::new_with_config(client.clone(), config)
-                    .await
-                    .map(Conn::Node)
-            }
-            Target::Cluster(nodes) => Self::cluster(nodes, timeout)?
+    pub(super) async fn shared(&self) -> redis::RedisResult<Link> {
+        let node = |client: redis::Client| async move {
+            let config = ConnectionManagerConfig::new()
+                .set_connection_timeout(Some(connect_timeout(self.timeout)))
+                .set_response_timeout(Some(self.timeout))
+                .set_number_of_retries(1)
+                .set_max_delay(Duration::from_millis(200));
+            ConnectionManager::new_with_config(client, config)
+                .await
+                .map(Link::Node)
+        };
+        match &self.kind {
+            Kind::Node(client) => node(client.clone()).await,
+            Kind::Cluster { .. } => self
+                .cluster_client(self.masters(), self.timeout)?
                 .get_async_connection()
                 .await
-                .map(Conn::Cluster),
+                .map(Link::Cluster),
+            Kind::Sentinel { .. } => node(self.master().await?).await,
         }
     }
 
     /// A connection of its own for blocking reads (`XREAD BLOCK`), which must not stall
     /// the shared one: `block` is the longest block it issues.
-    pub(in crate::store) async fn dedicated(&self, block: Duration) -> redis::RedisResult<Conn> {
-        match self {
-            Target::Node(client) => {
-                let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
-                client
-                    .get_multiplexed_async_connection_with_config(&config)
-                    .await
-                    .map(Conn::Plain)
-            }
-            Target::Cluster(nodes) => {
-                let config = ClusterConfig::new()
-                    .set_connection_timeout(Duration::from_secs(2))
-                    .set_response_timeout(block + Duration::from_secs(5));
-                Self::cluster(nodes, block + Duration::from_secs(5))?
-                    .get_async_connection_with_config(config)
-                    .await
-                    .map(Conn::Cluster)
-            }
+    pub(in crate::store) async fn dedicated(&self, block: Duration) -> redis::RedisResult<Link> {
+        let plain = |client: redis::Client| async move {
+            let config = AsyncConnectionConfig::new()
+                .set_connection_timeout(Some(connect_timeout(self.timeout)))
+                .set_response_timeout(Some(block + self.timeout));
+            client
+                .get_multiplexed_async_connection_with_config(&config)
+                .await
+                .map(Link::Plain)
+        };
+        match &self.kind {
+            Kind::Node(client) => plain(client.clone()).await,
+            Kind::Cluster { .. } => self
+                .cluster_client(self.masters(), block + self.timeout)?
+                .get_async_connection()
+                .await
+                .map(Link::Cluster),
+            Kind::Sentinel { .. } => plain(self.master().await?).await,
         }
     }
 
-    /// Subscribes to `channel` (sharded on a cluster): each payload goes to `deliver` until
-    /// the subscription ends (the connection is lost); the caller then subscribes again.
+    /// Subscribes to `channel` (sharded on a cluster): each payload goes to `deliver`, and
+    /// `subscribed` is called once the subscription stands. Returns when the connection is
+    /// lost or stops answering pings; the caller then subscribes again.
     pub(super) async fn listen(
         &self,
         channel: &str,
         deliver: impl Fn(Vec<u8>) + Send + Sync + 'static,
+        subscribed: impl FnOnce(),
     ) -> redis::RedisResult<()> {
-        use futures_util::StreamExt as _;
-        match self {
-            Target::Node(client) => {
-                let mut pubsub = client.get_async_pubsub().await?;
-                pubsub.subscribe(channel).await?;
-                let mut messages = pubsub.on_message();
-                while let Some(msg) = messages.next().await {
-                    deliver(msg.get_payload_bytes().to_vec());
-                }
-                Ok(())
+        match &self.kind {
+            Kind::Node(client) => listen_node(client, channel, deliver, subscribed).await,
+            Kind::Sentinel { .. } => {
+                listen_node(&self.master().await?, channel, deliver, subscribed).await
             }
-            Target::Cluster(nodes) => {
-                let sender = move |push: redis::PushInfo| -> Result<(), std::convert::Infallible> {
-                    if push.kind == redis::PushKind::SMessage
-                        && let Some(Value::BulkString(payload)) = push.data.into_iter().nth(1)
-                    {
-                        deliver(payload);
-                    }
-                    Ok(())
-                };
-                let client = ClusterClientBuilder::new(nodes.clone())
-                    .connection_timeout(Duration::from_secs(2))
-                    .use_protocol(redis::ProtocolVersion::RESP3)
-                    .push_sender(sender)
-                    .build()?;
-                let mut conn = client.get_async_connection().await?;
-                conn.ssubscribe(channel).await?;
-                // The cluster connection resubscribes by itself after a reconnect or a slot
-                // move; this task keeps it alive and returns (to subscribe afresh) only
-                // when the cluster stays unreachable.
-                let mut failures = 0u32;
-                loop {
-                    tokio::time::sleep(Duration::from_secs(2)).await;
-                    let ok = redis::cmd("PING")
-                        .query_async::<String>(&mut conn)
-                        .await
-                        .is_ok();
-                    failures = if ok { 0 } else { failures + 1 };
-                    if failures >= 3 {
-                        return Ok(());
-                    }
+            Kind::Cluster { .. } => self.listen_cluster(channel, deliver, subscribed).await,
+        }
+    }
+
+    async fn listen_cluster(
+        &self,
+        channel: &str,
+        deliver: impl Fn(Vec<u8>) + Send + Sync + 'static,
+        subscribed: impl FnOnce(),
+    ) -> redis::RedisResult<()> {
+        let sender = move |push: redis::PushInfo| -> Result<(), std::convert::Infallible> {
+            if push.kind == redis::PushKind::SMessage
+                && let Some(Value::BulkString(payload)) = push.data.into_iter().nth(1)
+            {
+                deliver(payload);
+            }
+            Ok(())
+        };
+        let client = ClusterClientBuilder::new(self.masters())
+            .connection_timeout(connect_timeout(self.timeout))
+            .response_timeout(self.timeout)
+            .use_protocol(redis::ProtocolVersion::RESP3)
+            .push_sender(sender)
+            .build()?;
+        let mut conn = client.get_async_connection().await?;
+        conn.ssubscribe(channel).await?;
+        subscribed();
+        // The cluster connection resubscribes by itself after a reconnect or a slot move;
+        // a link replaced by the supervisor also makes the caller subscribe afresh. The
+        // pings find a subscription whose node stopped answering.
+        loop {
+            tokio::time::sleep(PING_EVERY).await;
+            redis::cmd("PING").query_async::<String>(&mut conn).await?;
+        }
+    }
+}
+
+/// How often an idle subscription is pinged.
+const PING_EVERY: Duration = Duration::from_secs(1);
+
+async fn listen_node(
+    client: &redis::Client,
+    channel: &str,
+    deliver: impl Fn(Vec<u8>) + Send + Sync + 'static,
+    subscribed: impl FnOnce(),
+) -> redis::RedisResult<()> {
+    use futures_util::StreamExt as _;
+    let pubsub = client.get_async_pubsub().await?;
+    let (mut sink, mut messages) = pubsub.split();
+    sink.subscribe(channel).await?;
+    subscribed();
+    let mut tick = tokio::time::interval(PING_EVERY);
+    loop {
+        tokio::select! {
+            msg = messages.next() => match msg {
+                Some(m) => deliver(m.get_payload_bytes().to_vec()),
+                None => return Ok(()),
+            },
+            _ = tick.tick() => {
+                // Packets dropped on the way are only noticed by asking.
+                match tokio::time::timeout(PING_EVERY * 2, sink.ping::<Value>()).await {
+                    Ok(Ok(_)) => {}
+                    Ok(Err(e)) => return Err(e),
+                    Err(_) => return Err(timed_out("the subscription stopped answering pings")),
                 }
             }
         }
+    }
+}
+
+pub(super) fn timed_out(what: &'static str) -> redis::RedisError {
+    redis::RedisError::from(std::io::Error::new(std::io::ErrorKind::TimedOut, what))
+}
+
+fn not_sentinel() -> redis::RedisError {
+    redis::RedisError::from((
+        redis::ErrorKind::InvalidClientConfig,
+        "not a Sentinel target",
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sentinel_urls() {
+        let s = sentinel_url("10.0.0.1:26379,10.0.0.2:26380/mymaster").unwrap();
+        assert_eq!(s.master, "mymaster");
+        assert_eq!(
+            s.sentinels,
+            vec![("10.0.0.1".into(), 26379), ("10.0.0.2".into(), 26380)]
+        );
+        assert!(s.auth.is_none());
+        let s = sentinel_url("u:p@h:1/m").unwrap();
+        assert_eq!(s.auth, Some(("u".into(), "p".into())));
+        assert!(sentinel_url("h:1").is_err(), "the master name is required");
+        assert!(sentinel_url("h:1/").is_err());
+        assert!(sentinel_url("h/m").is_err(), "a port is required");
+        assert!(sentinel_url("/m").is_err());
+        assert!(is_redis_url("redis-sentinel://h:1/m"));
+        assert!(Target::parse("redis-sentinel://h:1/m", Duration::from_secs(1)).is_ok());
+        assert!(Target::parse("redis-sentinel://h:1", Duration::from_secs(1)).is_err());
+    }
+
+    #[test]
+    fn cluster_urls() {
+        let n = cluster_nodes("redis-cluster://a:1,b:2/").unwrap().unwrap();
+        assert_eq!(n, vec!["redis://a:1", "redis://b:2"]);
+        let n = cluster_nodes("redis-cluster://u:p@a:1").unwrap().unwrap();
+        assert_eq!(n, vec!["redis://u:p@a:1"]);
+        assert!(cluster_nodes("redis-cluster://a").unwrap().is_err());
+        assert!(cluster_nodes("redis-cluster://").unwrap().is_err());
+        assert!(cluster_nodes("redis://a:1").is_none());
     }
 }

@@ -33,20 +33,35 @@ impl SessionStore for RedisSessionStore {
         let conn = self.0.conn();
         let key = format!("{}:session", self.0.base(id));
         let json = serde_json::to_string(record);
+        let wait = self.0.wait();
         Box::pin(async move {
             let json = json.map_err(|e| StoreError::Backend(e.to_string()))?;
             let ms = ttl.as_millis() as u64;
+            // `NX`: run twice (a retry over a lost answer), the second finds it there.
             retrying(conn, |mut c| {
-                let (key, json) = (key.clone(), json.clone());
+                let mut set = redis::cmd("SET");
+                set.arg(&key).arg(&json).arg("NX").arg("PX").arg(ms);
+                let wait = wait.filter(|_| c.replicas_for(key.as_bytes()));
+                let mut pipe = redis::pipe();
+                if let Some(w) = wait {
+                    // A new session survives a failover once a replica has it. Nothing
+                    // ignored: a cluster connection follows a `MOVED` only in the answers
+                    // it hands back.
+                    pipe.add_command(set.clone())
+                        .cmd("WAIT")
+                        .arg(w.replicas)
+                        .arg(w.timeout.as_millis() as u64);
+                }
                 async move {
-                    redis::cmd("SET")
-                        .arg(key)
-                        .arg(json)
-                        .arg("NX")
-                        .arg("PX")
-                        .arg(ms)
-                        .query_async::<Option<String>>(&mut c)
-                        .await
+                    if let Some(w) = wait {
+                        let (_, acked) = pipe.query_async::<(Option<String>, i64)>(&mut c).await?;
+                        if acked < i64::from(w.replicas) {
+                            c.short_of_replicas();
+                        }
+                        Ok(())
+                    } else {
+                        set.query_async::<Option<String>>(&mut c).await.map(|_| ())
+                    }
                 }
             })
             .await?;

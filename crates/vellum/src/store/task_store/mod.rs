@@ -10,7 +10,7 @@
 //! that can tell when the running instance died (Redis: a heartbeat per task) fails its
 //! tasks with a clear error once the heartbeat window passes.
 //!
-//! Not here: running a task's handler, and the task methods (the server's `methods/tasks.rs`).
+//! Not here: running a task's handler, and the task methods (the server's `methods/tasks/`).
 
 use std::time::Duration;
 

@@ -177,13 +177,17 @@ impl std::fmt::Debug for RedisTaskStore {
 }
 
 async fn beat_loop(shared: Weak<Shared>) {
-    let every = match shared.upgrade() {
-        Some(s) => s.window / 3,
+    let (every, mut fresh) = match shared.upgrade() {
+        Some(s) => (s.window / 3, s.redis.conn().generations()),
         None => return,
     };
     let mut tick = tokio::time::interval(every);
     loop {
-        tick.tick().await;
+        // Also at once on a fresh link: a failover may have kept the beats from landing.
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = fresh.changed() => {}
+        }
         let Some(s) = shared.upgrade() else { return };
         let ids: Vec<String> = lock(&s.running).iter().cloned().collect();
         let keep = (s.window * 3).as_millis().to_string();
@@ -234,7 +238,10 @@ impl Shared {
         };
         let record: TaskRecord = serde_json::from_str(rec).map_err(corrupt)?;
         let silent = age.parse::<u128>().unwrap_or(0) > self.window.as_millis();
-        let dead = silent && !record.task.status.is_terminal();
+        // A beat missed while Redis was unreachable (this instance's link not steady for a
+        // whole window) says nothing: the running instance could not beat either.
+        let steady = self.redis.conn().steady_for() >= self.window;
+        let dead = silent && steady && !record.task.status.is_terminal();
         Ok(Some((record, ver.clone(), dead)))
     }
 

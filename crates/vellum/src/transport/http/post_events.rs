@@ -97,6 +97,30 @@ struct Appending {
     unsent: Unsent,
 }
 
+/// How long a request running detached (its client gone, to resume elsewhere) keeps trying
+/// to store an event, or to mark its stream complete, while the event store is unreachable:
+/// nobody reads these events live, so an event that is not stored is lost to the resume,
+/// and a stream never marked complete keeps its followers waiting for the writer to die.
+const DETACHED_PATIENCE: Duration = Duration::from_secs(30);
+
+/// Runs `op` until it succeeds, fails for good (not [`StoreError::Backend`]), or
+/// [`DETACHED_PATIENCE`] is over.
+async fn patiently<T, F, Fut>(op: F) -> Result<T, StoreError>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<T, StoreError>>,
+{
+    let started = tokio::time::Instant::now();
+    loop {
+        match op().await {
+            Err(StoreError::Backend(_)) if started.elapsed() < DETACHED_PATIENCE => {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
 /// The answer a JSON body gives for a request that was cancelled before it finished.
 fn cancelled_error() -> ErrorObject {
     ErrorObject::internal(
@@ -109,7 +133,8 @@ pub(crate) struct PostEvents {
     /// The requests, each with its span when the handler logs.
     exchanges: Vec<(Exchange, Option<RequestTrace>)>,
     stored: Option<StoredStream>,
-    /// The last event number given out, when events are numbered here.
+    /// The last event number given out: by the store (the next append expects the one
+    /// after it), or here when events are numbered here.
     local_seq: u64,
     /// Events produced before the stream became resumable, to emit (with ids) first.
     requeued: VecDeque<Unsent>,
@@ -195,7 +220,22 @@ impl PostEvents {
                 ..
             }) => {
                 super::metrics::event_stored(unsent.message.len());
-                let id = store.append(session, *stream, unsent.message.clone());
+                let expected = self.local_seq + 1;
+                let id = if self.detached {
+                    // Nobody reads it live: storing it is the only delivery it gets.
+                    let (store, session, stream, m) = (
+                        store.clone(),
+                        session.clone(),
+                        *stream,
+                        unsent.message.clone(),
+                    );
+                    Box::pin(async move {
+                        patiently(|| store.append_expecting(&session, stream, m.clone(), expected))
+                            .await
+                    })
+                } else {
+                    store.append_expecting(session, *stream, unsent.message.clone(), expected)
+                };
                 self.appending = Some(Appending { id, unsent });
                 return None;
             }
@@ -215,8 +255,14 @@ impl PostEvents {
     pub(crate) fn poll_post_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<PostEvent>> {
         loop {
             if let Some(appending) = &mut self.appending {
-                // A store failure must not lose the live message: it goes out without an id.
+                // A store failure must not lose the live message: it goes out without an id
+                // (its write may still have landed, its answer lost: a resume from an
+                // earlier id may then carry it again; the next append does not reuse its
+                // position, see `EventStore::append_expecting`).
                 let id = std::task::ready!(appending.id.as_mut().poll(cx)).ok();
+                if let Some(id) = id {
+                    self.local_seq = id.seq;
+                }
                 if let Some(Appending { unsent, .. }) = self.appending.take() {
                     return Poll::Ready(Some(unsent.into_event(id)));
                 }
@@ -291,9 +337,12 @@ impl PostEvents {
         if let Some(s) = &self.stored {
             s.live.finish(s.stream);
             if let Some(store) = &s.store {
-                let f = store.close_stream(&s.session, s.stream);
+                let (store, session, stream) = (store.clone(), s.session.clone(), s.stream);
                 if let Ok(rt) = tokio::runtime::Handle::try_current() {
-                    rt.spawn(f);
+                    // Followers on other instances end only once it is marked complete.
+                    rt.spawn(
+                        async move { patiently(|| store.close_stream(&session, stream)).await },
+                    );
                 }
             }
         }

@@ -320,7 +320,10 @@ impl SessionTable {
     }
 
     /// A message from another instance about one of our sessions.
-    pub(crate) fn on_bus(&self, message: BusMessage) {
+    pub(crate) fn on_bus(self: &Arc<Self>, message: BusMessage) {
+        if message == BusMessage::Reconnected {
+            return self.revalidate_all();
+        }
         let Some(s) = self.get(message.session()) else {
             return;
         };
@@ -328,6 +331,30 @@ impl SessionTable {
             BusMessage::SessionClosed { .. } => self.evict(&s.id),
             other => self.apply_bus(&s, other),
         }
+    }
+
+    /// The bus was cut off and stands again: a session closed or changed elsewhere meanwhile
+    /// was never announced here, so every session held here is read again from the store
+    /// (one at a time: a burst of reads must not crowd out requests).
+    fn revalidate_all(self: &Arc<Self>) {
+        let Some(store) = self.cluster.sessions.clone() else {
+            return;
+        };
+        let held: Vec<Arc<HttpSession>> = self.read().values().cloned().collect();
+        let table = Arc::downgrade(self);
+        spawn(async move {
+            for s in held {
+                match store.load(&s.id).await {
+                    Ok(Some(record)) => s.core.apply(&record),
+                    Ok(None) => match table.upgrade() {
+                        Some(t) => t.evict(&s.id),
+                        None => return,
+                    },
+                    // Unreachable again: the next reconnection reads them all once more.
+                    Err(_) => return,
+                }
+            }
+        });
     }
 
     /// Acts on a bus message about a session served here.

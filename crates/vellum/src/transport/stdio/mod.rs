@@ -2,7 +2,7 @@
 //!
 //! - Server side (`server_side.rs`): [`serve_stdio`] serves a
 //!   [`Server`](crate::server::Server) on stdin/stdout (logs belong on stderr), or, with
-//!   [`ServeLines::over`], on any reader/writer pair. One [`Connection`](crate::server::Connection)
+//!   [`ServeLines::over`], on any reader/writer pair. One [`Connection`](crate::transport::Connection)
 //!   per stream: a legacy session for clients that `initialize`, modern requests served from
 //!   their own `_meta`. `process_stdio.rs`: this process's stdin and stdout, read and
 //!   written by the runtime's reactor when they are pipes.

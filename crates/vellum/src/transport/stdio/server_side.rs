@@ -11,7 +11,8 @@ use tokio::io::{AsyncRead, AsyncWrite, BufReader};
 use super::process_stdio::{ProcessStdin, ProcessStdout};
 use super::{DEFAULT_MAX_LINE_BYTES, Line, next_line, write_line};
 use crate::protocol::{ErrorObject, encode_error};
-use crate::server::{Connection, Server};
+use crate::server::Server;
+use crate::transport::Connection;
 
 /// How long serving lines lets running requests finish after its input ends: 5 s.
 pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(5);

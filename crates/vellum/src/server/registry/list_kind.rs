@@ -1,7 +1,7 @@
 //! [`ListKind`]: the three lists whose changes are announced (`notifications/*/list_changed`),
 //! to legacy sessions and to 2026-07-28 listen streams alike.
 //!
-//! Not here: sending the announcements (`Server::changed` in `server.rs`, `listeners.rs`).
+//! Not here: sending the announcements (`Server::changed`, `listeners.rs`).
 
 use crate::protocol::methods;
 
@@ -14,6 +14,9 @@ pub(crate) enum ListKind {
 }
 
 impl ListKind {
+    /// Every list.
+    pub(crate) const ALL: [ListKind; 3] = [ListKind::Tools, ListKind::Resources, ListKind::Prompts];
+
     pub(crate) fn method(self) -> &'static str {
         match self {
             ListKind::Tools => methods::TOOLS_LIST_CHANGED,
@@ -32,9 +35,7 @@ impl ListKind {
 
     /// The kind a bus name names.
     pub(crate) fn from_name(name: &str) -> Option<ListKind> {
-        [ListKind::Tools, ListKind::Resources, ListKind::Prompts]
-            .into_iter()
-            .find(|k| k.name() == name)
+        ListKind::ALL.into_iter().find(|k| k.name() == name)
     }
 
     pub(crate) fn index(self) -> usize {

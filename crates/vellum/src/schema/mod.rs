@@ -15,7 +15,8 @@
 //!
 //! Neither fetches a remote `$ref` (the spec forbids it): such a schema is refused.
 //!
-//! Not here: when each check runs (`tool.rs`, `elicit.rs`).
+//! Not here: when each check runs (the server core's `registry/tool.rs` and
+//! `request/elicit.rs`).
 
 use serde_json::Value;
 

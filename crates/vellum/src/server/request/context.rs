@@ -17,12 +17,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::Server;
-use super::caller::Caller;
-use super::handler_error::HandlerError;
-use super::mrtr::NextAnswer;
 use super::request::{RequestShared, Scope};
-use super::session_ref::SessionRef;
 use crate::error::Error;
 use crate::protocol::encode_notification;
 use crate::protocol::{
@@ -30,6 +25,11 @@ use crate::protocol::{
     Implementation, InputRequest, InputRequiredResult, ListRootsResult, LoggingLevel,
     LoggingMessageParams, Meta, ProgressParams, ProgressToken, ProtocolVersion, RequestId, methods,
 };
+use crate::server::Server;
+use crate::server::caller::Caller;
+use crate::server::handler_error::HandlerError;
+use crate::server::mrtr::NextAnswer;
+use crate::server::session_ref::SessionRef;
 use crate::sync::lock;
 
 /// The context of one request, given to every handler.
@@ -67,7 +67,7 @@ impl RequestContext {
 
     /// This context with another timeout for its questions to the client (sampling,
     /// elicitation, roots, [`send_request`](Self::send_request)); the default is
-    /// [`ServerOptions::client_request_timeout`](super::ServerOptions::client_request_timeout).
+    /// [`ServerOptions::client_request_timeout`](crate::server::ServerOptions::client_request_timeout).
     /// On expiry a legacy session sends `notifications/cancelled` for the question and the
     /// call fails with [`Error::Timeout`]. (In the 2026-07-28 era the client answers by
     /// retrying, so there is nothing to wait for.)
@@ -192,7 +192,7 @@ impl RequestContext {
     /// with HTTP 403 and a `WWW-Authenticate` step-up challenge, which OAuth clients follow
     /// on their own.
     pub fn require_scope(&self, scope: &str) -> Result<(), HandlerError> {
-        super::scopes::check(self.caller(), vec![scope.to_owned()])
+        crate::server::scopes::check(self.caller(), vec![scope.to_owned()])
             .map_err(|refusal| HandlerError::Protocol(refusal.to_error()))
     }
 
@@ -215,7 +215,6 @@ impl RequestContext {
     ) -> Result<(), Error> {
         let msg = encode_notification(method, Some(params))?;
         self.shared
-            .outbox
             .send(msg)
             .await
             .map_err(|_| Error::RequestFinished)
@@ -411,6 +410,42 @@ impl RequestContext {
                 }
             }
         }
+    }
+
+    /// The point where a tool call becomes a task: for a tool registered
+    /// [`with_input_before_task`](crate::protocol::Tool::with_input_before_task) and a
+    /// 2026-07-28 client that declared the tasks extension, the handler gathers input by
+    /// multi round-trip first (its questions end each round as usual), then awaits this: the
+    /// request answers with the new task (`resultType: "task"`) and the handler goes on as
+    /// that task's first round, from right here, with the answers it got so far (nothing
+    /// runs it again). From then on its messages (progress, logs) have no stream and are
+    /// dropped, and a question it asks turns the task to `input_required`. Everywhere else (a
+    /// call that already is a task, a client without the extension, a legacy session) it
+    /// returns at once and the handler just goes on.
+    ///
+    /// ```no_run
+    /// # use vellum::prelude::*;
+    /// # async fn handler(ctx: RequestContext, form: vellum::protocol::ElicitParams) -> Result<CallToolResult, HandlerError> {
+    /// let name = ctx.with_input_key("user_name").elicit(form).await?;
+    /// ctx.become_task().await; // From here on, a task the client polls.
+    /// # let _ = name; Ok(CallToolResult::text("done")) }
+    /// ```
+    pub async fn become_task(&self) {
+        if !self.shared.begin_becoming_task() {
+            return;
+        }
+        // Suspends once: whoever serves the call sees it is becoming a task, answers with
+        // the task and moves this very handler into it, where it resumes.
+        let mut suspended = false;
+        std::future::poll_fn(|cx| {
+            if std::mem::replace(&mut suspended, true) {
+                std::task::Poll::Ready(())
+            } else {
+                cx.waker().wake_by_ref();
+                std::task::Poll::Pending
+            }
+        })
+        .await;
     }
 
     /// Sends an arbitrary request to the client on this request's stream and waits for the

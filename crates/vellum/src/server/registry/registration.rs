@@ -1,6 +1,7 @@
 //! Registering what a server offers: tools (typed or raw), resources, resource templates,
-//! prompts and completions, each as an `impl Server` method. A change bumps what caches
-//! depend on and announces the list change (see `Server::changed`).
+//! prompts, completions and Agent Skills, each as an `impl Server` method that builds the
+//! entry, hands it to the [`Registry`](super::registry::Registry) and announces the list
+//! change (see `Server::changed`).
 //!
 //! Not here: how registered handlers are called (`methods/`), and the erased handler types
 //! themselves (`tool.rs`, `resource.rs`, `prompt.rs`).
@@ -8,29 +9,29 @@
 use std::future::Future;
 use std::marker::PhantomData;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::context::RequestContext;
-use super::handler_error::HandlerError;
 use super::list_kind::ListKind;
 use super::prompt::{
     FnCompleter, FnCompletion, FnPrompt, GetPromptRequest, PromptEntry, completer_key,
 };
 use super::resource::{FnResource, ReadResourceRequest, ResourceEntry, TemplateEntry};
-use super::server::Server;
 use super::tool::{
     CallToolRequest, IntoToolResult, RawTool, RegistrationError, ToolEntry, TypedTool, schema_for,
 };
-use super::uri_template::UriTemplate;
 use crate::protocol::{
     CompleteParams, CompleteResult, CompletionReference, GetPromptResult, JsonObject, Prompt,
     ReadResourceResult, Resource, ResourceTemplate, Tool,
 };
-use crate::sync::write;
+use crate::server::handler_error::HandlerError;
+use crate::server::request::context::RequestContext;
+use crate::server::server::Server;
+#[cfg(feature = "skills")]
+use crate::skill_files::SkillFiles;
+use crate::uri_template::UriTemplate;
 
 impl Server {
     /// Registers a tool with a typed input, like the Go SDK's `mcp.AddTool`.
@@ -38,7 +39,7 @@ impl Server {
     /// The input schema is derived from `In` (doc comments become descriptions, non-`Option`
     /// fields are required) unless `tool` already carries one other than the bare
     /// `{"type":"object"}`; the output schema comes from the return type (see
-    /// [`Structured`](super::Structured)). Arguments are validated against the schema before
+    /// [`Structured`](crate::server::Structured)). Arguments are validated against the schema before
     /// the handler runs; invalid arguments become a tool error result. A tool with the same
     /// name is replaced.
     ///
@@ -84,7 +85,8 @@ impl Server {
                 _in: PhantomData,
             }),
         )?;
-        self.insert_tool(entry);
+        self.inner.registry.insert_tool(entry);
+        self.changed(ListKind::Tools);
         Ok(self)
     }
 
@@ -102,36 +104,14 @@ impl Server {
         E: Into<HandlerError> + 'static,
     {
         let entry = ToolEntry::new(tool, Arc::new(RawTool(handler)))?;
-        self.insert_tool(entry);
-        Ok(self)
-    }
-
-    fn insert_tool(&self, entry: ToolEntry) {
-        let name = entry.tool.name.clone();
-        {
-            let mut reg = write(&self.inner.registry);
-            reg.tools.insert(name, Arc::new(entry));
-            self.inner
-                .cache
-                .tools_generation
-                .fetch_add(1, Ordering::AcqRel);
-        }
+        self.inner.registry.insert_tool(entry);
         self.changed(ListKind::Tools);
+        Ok(self)
     }
 
     /// Removes a tool; true if it existed.
     pub fn remove_tool(&self, name: &str) -> bool {
-        let removed = {
-            let mut reg = write(&self.inner.registry);
-            let removed = reg.tools.remove(name).is_some();
-            if removed {
-                self.inner
-                    .cache
-                    .tools_generation
-                    .fetch_add(1, Ordering::AcqRel);
-            }
-            removed
-        };
+        let removed = self.inner.registry.remove_tool(name);
         if removed {
             self.changed(ListKind::Tools);
         }
@@ -155,14 +135,10 @@ impl Server {
                 "a resource URI needs a scheme".into(),
             ));
         }
-        let uri = resource.uri.clone();
-        write(&self.inner.registry).resources.insert(
-            uri,
-            Arc::new(ResourceEntry {
-                resource,
-                handler: Arc::new(FnResource(handler)),
-            }),
-        );
+        self.inner.registry.insert_resource(ResourceEntry {
+            resource,
+            handler: Arc::new(FnResource(handler)),
+        });
         self.changed(ListKind::Resources);
         Ok(self)
     }
@@ -181,26 +157,18 @@ impl Server {
         let matcher = UriTemplate::parse(&template.uri_template).map_err(|e| {
             RegistrationError::InvalidResource(template.uri_template.clone(), e.to_string())
         })?;
-        let key = template.uri_template.clone();
-        write(&self.inner.registry).templates.insert(
-            key,
-            Arc::new(TemplateEntry {
-                template,
-                matcher,
-                handler: Arc::new(FnResource(handler)),
-            }),
-        );
+        self.inner.registry.insert_template(TemplateEntry {
+            template,
+            matcher,
+            handler: Arc::new(FnResource(handler)),
+        });
         self.changed(ListKind::Resources);
         Ok(self)
     }
 
     /// Removes a resource (by URI) or template (by template text); true if it existed.
     pub fn remove_resource(&self, uri_or_template: &str) -> bool {
-        let removed = {
-            let mut r = write(&self.inner.registry);
-            r.resources.remove(uri_or_template).is_some()
-                || r.templates.remove(uri_or_template).is_some()
-        };
+        let removed = self.inner.registry.remove_resource(uri_or_template);
         if removed {
             self.changed(ListKind::Resources);
         }
@@ -218,21 +186,17 @@ impl Server {
         Fut: Future<Output = Result<GetPromptResult, E>> + Send + 'static,
         E: Into<HandlerError> + 'static,
     {
-        let name = prompt.name.clone();
-        write(&self.inner.registry).prompts.insert(
-            name,
-            Arc::new(PromptEntry {
-                prompt,
-                handler: Arc::new(FnPrompt(handler)),
-            }),
-        );
+        self.inner.registry.insert_prompt(PromptEntry {
+            prompt,
+            handler: Arc::new(FnPrompt(handler)),
+        });
         self.changed(ListKind::Prompts);
         Ok(self)
     }
 
     /// Removes a prompt; true if it existed.
     pub fn remove_prompt(&self, name: &str) -> bool {
-        let removed = write(&self.inner.registry).prompts.remove(name).is_some();
+        let removed = self.inner.registry.remove_prompt(name);
         if removed {
             self.changed(ListKind::Prompts);
         }
@@ -246,7 +210,9 @@ impl Server {
         Fut: Future<Output = Result<CompleteResult, E>> + Send + 'static,
         E: Into<HandlerError> + 'static,
     {
-        write(&self.inner.registry).completion = Some(Arc::new(FnCompletion(handler)));
+        self.inner
+            .registry
+            .set_completion(Arc::new(FnCompletion(handler)));
         self
     }
 
@@ -283,11 +249,54 @@ impl Server {
         Fut: Future<Output = Result<Vec<String>, E>> + Send + 'static,
         E: Into<HandlerError> + 'static,
     {
-        write(&self.inner.registry).completers.insert(
+        self.inner.registry.add_completer(
             completer_key(&reference, argument),
             Arc::new(FnCompleter(f)),
         );
         self
+    }
+
+    /// Publishes an Agent Skill: its `SKILL.md` and every supporting file become resources
+    /// at `skill://<prefix>/<name>/<path>`, it is listed by `skills/list` and fetched by
+    /// `skills/get` under the URI of its `SKILL.md`, and its directories are browsable with
+    /// `resources/directory/read`. The server then declares the extension
+    /// `io.modelcontextprotocol/skills` (with `directoryRead`) and the resources capability.
+    /// A skill at the same URI is replaced.
+    ///
+    /// ```
+    /// use vellum::prelude::*;
+    /// use vellum::server::SkillFiles;
+    ///
+    /// let server = Server::new(Implementation::new("docs", "1"), ServerOptions::default());
+    /// let skill = SkillFiles::new(
+    ///     "",
+    ///     "---\nname: refunds\ndescription: Process refund requests per policy\n---\n# Refunds\n",
+    /// )?;
+    /// server.add_skill(skill)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg(feature = "skills")]
+    pub fn add_skill(&self, skill: SkillFiles) -> Result<&Self, RegistrationError> {
+        self.inner.registry.insert_skill(skill);
+        self.changed(ListKind::Resources);
+        Ok(self)
+    }
+
+    /// Withdraws the skill whose `SKILL.md` is at `uri` and its resources; true if it existed.
+    #[cfg(feature = "skills")]
+    pub fn remove_skill(&self, uri: &str) -> bool {
+        let removed = self.inner.registry.remove_skill(uri);
+        if removed {
+            self.changed(ListKind::Resources);
+        }
+        removed
+    }
+
+    /// Every scope some tool registered now requires
+    /// ([`Tool::requires_scope`](crate::protocol::Tool::requires_scope)), each once: what a
+    /// protected-resource metadata document lists in `scopes_supported`.
+    pub fn declared_scopes(&self) -> Vec<String> {
+        self.inner.registry.declared_scopes()
     }
 }
 

@@ -11,7 +11,6 @@ use serde::Serialize;
 use serde::ser::SerializeMap as _;
 use serde_json::value::RawValue;
 
-use super::handler_error::WireFailure;
 use super::request::RequestShared;
 use crate::protocol::{
     CacheHint, CacheScope, CallToolResult, CompleteResult, CreateTaskResult, DiscoverResult,
@@ -21,9 +20,10 @@ use crate::protocol::{
     ReadResourceResult, ResultType, meta_keys,
 };
 use crate::protocol::{encode_response_raw, encode_response_with};
+use crate::server::handler_error::WireFailure;
 
 /// What serving a request produced (what request middleware get back from
-/// [`Next::run`](super::Next::run), and may return instead).
+/// [`Next::run`](crate::server::Next::run), and may return instead).
 #[derive(Debug)]
 pub enum Outcome {
     /// The encoded JSON-RPC success response (the whole message, ready to send).

@@ -10,11 +10,11 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 
-use super::context::RequestContext;
-use super::handler_error::HandlerError;
 use crate::protocol::{
     CompleteParams, CompleteResult, Completion, CompletionReference, GetPromptResult, Meta, Prompt,
 };
+use crate::server::handler_error::HandlerError;
+use crate::server::request::context::RequestContext;
 
 /// A `prompts/get` request as a handler sees it; required arguments are already checked.
 #[derive(Debug, Clone)]

@@ -3,7 +3,7 @@
 //! application. The Streamable HTTP transport maps the same hints to `Cache-Control` and
 //! `ETag`, so the body and the headers never disagree.
 //!
-//! Not here: writing the hints into results (`reply.rs`), `Server::set_cache_hint`
+//! Not here: writing the hints into results (`request/reply.rs`), `Server::set_cache_hint`
 //! (`server.rs`) and the HTTP headers (`transport/http/caching.rs`).
 
 use crate::protocol::CacheHint;

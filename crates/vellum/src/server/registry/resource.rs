@@ -9,10 +9,10 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 
-use super::context::RequestContext;
-use super::handler_error::HandlerError;
-use super::uri_template::UriTemplate;
 use crate::protocol::{Meta, ReadResourceResult, Resource, ResourceTemplate};
+use crate::server::handler_error::HandlerError;
+use crate::server::request::context::RequestContext;
+use crate::uri_template::UriTemplate;
 
 /// A `resources/read` request as a handler sees it.
 #[derive(Debug, Clone)]

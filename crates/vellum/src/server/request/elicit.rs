@@ -6,9 +6,9 @@
 
 use serde_json::Value;
 
-use super::schema::Validator;
 use crate::error::Error;
 use crate::protocol::{ElicitAction, ElicitResult, JsonObject};
+use crate::schema::Validator;
 
 /// A checked form schema and its compiled validator.
 pub(crate) struct FormSchema {

@@ -1,6 +1,6 @@
 //! [`RequestShared`]: everything the code serving one request shares (its id, method, era
 //! scope, server, outbox, cancellation flag and multi round-trip bookkeeping). One exists per
-//! request; the handler's [`RequestContext`](super::RequestContext) is a view of it.
+//! request; the handler's [`RequestContext`](crate::server::RequestContext) is a view of it.
 //!
 //! Not here: the handler-facing API (`context.rs`) and starting a request (`exchange.rs`).
 
@@ -10,17 +10,17 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::Server;
-use super::caller::Caller;
-use super::listeners::ListenTarget;
-use super::modern_meta::ModernMeta;
-use super::mrtr::{Attempt, Binding, principal_digest};
-use super::outbox::Outbox;
-use super::session::{InflightRequest, Session};
+use super::outbox::{Outbox, OutboxClosed};
 use crate::protocol::{
     ClientCapabilities, ErrorObject, InputRequiredResult, InputResponses, Meta, ProtocolVersion,
     RawJson, RequestId,
 };
+use crate::server::Server;
+use crate::server::caller::Caller;
+use crate::server::listeners::ListenTarget;
+use crate::server::modern_meta::ModernMeta;
+use crate::server::mrtr::{Attempt, Binding, principal_digest};
+use crate::server::session::{InflightRequest, Session};
 use crate::sync::lock;
 
 /// Where a request's protocol state comes from.
@@ -31,12 +31,32 @@ pub(crate) enum Scope {
     Modern(Box<ModernMeta>),
 }
 
-/// [`RequestShared::task_mode`]: an ordinary request, or a task already.
-pub(crate) const TASK_NO: u8 = 0;
-/// A tool call run synchronously that may become a task where its handler says so.
-pub(crate) const TASK_MAY: u8 = 1;
-/// Its handler asked to become a task.
-pub(crate) const TASK_WANTED: u8 = 2;
+/// Where a request stands with tasks ([`RequestShared::task_phase`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum TaskPhase {
+    /// An ordinary request.
+    None = 0,
+    /// A tool call served in place whose handler may go on as a task
+    /// (`RequestContext::become_task`).
+    MayBecome = 1,
+    /// Its handler called `become_task`: the call answers with a new task, and the handler,
+    /// still running, is that task's first round.
+    Becoming = 2,
+    /// A round of a task started as one.
+    Task = 3,
+}
+
+impl TaskPhase {
+    fn from_u8(v: u8) -> TaskPhase {
+        match v {
+            1 => TaskPhase::MayBecome,
+            2 => TaskPhase::Becoming,
+            3 => TaskPhase::Task,
+            _ => TaskPhase::None,
+        }
+    }
+}
 
 /// Everything one request's handlers share.
 pub(crate) struct RequestShared {
@@ -54,9 +74,8 @@ pub(crate) struct RequestShared {
     pub(crate) close_stream: AtomicU64,
     /// MRTR bookkeeping (modern requests that may ask the client).
     pub(crate) attempt: Mutex<Attempt>,
-    /// Whether this tool call may still become a task (`RequestContext::become_task`), and
-    /// whether its handler asked to.
-    pub(crate) task_mode: AtomicU8,
+    /// A [`TaskPhase`]: whether this request is (or may become) a task.
+    task_phase: AtomicU8,
 }
 
 impl RequestShared {
@@ -79,7 +98,7 @@ impl RequestShared {
             last_progress: AtomicU64::new(f64::NAN.to_bits()),
             close_stream: AtomicU64::new(0),
             attempt: Mutex::new(Attempt::default()),
-            task_mode: AtomicU8::new(TASK_NO),
+            task_phase: AtomicU8::new(TaskPhase::None as u8),
         }
     }
 
@@ -123,6 +142,14 @@ impl RequestShared {
             .map(|c| principal_digest(&c.issuer, &c.subject))
     }
 
+    /// The legacy session of the request (none for a 2026-07-28 request).
+    pub(crate) fn session(&self) -> Option<&Arc<Session>> {
+        match &self.scope {
+            Scope::Legacy(s) => Some(s),
+            Scope::Modern(_) => None,
+        }
+    }
+
     /// True for a 2026-07-28 request (its context is its own `_meta`).
     pub(crate) fn is_modern(&self) -> bool {
         matches!(self.scope, Scope::Modern(_))
@@ -138,8 +165,8 @@ impl RequestShared {
         .unwrap_or_else(|| NONE.get_or_init(ClientCapabilities::default))
     }
 
-    /// A copy of this request's identity and context with its own outbox and state, for
-    /// work that outlives the request (a task).
+    /// A copy of this request's identity and context with its own outbox and state, for a
+    /// round of a task (work that outlives the request).
     pub(crate) fn detached(&self) -> RequestShared {
         let scope = match &self.scope {
             Scope::Legacy(s) => Scope::Legacy(s.clone()),
@@ -153,7 +180,40 @@ impl RequestShared {
             self.http.clone(),
         );
         copy.set_meta(self.meta.get().cloned());
+        copy.set_task_phase(TaskPhase::Task);
         copy
+    }
+
+    /// Where this request stands with tasks.
+    pub(crate) fn task_phase(&self) -> TaskPhase {
+        TaskPhase::from_u8(self.task_phase.load(Ordering::Acquire))
+    }
+
+    pub(crate) fn set_task_phase(&self, phase: TaskPhase) {
+        self.task_phase.store(phase as u8, Ordering::Release);
+    }
+
+    /// [`TaskPhase::MayBecome`] to [`TaskPhase::Becoming`]: true when this call just began to
+    /// go on as a task (false when it cannot, or already did).
+    pub(crate) fn begin_becoming_task(&self) -> bool {
+        self.task_phase
+            .compare_exchange(
+                TaskPhase::MayBecome as u8,
+                TaskPhase::Becoming as u8,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_ok()
+    }
+
+    /// Queues a message for the request's stream (progress, a log). A 2026-07-28 task has
+    /// none (its client polls `tasks/get`): from the moment a call is a task, its messages
+    /// are dropped here.
+    pub(crate) async fn send(&self, message: Bytes) -> Result<(), OutboxClosed> {
+        if self.is_modern() && matches!(self.task_phase(), TaskPhase::Becoming | TaskPhase::Task) {
+            return Ok(());
+        }
+        self.outbox.send(message).await
     }
 
     /// What a 2026-07-28 handler that ended asking answers: every question it left pending

@@ -18,16 +18,16 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
 
-use super::Server;
 use super::context::RequestContext;
-use super::methods::{dispatch_boxed, dispatch_request};
 use super::middleware::IncomingRequest;
-use super::modern_meta::ModernMeta;
 use super::observe::{MessageEvent, Observers, observe};
 use super::reply::Outcome;
 use super::request::{RequestShared, Scope};
-use super::session::{InflightGuard, Session};
 use crate::protocol::{ErrorObject, RawJson, Request, encode_error};
+use crate::server::Server;
+use crate::server::methods::{dispatch_boxed, dispatch_request};
+use crate::server::modern_meta::ModernMeta;
+use crate::server::session::{InflightGuard, Session};
 
 /// One step of an exchange.
 #[derive(Debug)]

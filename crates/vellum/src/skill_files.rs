@@ -4,7 +4,8 @@
 //! against the extension's rules when it is built.
 //!
 //! Not here: serving them (`skills/list`, `skills/get`, `resources/read` of the files and
-//! `resources/directory/read`, see `methods/skills.rs`).
+//! `resources/directory/read`: the server core's `registry/skills.rs` and
+//! `methods/skills.rs`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -76,7 +77,7 @@ impl SkillFile {
 
 /// An Agent Skill: `SKILL.md` and its supporting files, served at
 /// `skill://<prefix>/<name>/…` once added with
-/// [`Server::add_skill`](super::Server::add_skill).
+/// [`Server::add_skill`](crate::server::Server::add_skill).
 ///
 /// ```
 /// use vellum::server::SkillFiles;

@@ -3,7 +3,7 @@
 //! ([`execute_tool`], shared by `tools/call` and tasks).
 //!
 //! Not here: the `tools/call` method's steps (`methods/input.rs`) and tasks
-//! (`methods/tasks.rs`).
+//! (`methods/tasks/`).
 
 use std::future::Future;
 use std::marker::PhantomData;
@@ -16,14 +16,14 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use super::context::RequestContext;
-use super::handler_error::HandlerError;
-use super::request::RequestShared;
-use super::schema::Validator;
 use crate::protocol::{
     CallToolResult, ContentBlock, ErrorObject, InvalidParamHeader, JsonObject, Meta, ParamHeader,
     TaskMetadata, Tool,
 };
+use crate::schema::Validator;
+use crate::server::handler_error::HandlerError;
+use crate::server::request::context::RequestContext;
+use crate::server::request::request::RequestShared;
 
 /// The `tools/call` request as a handler sees it, arguments already validated.
 #[derive(Debug, Clone)]
@@ -155,10 +155,10 @@ pub enum RegistrationError {
     /// A resource URI or template is malformed.
     #[error("invalid resource {0:?}: {1}")]
     InvalidResource(String, String),
-    /// An Agent Skill could not be built (see [`SkillFiles`](super::SkillFiles)).
+    /// An Agent Skill could not be built (see [`SkillFiles`](crate::server::SkillFiles)).
     #[cfg(feature = "skills")]
     #[error(transparent)]
-    Skill(#[from] super::SkillError),
+    Skill(#[from] crate::server::SkillError),
     /// An `x-mcp-header` annotation of the input schema breaks SEP-2243's rules.
     #[error("tool {tool:?}: {error}")]
     InvalidParamHeader {

@@ -6,7 +6,8 @@
 //! concurrently in its own task; everything the server sends leaves through one ordered
 //! channel, so a transport only has to write what it receives.
 //!
-//! Not here: the byte streams themselves (stdio, in-memory: see the transports).
+//! Not here: the byte streams themselves (`stdio/`, `memory.rs`), and serving the requests
+//! (the server core's `Session::begin`, the same path HTTP takes).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -15,15 +16,13 @@ use bytes::Bytes;
 use futures_util::future::BoxFuture;
 use tokio::sync::{Notify, mpsc};
 
-use super::Server;
-use super::exchange::Step;
-use super::incoming::{handle_notification, handle_response};
-use super::modern_meta;
-use super::reply::Outcome;
-use super::session::{Session, SessionHooks};
 use crate::error::Error;
 use crate::protocol::{Message, Payload, Request};
 use crate::protocol::{decode, encode_error};
+use crate::server::{
+    Outcome, Server, Session, SessionHooks, Step, handle_notification, handle_response, parse_meta,
+    request_meta,
+};
 
 /// How many outgoing messages may wait for the writer.
 const OUT_BUFFER: usize = 256;
@@ -112,16 +111,14 @@ impl Connection {
     async fn start(&self, r: Request) {
         let inner = &self.inner;
         // A request whose `_meta` names a protocol version is modern: it stands alone.
-        let modern = match modern_meta::request_meta(r.params.as_ref()) {
-            Ok(Some(meta)) if meta.version().is_some() => {
-                match modern_meta::parse_meta(Some(&meta)) {
-                    Ok(m) => Some(Box::new(m)),
-                    Err(e) => {
-                        let _ = inner.out.send(encode_error(Some(&r.id), &e)).await;
-                        return;
-                    }
+        let modern = match request_meta(r.params.as_ref()) {
+            Ok(Some(meta)) if meta.version().is_some() => match parse_meta(Some(&meta)) {
+                Ok(m) => Some(Box::new(m)),
+                Err(e) => {
+                    let _ = inner.out.send(encode_error(Some(&r.id), &e)).await;
+                    return;
                 }
-            }
+            },
             _ => None,
         };
         let id = r.id.clone();
