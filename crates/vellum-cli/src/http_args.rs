@@ -13,6 +13,15 @@ use crate::stores::StoreFlags;
 /// proxy`): where, how, and every option of the handler.
 #[derive(Debug, Args)]
 pub(crate) struct HttpArgs {
+    /// Read flags from this TOML file: each key is a flag without its `--` (`addr =
+    /// "0.0.0.0:8000"`, `stateless = true`, `trusted-origin = ["https://a.example"]`). Flags
+    /// on the command line and environment variables override it; an unknown key is an error.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<std::path::PathBuf>,
+    /// Print the effective configuration (every key, its value and where it came from;
+    /// secrets masked) in the format of `--config`, and exit.
+    #[arg(long)]
+    pub(crate) print_config: bool,
     /// Address to listen on (port 0 picks a free port; the start line shows it).
     #[arg(long, default_value = "127.0.0.1:8000")]
     pub(crate) addr: String,
@@ -231,6 +240,15 @@ pub(crate) struct HttpArgs {
 }
 
 impl HttpArgs {
+    /// Says which config file was read (`main` prints the configuration and exits before a
+    /// command runs, for `--print-config`).
+    pub(crate) fn announce_config(&self) {
+        debug_assert!(!self.print_config);
+        if let Some(path) = &self.config {
+            eprintln!("config: {}", path.display());
+        }
+    }
+
     /// The store flags, `--redis` filling in those not given.
     pub(crate) fn stores(&self) -> StoreFlags<'_> {
         StoreFlags {

@@ -127,6 +127,7 @@ impl ProxyArgs {
 
 pub(crate) async fn run(args: ProxyArgs) -> anyhow::Result<()> {
     crate::telemetry::gateway_log(&args.child_log)?;
+    args.http.announce_config();
     let options = args.options();
     let shared = options.shared_backends.is_some();
     let gateway = Gateway::new(args.backend()?, options);

@@ -41,15 +41,6 @@ impl TypedValueParser for DemoParser {
 /// Flags of `vellum serve`.
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
-    /// Read flags from this TOML file: each key is a flag without its `--` (`addr =
-    /// "0.0.0.0:8000"`, `stateless = true`, `trusted-origin = ["https://a.example"]`). Flags
-    /// on the command line and environment variables override it; an unknown key is an error.
-    #[arg(long, value_name = "FILE")]
-    config: Option<std::path::PathBuf>,
-    /// Print the effective configuration (every key, its value and where it came from;
-    /// secrets masked) in the format of `--config`, and exit.
-    #[arg(long)]
-    print_config: bool,
     /// Serve over stdin/stdout (newline-delimited JSON-RPC) instead of HTTP, as desktop hosts
     /// launch servers; logs go to stderr.
     #[arg(long, conflicts_with_all = ["addr", "unix"])]
@@ -79,11 +70,7 @@ fn build_server(args: &ServeArgs) -> anyhow::Result<vellum::server::Server> {
 }
 
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
-    // main prints the configuration and exits before this.
-    debug_assert!(!args.print_config);
-    if let Some(path) = &args.config {
-        eprintln!("config: {}", path.display());
-    }
+    args.http.announce_config();
     let server = build_server(&args)?;
     if args.stdio {
         crate::http_serve::configure_server(&args.http, &server)?;

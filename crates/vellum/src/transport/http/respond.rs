@@ -132,12 +132,18 @@ enum Progress {
     Upgraded,
 }
 
-/// How long a lone 2026-07-28 request (or a gateway's) whose answer was not ready at the
-/// first poll waits for its first message before its stream starts: long enough for an
-/// answer that is only a hop away (a gateway's backend answers in well under a
-/// millisecond), short enough that a handler that streams, or works for long, starts its
-/// stream at once as far as a person can tell.
+/// How long a lone 2026-07-28 request whose answer was not ready at the first poll waits
+/// for its first message before its stream starts: long enough for an answer that is only a
+/// hop away (a gateway's backend answers in well under a millisecond), short enough that a
+/// handler that streams, or works for long, starts its stream at once as far as a person
+/// can tell.
 const FIRST_HOLD: Duration = Duration::from_millis(250);
+
+/// The same wait for a gateway's lone legacy request: its backend's quick answer is then
+/// written whole, as a local answer is, while a call that takes longer gets the resumable
+/// stream (priming event, `retry`) a local handler's slow call gets. There is no HTTP
+/// status to keep here, so it waits only as long as a hop can take on a loaded machine.
+const FORWARDED_HOLD: Duration = Duration::from_millis(20);
 
 /// What the first poll of the requests produced.
 struct FirstEvents {
@@ -173,10 +179,14 @@ pub(super) async fn respond(
     let initialize = matches!(post.kind, PostKind::Initialize(_));
     // A 2026-07-28 request holds its headers a moment for its first message, so an error
     // that was not ready at the first poll (a handler that awaits a quick lookup, a
-    // gateway's backend) still gets its HTTP status (SEP-2575); so does a gateway's lone
-    // request, whose answer (a hop away) is then written whole.
+    // gateway's backend) still gets its HTTP status (SEP-2575); a gateway's lone legacy
+    // request holds them for less, so that its answer (a hop away) is written whole.
     let lone_forwarded = post.forwarded && post.requests == 1;
-    let hold = (matches!(post.kind, PostKind::Modern) || lone_forwarded).then_some(FIRST_HOLD);
+    let hold = match post.kind {
+        PostKind::Modern => Some(FIRST_HOLD),
+        _ if lone_forwarded => Some(FORWARDED_HOLD),
+        _ => None,
+    };
     let mut first = first_events(&mut events, shape, initialize, hold).await;
     let prefix = make_resumable(inner, &post, &mut events, &mut first).await;
     let session_header = commit_new_session(inner, &post, &first).await?;
