@@ -56,7 +56,9 @@ impl Pipes {
             "params": {"name": "hello_world", "arguments": {"user_name": "bench"}}});
         self.send(&call).await?;
         let m = self.answer(id).await?;
-        let text = m["result"]["content"][0]["text"].as_str().unwrap_or_default();
+        let text = m["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
         if text != "Hello World, bench" {
             bail!("unexpected answer {m}");
         }
@@ -81,10 +83,12 @@ pub(super) async fn run(args: &RunArgs, rec: &mut Record) -> anyhow::Result<()> 
         stdout: BufReader::new(child.stdout.take().context("stdout")?),
         line: String::new(),
     };
-    p.send(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+    p.send(
+        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": args.protocol_version, "capabilities": {},
-        "clientInfo": {"name": "mcpbench", "version": "1"}}}))
-        .await?;
+        "clientInfo": {"name": "mcpbench", "version": "1"}}}),
+    )
+    .await?;
     p.answer(0).await.context("initialize")?;
     p.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
         .await?;
