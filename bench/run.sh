@@ -85,6 +85,12 @@ case $mode in
         fanout=(--points 50 --rounds 2 --fanout-timeout 10)
         setup=(--setup-count 10) tools_points=(10 100) chunks=(--chunk-calls 2) ;;
 esac
+# Held sessions of the gateways (a child process each), per mode.
+case $mode in
+    full) gateway_hold=(--points 100,200 --settle 2 --step-budget 120 --fresh 10) ;;
+    quick) gateway_hold=(--points 50,150 --settle 1 --step-budget 60 --fresh 5) ;;
+    smoke) gateway_hold=(--points 5,10 --settle 0.2 --step-budget 10 --fresh 2) ;;
+esac
 conc=()
 size=()
 if [[ $mode == smoke ]]; then
@@ -293,11 +299,12 @@ run_one() { # server scenario rep [extra mcpbench flags...]; BENCH_TOOLS in the 
             redis-cli -p "$p" flushall >/dev/null || { failed "$s" "$sc" "$rep" "redis flushall failed"; return; }
         done
     fi
-    if [[ $sc == cold ]]; then
-        local cmd
+    if [[ $sc == cold || $sc == stdio ]]; then
+        local cmd extra=()
         cmd="taskset -c 0 prlimit --nofile=$NOFILE:$NOFILE $(printf %q "$BENCH_DIR/servers.sh") exec $(printf %q "$s") $port"
-        BENCH_PROFILE=$BENCH_PROFILE VELLUM_BIN=$VELLUM_BIN "${prio[@]}" taskset -c 1 "$MCPBENCH" run --scenario cold \
-            --spawn "$cmd" "${common[@]}" "${flags[@]}" 2>>"$log" ||
+        [[ $sc == stdio ]] && extra=("${load[@]}")
+        BENCH_PROFILE=$BENCH_PROFILE VELLUM_BIN=$VELLUM_BIN "${prio[@]}" taskset -c 1 "$MCPBENCH" run --scenario "$sc" \
+            --spawn "$cmd" "${common[@]}" "${flags[@]}" "${extra[@]}" 2>>"$log" ||
             failed "$s" "$sc" "$rep" "mcpbench failed, see logs/$s-$sc-$rep.log"
         return
     fi
@@ -321,7 +328,10 @@ run_one() { # server scenario rep [extra mcpbench flags...]; BENCH_TOOLS in the 
         latency | throughput | sessions | stream | tools) extra=("${load[@]}") ;;
         conc) extra=("${load[@]}" "${conc[@]}") ;;
         size) extra=("${load[@]}" "${size[@]}") ;;
-        hold) extra=("${hold[@]}") ;;
+        hold)
+            extra=("${hold[@]}")
+            # A gateway runs a child process per held session: hundreds, not thousands.
+            case ${s#base:} in vellum-proxy | supergateway) extra=("${gateway_hold[@]}") ;; esac ;;
         streams) extra=("${streams[@]}") ;;
         fanout) extra=("${fanout[@]}") ;;
         setup) extra=("${setup[@]}") ;;

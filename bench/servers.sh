@@ -29,7 +29,8 @@ set_profile() {
 }
 set_profile "${BENCH_PROFILE:-release}"
 
-ALL_SERVERS="null null-sse rmcp rmcp-stateless-json rmcp@2026 ts py go go-json go-stateless go@2026 vellum vellum-json vellum-stateless vellum-store vellum-redis vellum-redis-cluster vellum@2026 vellum-h2 vellum-metrics vellum-auth vellum-auth-dpop-allowed"
+ALL_SERVERS="null null-sse rmcp rmcp-stateless-json rmcp@2026 ts py go go-json go-stateless go@2026 vellum vellum-json vellum-stateless vellum-store vellum-redis vellum-redis-cluster vellum@2026 vellum-h2 vellum-metrics vellum-auth vellum-auth-dpop-allowed vellum-stdio vellum-proxy vellum-proxy@2026 supergateway"
+SUPERGATEWAY_JS=$BENCH_DIR/peers/supergateway/node_modules/supergateway/dist/index.js
 
 # The audience of the benchmark's access tokens (fixed: every run has a port of its own).
 BENCH_AUTH_AUDIENCE=https://bench.invalid/mcp
@@ -86,6 +87,18 @@ server_exec() {
             exec "${vellum[@]}" --auth-jwks "${BENCH_AUTH_JWKS_URL:?}" --auth-issuer "${BENCH_AUTH_ISSUER:?}" \
                 --auth-audience "$BENCH_AUTH_AUDIENCE" --auth-dpop "$dpop" ;;
         vellum-json) exec "${vellum[@]}" --json-response ;;
+        # The gateways: the bench server over stdio behind each, a child per session (the
+        # 2026-07-28 row: requests share one child). `vellum` is the same server called
+        # directly over HTTP.
+        # The child of the gateway rows, called directly over its stdin and stdout (the
+        # `stdio` scenario spawns it; the port is not used).
+        vellum-stdio) exec "$VELLUM_BIN" serve --stdio --server bench --bench-tools "$tools" ;;
+        vellum-proxy | vellum-proxy@2026)
+            exec "$VELLUM_BIN" proxy --addr "$addr" --max-children 100000 \
+                --stdio "$VELLUM_BIN serve --stdio --server bench --bench-tools $tools" ;;
+        supergateway)
+            exec node "$SUPERGATEWAY_JS" --stdio "$VELLUM_BIN serve --stdio --server bench --bench-tools $tools" \
+                --outputTransport streamableHttp --stateful --port "$2" --logLevel none ;;
         vellum-stateless) exec "${vellum[@]}" --stateless ;;
         vellum-store) exec "${vellum[@]}" --event-store memory ;;
         vellum-redis)
@@ -111,7 +124,7 @@ server_flags() {
 
 # The scenarios, in the order each repetition runs them (every server of a scenario one after
 # another, so that servers compared with each other are measured close together in time).
-ALL_SCENARIOS="latency throughput sessions stream conc size tools hold streams fanout setup cold chunks"
+ALL_SCENARIOS="latency throughput sessions stream conc size tools hold streams fanout setup cold chunks stdio"
 
 # server_scenarios NAME: the scenarios that apply (no sessions to hold without sessions; the
 # null servers have only hello_world; the curves and the wire framing are measured on each
@@ -123,6 +136,11 @@ server_scenarios() {
         null | null-sse) echo "latency throughput sessions conc hold streams setup cold" ;;
         rmcp-stateless-json | go-stateless | vellum-stateless) echo "latency throughput setup cold" ;;
         vellum@2026) echo "latency throughput stream conc fanout setup cold chunks" ;;
+        # A gateway holds a child process per session: held sessions in the hundreds (see
+        # run.sh), no fan-out of the server's own.
+        vellum-proxy | supergateway) echo "latency throughput sessions stream hold setup" ;;
+        vellum-stdio) echo "stdio" ;;
+        vellum-proxy@2026) echo "latency throughput" ;;
         *@2026) echo "latency throughput stream fanout setup cold" ;;
         vellum-json | vellum-store | vellum-redis | vellum-redis-cluster)
             echo "latency throughput sessions stream hold streams setup cold" ;;
@@ -146,6 +164,7 @@ server_peer() {
         ts*) echo ts ;;
         py*) echo py ;;
         go*) echo go ;;
+        supergateway) echo supergateway ;;
         *) echo "" ;;
     esac
 }
@@ -176,6 +195,7 @@ server_missing() {
                     command -v redis-server >/dev/null || echo "no redis-server"
                     ;;
                 vellum-metrics) [[ $help == *--metrics-addr* ]] || echo "vellum serve has no --metrics-addr" ;;
+                vellum-proxy*) "$VELLUM_BIN" proxy --help >/dev/null 2>&1 || echo "vellum has no proxy command" ;;
                 vellum-auth*)
                     [[ $help == *--auth-dpop* ]] || { echo "vellum serve has no --auth-dpop"; return; }
                     "$BENCH_PYTHON" -c "import cryptography" 2>/dev/null || echo "no cryptography in $BENCH_PYTHON (to mint the token)"
@@ -185,6 +205,9 @@ server_missing() {
         null*) [[ -x $NULL_BIN ]] || echo "no $NULL_BIN" ;;
         rmcp*) [[ -x $RMCP_BIN ]] || echo "no $RMCP_BIN" ;;
         ts) [[ -d $BENCH_DIR/peers/ts/node_modules ]] || echo "no peers/ts/node_modules" ;;
+        supergateway)
+            [[ -f $SUPERGATEWAY_JS ]] || { echo "no peers/supergateway/node_modules"; return; }
+            [[ -x $VELLUM_BIN ]] || echo "no $VELLUM_BIN (the child)" ;;
         py) [[ -x $BENCH_DIR/peers/py/.venv/bin/python ]] || echo "no peers/py/.venv" ;;
         go*) [[ -x $GO_BIN ]] || echo "no Go peer binary $GO_BIN (bench/peers/build.sh go builds it from a snapshot of the Go SDK's repository; see shared/tools/go-peer/README.md)" ;;
         *) echo "unknown server" ;;

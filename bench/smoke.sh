@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CI smoke of the benchmark harness, so it never rots: builds the harness and Vellum (debug),
 # runs one short window of every scenario against Vellum and the null server (and a few against
-# the h2, metrics and auth rows), and fails on any error, on a run that measured nothing, or on
+# the h2, metrics, auth and gateway rows), and fails on any error, on a run that measured nothing, or on
 # a server with no results. About a minute, mostly building. Its figures mean nothing (debug
 # builds, 1 s windows); bench/run.sh makes the real ones.
 #
@@ -46,5 +46,11 @@ if [[ $only == vellum,null ]]; then
     fi
     "$here/run.sh" --smoke --debug --no-build --only "$extra" --scenarios throughput,streams --out "$out"
     "$here/target/debug/mcpbench" check "$out/results.jsonl" --expect "$extra"
+    rm -rf "$out"
+    # The gateway rows (issue 28): the child called directly (the `stdio` scenario) and
+    # vellum proxy --stdio in front of it, both eras; supergateway needs npm (bench only).
+    gateways=vellum-stdio,vellum-proxy,vellum-proxy@2026
+    "$here/run.sh" --smoke --debug --no-build --only "$gateways" --scenarios stdio,latency,stream --out "$out"
+    "$here/target/debug/mcpbench" check "$out/results.jsonl" --expect "$gateways"
     rm -rf "$out"
 fi

@@ -14,6 +14,11 @@
 #
 #   bash scripts/conformance.sh [--suite 0.1.16|0.2.0-alpha.12]... [--mode MODE]...
 #                               [--scenario NAME]... [--expect-fail "KEY REASON"]...
+#                               [--proxy "CHILD COMMAND"]
+#
+# --proxy runs the same suites and modes against `vellum proxy --stdio "CHILD COMMAND"`
+# (the mode's handler flags given to the proxy) instead of `vellum serve --server
+# everything`: the stdio server CHILD COMMAND behind the gateway.
 #
 # --expect-fail names a known failure and says why in one line: KEY is
 # SUITE/MODE/SCENARIO (the whole scenario) or SUITE/MODE/SCENARIO:CHECK (one check; the
@@ -41,7 +46,7 @@ usage() {
   echo "usage: $0 [--suite 0.1.16|0.2.0-alpha.12]... [--mode MODE]... [--scenario NAME]... [--expect-fail \"KEY REASON\"]..." >&2
   exit 2
 }
-SUITES=() MODES=() SCENARIOS=() EXPECTED=()
+SUITES=() MODES=() SCENARIOS=() EXPECTED=() PROXY=
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || usage
   case "$1" in
@@ -49,6 +54,7 @@ while [ $# -gt 0 ]; do
     --mode) MODES+=("$2"); shift 2 ;;
     --scenario) SCENARIOS+=("$2"); shift 2 ;;
     --expect-fail) EXPECTED+=("$2"); shift 2 ;;
+    --proxy) PROXY=$2; shift 2 ;;
     *) usage ;;
   esac
 done
@@ -96,7 +102,11 @@ trap stop_server EXIT
 # Starts the server on a free loopback port and sets URL (waits for its start line).
 start_server() {
   local log=$1; shift
-  "$BIN" serve --server everything --addr 127.0.0.1:0 "$@" 2>"$log" &
+  if [ -n "$PROXY" ]; then
+    "$BIN" proxy --stdio "$PROXY" --addr 127.0.0.1:0 "$@" 2>"$log" &
+  else
+    "$BIN" serve --server everything --addr 127.0.0.1:0 "$@" 2>"$log" &
+  fi
   SERVER_PID=$!
   local i
   for i in $(seq 1 100); do
@@ -142,7 +152,8 @@ for suite in "${SUITES[@]}"; do
     mkdir -p "$dir"
     started=$SECONDS
     start_server "$dir/server.log" "${flags[@]}"
-    echo "== $suite $mode (vellum serve ${flags[*]:-}${wire[*]:+; suite ${wire[*]}}) at $URL, ${#run[@]} scenarios"
+    what="vellum serve ${flags[*]:-}"; [ -z "$PROXY" ] || what="vellum proxy --stdio \"$PROXY\" ${flags[*]:-}"
+    echo "== $suite $mode ($what${wire[*]:+; suite ${wire[*]}}) at $URL, ${#run[@]} scenarios"
     if [ ${#partial[@]} -eq 0 ]; then
       # One process for the whole suite (a process per scenario costs a Node start each,
       # seconds apiece on a loaded machine). alpha.12 times each scenario out on its own,

@@ -43,6 +43,8 @@ RULES = {
     # extractors, results and routes of handler functions (what the macros expand to)
     "handler":   {"protocol", "error", "sync", "server", "auth"},
     "otel":      {"transport"},                  # OTLP span export (the crypto provider)
+    # a server whose requests another MCP server serves, through the client
+    "gateway":   {"protocol", "error", "sync", "server", "client", "transport"},
     # an in-memory client for a server's tests (feature testing): the top of the library
     "testing":   {"protocol", "error", "server", "client", "transport", "auth"},
 }

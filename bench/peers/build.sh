@@ -2,6 +2,7 @@
 # Builds the peer servers of the benchmark from their registries (nothing vendored):
 #   rmcp  crates.io, bench/peers/rmcp/Cargo.lock  -> peers/rmcp/target/release/rmcp-peer
 #   ts    npm, bench/peers/ts/package-lock.json   -> peers/ts/node_modules
+#   supergateway  npm, bench/peers/supergateway/package-lock.json -> peers/supergateway/node_modules
 #   py    PyPI, bench/peers/py/requirements.txt   -> peers/py/.venv
 #   go    the official Go SDK from a repository snapshot, with Go and the SDK's module
 #         dependencies from Debian packages, by the shared go-peer/build-go.sh (its README
@@ -9,7 +10,7 @@
 #         and modules                             -> peers/go/.build/go/bench-go
 #         (GO_PEER_SCRIPT overrides where build-go.sh is; PEERS_DIR where it builds)
 # Idempotent: skips what is already built from the same lock file.
-# usage: bench/peers/build.sh [rmcp] [ts] [py] [go]      (default: all four)
+# usage: bench/peers/build.sh [rmcp] [ts] [py] [go] [supergateway]      (default: all five)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 
@@ -24,6 +25,13 @@ build_ts() {
         return
     fi
     (cd ts && nice -n 15 npm ci --no-audit --no-fund --loglevel=error)
+}
+
+build_supergateway() {
+    if [[ -f supergateway/node_modules/.package-lock.json && supergateway/node_modules/.package-lock.json -nt supergateway/package-lock.json ]]; then
+        return
+    fi
+    (cd supergateway && nice -n 15 npm ci --no-audit --no-fund --loglevel=error)
 }
 
 build_py() {
@@ -58,11 +66,11 @@ build_go() {
         XDG_CONFIG_HOME=$w/config CGO_ENABLED=0 nice -n 15 go build -trimpath -o "$w/bench-go" .)
 }
 
-for peer in "${@:-rmcp ts py go}"; do
+for peer in "${@:-rmcp ts py go supergateway}"; do
     for p in $peer; do
         case $p in
-            rmcp | ts | py | go) echo "peers/build.sh: $p" >&2; "build_$p" ;;
-            *) echo "peers/build.sh: unknown peer '$p' (rmcp, ts, py, go)" >&2; exit 2 ;;
+            rmcp | ts | py | go | supergateway) echo "peers/build.sh: $p" >&2; "build_$p" ;;
+            *) echo "peers/build.sh: unknown peer '$p' (rmcp, ts, py, go, supergateway)" >&2; exit 2 ;;
         esac
     done
 done

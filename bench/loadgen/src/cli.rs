@@ -68,6 +68,9 @@ pub(crate) enum Scenario {
     /// How the server frames SSE: HTTP chunks and SSE events per `stream` answer, read from
     /// the raw socket, and (with `--trace`) its write syscalls per event under strace.
     Chunks,
+    /// A stdio server (`--spawn CMD`) called directly over its stdin and stdout, 1 request
+    /// in flight: the latency a gateway in front of it adds to.
+    Stdio,
 }
 
 impl Scenario {
@@ -87,6 +90,7 @@ impl Scenario {
             Scenario::Tools => "tools",
             Scenario::Fanout => "fanout",
             Scenario::Chunks => "chunks",
+            Scenario::Stdio => "stdio",
         }
     }
 }

@@ -22,7 +22,7 @@ fn problem(r: &Record) -> Option<String> {
         return None;
     }
     let measured = match r.scenario.as_str() {
-        "latency" | "throughput" | "sessions" | "stream" | "conc" | "size" | "tools" => {
+        "latency" | "throughput" | "sessions" | "stream" | "conc" | "size" | "tools" | "stdio" => {
             r.rps.is_some_and(|x| x > 0.0)
         }
         "fanout" => r.fanout_last_ms.is_some(),

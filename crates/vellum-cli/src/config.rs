@@ -1,5 +1,5 @@
-//! `vellum serve --config FILE`: a TOML file of flags. Each key is a flag of `vellum serve`
-//! without its `--` (`addr = "0.0.0.0:8000"`, `stateless = true`, `trusted-origin =
+//! `vellum serve --config FILE` (and `vellum proxy --config FILE`, which serves with the same
+//! flags): a TOML file of flags. Each key is a flag of the command without its `--` (`addr = "0.0.0.0:8000"`, `stateless = true`, `trusted-origin =
 //! ["https://a.example"]`), read from the flag definitions themselves, so a new flag is a key
 //! the moment it exists. The file's keys become command-line arguments behind the real ones
 //! and clap parses them as it parses flags: one set of value parsers, conflicts and
@@ -18,21 +18,24 @@ use anyhow::{Context as _, bail};
 use clap::parser::ValueSource;
 use clap::{Arg, ArgAction, ArgMatches, Command, CommandFactory, FromArgMatches};
 
-/// The subcommand whose flags a config file holds.
+/// The subcommands whose flags a config file holds: those that serve over HTTP.
 const SERVE: &str = "serve";
+const PROXY: &str = "proxy";
+const CONFIGURED: [&str; 2] = [SERVE, PROXY];
 /// The flags that are not keys: the file itself, and what prints it.
 const NOT_KEYS: [&str; 3] = ["config", "print-config", "help"];
 /// What a secret's value prints as.
 const MASK: &str = "***";
 
-/// The parsed command line, and the effective `serve` configuration when `--print-config`
-/// asked for it.
+/// The parsed command line, and the effective configuration of `serve` or `proxy` when
+/// `--print-config` asked for it.
 pub(crate) struct Parsed<C> {
     pub(crate) cli: C,
     pub(crate) effective: Option<String>,
 }
 
-/// Parses `argv` as `C`, with `serve --config FILE` read into the arguments first.
+/// Parses `argv` as `C`, with `serve --config FILE` (or `proxy`'s) read into the arguments
+/// first.
 /// A `clap::Error` (help, version, a bad flag) is the caller's to print; other errors are
 /// about the file.
 pub(crate) fn parse<C: CommandFactory + FromArgMatches>(
@@ -43,11 +46,11 @@ pub(crate) fn parse<C: CommandFactory + FromArgMatches>(
     let matches = cmd.clone().try_get_matches_from(argv)?;
     let cli = C::from_arg_matches(&matches)?;
     let effective = match matches.subcommand() {
-        Some((SERVE, m)) if m.get_flag("print_config") => {
-            let serve = cmd
-                .find_subcommand(SERVE)
-                .ok_or_else(|| ConfigError::Other(anyhow::anyhow!("no serve command")))?;
-            Some(render(serve, m, &from_file))
+        Some((name, m)) if CONFIGURED.contains(&name) && m.get_flag("print_config") => {
+            let sub = cmd
+                .find_subcommand(name)
+                .ok_or_else(|| ConfigError::Other(anyhow::anyhow!("no {name} command")))?;
+            Some(render(sub, m, &from_file))
         }
         _ => None,
     };
@@ -65,7 +68,7 @@ pub(crate) enum ConfigError {
     Other(#[from] anyhow::Error),
 }
 
-/// `argv` with the keys of `serve --config FILE` appended as flags (those the command line
+/// `argv` with the keys of `serve --config FILE` (or `proxy`'s) appended as flags (those the command line
 /// does not override), and the ids of the arguments that came from the file.
 fn with_config_file(
     cmd: &Command,
@@ -75,7 +78,7 @@ fn with_config_file(
     let Ok(probe) = cmd.clone().ignore_errors(true).try_get_matches_from(&argv) else {
         return Ok((argv, BTreeSet::new()));
     };
-    let Some((SERVE, given)) = probe.subcommand() else {
+    let Some((name, given)) = probe.subcommand().filter(|(n, _)| CONFIGURED.contains(n)) else {
         return Ok((argv, BTreeSet::new()));
     };
     let Some(path) = given.get_raw("config").and_then(|mut v| v.next()) else {
@@ -83,8 +86,8 @@ fn with_config_file(
     };
     let path = PathBuf::from(path);
     let serve = cmd
-        .find_subcommand(SERVE)
-        .ok_or_else(|| anyhow::anyhow!("no serve command"))?;
+        .find_subcommand(name)
+        .ok_or_else(|| anyhow::anyhow!("no {name} command"))?;
     let table = read(&path)?;
     let (args, ids) =
         file_args(serve, &table, given).with_context(|| path.display().to_string())?;
@@ -143,8 +146,9 @@ fn key_arg<'a>(serve: &'a Command, key: &str) -> anyhow::Result<&'a Arg> {
         false => String::new(),
     };
     bail!(
-        "unknown key `{key}`{hint}: the keys are the flags of `vellum serve --help` without \
-         their `--`"
+        "unknown key `{key}`{hint}: the keys are the flags of `vellum {} --help` without \
+         their `--`",
+        serve.get_name()
     )
 }
 
@@ -191,11 +195,12 @@ fn scalar(key: &str, value: &toml::Value) -> anyhow::Result<String> {
     })
 }
 
-/// The effective configuration of `serve` as a config file: every key with its value and
+/// The effective configuration of `serve` (or `proxy`) as a config file: every key with its value and
 /// where it came from, secrets masked; keys without a value as comments.
 fn render(serve: &Command, m: &ArgMatches, from_file: &BTreeSet<String>) -> String {
-    let mut out = String::from(
-        "# vellum serve: the effective configuration (a --config file; secrets masked)\n",
+    let mut out = format!(
+        "# vellum {}: the effective configuration (a --config file; secrets masked)\n",
+        serve.get_name()
     );
     for arg in keys(serve) {
         let (id, key) = (arg.get_id().as_str(), arg.get_long().unwrap_or_default());

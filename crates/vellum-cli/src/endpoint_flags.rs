@@ -14,7 +14,7 @@ pub(crate) struct EndpointArgs {
     /// naming it (the health probes and `--metrics-addr` stay where they are). Default: every
     /// path, as the Go SDK. Either way `/.well-known/…` gets 404 unless it is the OAuth
     /// resource metadata (with `--auth-*`).
-    #[arg(long, value_name = "PATH", value_parser = parse_path, conflicts_with = "stdio")]
+    #[arg(long, value_name = "PATH", value_parser = parse_path)]
     path: Option<String>,
     /// The protocol versions to accept, comma-separated, e.g. `2026-07-28,2025-11-25`: a
     /// 2026-07-28 request outside them gets 400 with -32022, a legacy `initialize`
@@ -23,8 +23,7 @@ pub(crate) struct EndpointArgs {
     #[arg(
         long,
         value_name = "VERSION[,VERSION...]",
-        value_parser = parse_versions,
-        conflicts_with = "stdio"
+        value_parser = parse_versions
     )]
     protocol_versions: Option<ProtocolVersions>,
 }

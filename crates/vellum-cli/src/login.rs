@@ -52,7 +52,7 @@ impl OAuthArgs {
 
     /// An OAuth client for `url` without a redirect handler: it uses and refreshes stored
     /// tokens but never starts a login.
-    fn builder(&self, url: &str) -> anyhow::Result<OAuthBuilder> {
+    pub(crate) fn builder(&self, url: &str) -> anyhow::Result<OAuthBuilder> {
         let mut b = OAuth::builder(url)
             .client_name("vellum CLI")
             .store(self.store()?);
@@ -103,7 +103,7 @@ pub(crate) struct LogoutArgs {
 
 /// True when a browser can be opened here: a desktop session on Linux and the BSDs, always
 /// on macOS and Windows.
-fn has_desktop() -> bool {
+pub(crate) fn has_desktop() -> bool {
     if cfg!(any(target_os = "macos", windows)) {
         return true;
     }

@@ -4,11 +4,15 @@
 mod auth_flags;
 mod commands;
 mod config;
+mod connect;
 mod connection_flags;
 mod endpoint_flags;
+mod http_args;
+mod http_serve;
 mod login;
 mod metrics_endpoint;
 mod output;
+mod proxy;
 mod redis_flags;
 mod serve;
 mod stores;
@@ -38,7 +42,12 @@ Add --json for the exact JSON answer. Progress bars and server logs go to stderr
 
 Serve a demo server:
   vellum serve                   (http://127.0.0.1:8000, the hello_world tool)
-  vellum serve --stdio           (the same over stdin/stdout)"
+  vellum serve --stdio           (the same over stdin/stdout)
+
+Put a stdio server online, or reach a remote one from a stdio-only host:
+  vellum proxy --stdio \"npx -y @modelcontextprotocol/server-everything\" --addr 0.0.0.0:8000
+  vellum proxy --upstream https://mcp.example.com/mcp --auth-jwks ...
+  vellum connect https://mcp.example.com/mcp   (in a desktop host's server config)"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -49,6 +58,12 @@ struct Cli {
 enum Command {
     /// Serve a demo MCP server over Streamable HTTP (or stdio with --stdio).
     Serve(Box<serve::ServeArgs>),
+    /// Serve a stdio MCP server (--stdio "COMMAND") or a remote one (--upstream URL) over
+    /// Streamable HTTP, with every option of `vellum serve`.
+    Proxy(Box<proxy::ProxyArgs>),
+    /// Reach a remote MCP server from a host that only speaks stdio: newline-delimited
+    /// JSON-RPC on stdin/stdout, Streamable HTTP (with OAuth) to URL.
+    Connect(connect::ConnectArgs),
     /// List or call a server's tools.
     #[command(subcommand)]
     Tools(commands::ToolsCommand),
@@ -65,6 +80,20 @@ enum Command {
     Login(login::LoginArgs),
     /// Forget (and revoke) the tokens kept for an MCP server.
     Logout(login::LogoutArgs),
+}
+
+async fn run(command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Serve(args) => serve::run(*args).await,
+        Command::Proxy(args) => proxy::run(*args).await,
+        Command::Connect(args) => connect::run(args).await,
+        Command::Tools(c) => commands::tools(c).await,
+        Command::Resources(c) => commands::resources(c).await,
+        Command::Prompts(c) => commands::prompts(c).await,
+        Command::Ping(a) => commands::ping(a).await,
+        Command::Login(a) => login::login(a).await,
+        Command::Logout(a) => login::logout(a).await,
+    }
 }
 
 fn main() -> std::process::ExitCode {
@@ -93,15 +122,13 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
+    // The command runs on a worker of the runtime, not on this thread: the tasks it spawns
+    // (a stdio server's requests, say) then run where it does, without a hand-off between
+    // threads each time.
     let result = rt.block_on(async {
-        match cli.command {
-            Command::Serve(args) => serve::run(*args).await,
-            Command::Tools(c) => commands::tools(c).await,
-            Command::Resources(c) => commands::resources(c).await,
-            Command::Prompts(c) => commands::prompts(c).await,
-            Command::Ping(a) => commands::ping(a).await,
-            Command::Login(a) => login::login(a).await,
-            Command::Logout(a) => login::logout(a).await,
+        match tokio::spawn(run(cli.command)).await {
+            Ok(r) => r,
+            Err(e) => Err(anyhow::anyhow!("the command stopped: {e}")),
         }
     });
     match result {

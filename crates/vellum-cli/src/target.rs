@@ -124,7 +124,19 @@ fn parse_level(s: &str) -> anyhow::Result<Option<LoggingLevel>> {
         .with_context(|| format!("--log-level: unknown level {s:?}"))
 }
 
-fn http_options(headers: &[String]) -> anyhow::Result<HttpClientOptions> {
+impl Protocol {
+    /// The client's name for it.
+    pub(crate) fn choice(self) -> ProtocolChoice {
+        match self {
+            Protocol::Auto => ProtocolChoice::Auto,
+            Protocol::Legacy => ProtocolChoice::Legacy,
+            Protocol::Modern => ProtocolChoice::Modern,
+        }
+    }
+}
+
+/// HTTP client options with these `Name: value` headers.
+pub(crate) fn http_options(headers: &[String]) -> anyhow::Result<HttpClientOptions> {
     let mut options = HttpClientOptions::default();
     for h in headers {
         let Some((name, value)) = h.split_once(':') else {
@@ -181,11 +193,7 @@ impl Target {
             .name("vellum-cli", env!("CARGO_PKG_VERSION"))
             .request_timeout(self.timeout)
             .probe_timeout(self.timeout.min(Duration::from_secs(10)))
-            .protocol(match self.protocol {
-                Protocol::Auto => ProtocolChoice::Auto,
-                Protocol::Legacy => ProtocolChoice::Legacy,
-                Protocol::Modern => ProtocolChoice::Modern,
-            })
+            .protocol(self.protocol.choice())
             .on_notification(move |n| {
                 if let ServerNotification::Log(l) = n {
                     let data = match &l.data {

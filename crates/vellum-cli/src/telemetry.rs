@@ -73,3 +73,25 @@ pub(crate) async fn shutdown(guard: Option<Guard>) {
     #[cfg(not(feature = "otel"))]
     let _ = guard;
 }
+
+/// The process-wide log of `vellum proxy` and `vellum connect`, on stderr (never stdout,
+/// which `connect` keeps for protocol messages): what the gateway says about its backends
+/// (each child's stderr line, prefixed with the child; starts, ends) from `level` up, and
+/// anything else from `warn`. `RUST_LOG` replaces the filter.
+pub(crate) fn gateway_log(level: &str) -> anyhow::Result<()> {
+    use tracing_subscriber::EnvFilter;
+    let filter = match parse_level(level)? {
+        Some(l) => format!("warn,vellum::gateway={}", l.as_str().to_ascii_lowercase()),
+        None => "off".to_owned(),
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(filter));
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_target(false)
+        .finish();
+    // A second call (tests run commands in one process) keeps the first.
+    let _ = tracing::subscriber::set_global_default(subscriber);
+    Ok(())
+}

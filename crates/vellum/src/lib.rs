@@ -95,6 +95,8 @@ pub mod auth;
 #[cfg(feature = "client")]
 pub mod client;
 pub mod error;
+#[cfg(feature = "client")]
+pub mod gateway;
 pub mod handler;
 #[cfg(any(feature = "auth", feature = "client-auth"))]
 pub mod jose;

@@ -1,12 +1,16 @@
 // Interop check: the official TypeScript SDK v2 client (@modelcontextprotocol/client) against
 // a Vellum server over Streamable HTTP.
 //
-// Usage: node client-ts-v2.mjs URL MODE     (MODE: legacy | auto | 2026-07-28)
+// Usage: node client-ts-v2.mjs URL MODE [TOOL ARGS_JSON EXPECTED]     (MODE: legacy | auto | 2026-07-28)
 //
 // Connects in MODE, checks the negotiated era, lists the tools, calls `hello_world` with
-// user_name "Alice" and prints the text. Any mismatch is printed on stderr, exit code 1.
+// user_name "Alice" (or TOOL with ARGS_JSON, expecting the text EXPECTED) and prints the
+// text. Any mismatch is printed on stderr, exit code 1.
 
-const [url, mode] = process.argv.slice(2);
+const [url, mode, toolArg, argsJson, expectedArg] = process.argv.slice(2);
+const tool = toolArg ?? "hello_world";
+const args = argsJson ? JSON.parse(argsJson) : { user_name: "Alice" };
+const expected = expectedArg ?? "Hello World, Alice";
 if (!url || !mode) {
   console.error("usage: node client-ts-v2.mjs URL legacy|auto|2026-07-28");
   process.exit(2);
@@ -29,10 +33,10 @@ try {
   const modern = (version ?? "") >= "2026-07-28";
   if ((mode === "legacy") === modern) failures.push(`mode ${mode} negotiated ${version}`);
   const { tools } = await client.listTools();
-  if (!tools.some((t) => t.name === "hello_world")) failures.push(`hello_world missing: ${JSON.stringify(tools)}`);
-  const result = await client.callTool({ name: "hello_world", arguments: { user_name: "Alice" } });
+  if (!tools.some((t) => t.name === tool)) failures.push(`${tool} missing: ${JSON.stringify(tools)}`);
+  const result = await client.callTool({ name: tool, arguments: args });
   const text = result.content?.[0]?.text;
-  if (result.isError || text !== "Hello World, Alice") failures.push(`unexpected result ${JSON.stringify(result)}`);
+  if (result.isError || text !== expected) failures.push(`unexpected result ${JSON.stringify(result)}`);
   if (typeof text === "string") console.log(text);
   console.error(`protocol ${version}`);
   await client.close();

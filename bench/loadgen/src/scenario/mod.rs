@@ -7,7 +7,8 @@
 //! * `setup`: new connection + session + first call, one after another;
 //! * `cold`: spawn the server and time its first correct answer;
 //! * `fanout`: one list change delivered to many open streams (`streams`: the held streams);
-//! * `chunks`: how SSE answers are framed on the wire.
+//! * `chunks`: how SSE answers are framed on the wire;
+//! * `stdio`: a stdio server called directly (the baseline of a gateway's added latency).
 //!
 //! Every record carries the machine's load around its run (`procfs::Meter`).
 
@@ -17,6 +18,7 @@ mod fanout;
 mod hold;
 mod load;
 mod setup;
+mod stdio;
 mod streams;
 
 use std::time::Duration;
@@ -150,6 +152,7 @@ async fn single(args: &RunArgs, proto: &Proto, rec: &mut Record) -> anyhow::Resu
         Scenario::Setup => setup::run(args, proto, rec).await,
         Scenario::Cold => cold::run(args, proto, rec).await,
         Scenario::Chunks => chunks::run(args, proto, rec).await,
+        Scenario::Stdio => stdio::run(args, rec).await,
         Scenario::Hold | Scenario::Streams | Scenario::Fanout | Scenario::Conc | Scenario::Size => {
             anyhow::bail!("{} has a record per point", args.scenario.name())
         }

@@ -296,3 +296,44 @@ fn url_passwords_are_masked() {
     assert_eq!(mask_url_password("https://h/a@b"), "https://h/a@b");
     assert_eq!(mask_url_password("127.0.0.1:8000"), "127.0.0.1:8000");
 }
+
+#[test]
+fn proxy_reads_a_config_file_of_its_own_and_the_serving_flags() {
+    let path = file(
+        "stdio = \"node server.js\"\nmax-children = 9\naddr = \"127.0.0.1:0\"\nrate-limit = \"5/s\"\n",
+    );
+    let proxy = |args: &[&str]| -> Vec<OsString> {
+        ["vellum", "proxy"]
+            .iter()
+            .chain(args)
+            .map(OsString::from)
+            .collect()
+    };
+    // The backend the command requires comes from the file.
+    let parsed = parse::<crate::Cli>(proxy(&[
+        "--config",
+        path.to_str().unwrap(),
+        "--print-config",
+        "--max-children",
+        "4",
+    ]))
+    .unwrap_or_else(|e| panic!("{e}"));
+    let text = parsed.effective.unwrap();
+    assert!(text.starts_with("# vellum proxy:"), "{text}");
+    assert!(
+        text.contains("stdio = \"node server.js\"  # file"),
+        "{text}"
+    );
+    assert!(text.contains("max-children = 4  # command line"), "{text}");
+    assert!(text.contains("addr = \"127.0.0.1:0\"  # file"), "{text}");
+    assert!(text.contains("rate-limit = \"5/s\"  # file"), "{text}");
+    // A key of serve alone is not one of proxy's.
+    let path = file("server = \"everything\"\nstdio = \"x\"\n");
+    let e = match parse::<crate::Cli>(proxy(&["--config", path.to_str().unwrap()])) {
+        Err(ConfigError::Other(e)) => format!("{e:#}"),
+        Err(ConfigError::Clap(e)) => panic!("{e}"),
+        Ok(_) => panic!("serve's key was taken"),
+    };
+    assert!(e.contains("unknown key `server`"), "{e}");
+    assert!(e.contains("vellum proxy --help"), "{e}");
+}

@@ -20,8 +20,8 @@ use crate::client::transport::Transport;
 use crate::error::Error;
 use crate::peer::{InflightRequests, PendingAnswers, RequestIds};
 use crate::protocol::{
-    CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult, ErrorObject,
-    Implementation, JsonObject, ListRootsResult, LoggingLevel,
+    ClientCapabilities, CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult,
+    ErrorObject, Implementation, JsonObject, ListRootsResult, LoggingLevel,
 };
 
 impl Client {
@@ -41,6 +41,7 @@ impl Client {
             closed: AtomicBool::new(false),
             ended: OnceLock::new(),
             dropped: CancellationToken::new(),
+            gone: CancellationToken::new(),
         });
         tokio::spawn(read_loop(
             Arc::downgrade(&inner),
@@ -211,6 +212,23 @@ impl ClientBuilder {
     /// [`DEFAULT_MAX_INPUT_ROUNDS`](Self::DEFAULT_MAX_INPUT_ROUNDS).
     pub fn max_input_rounds(mut self, rounds: u32) -> Self {
         self.config.max_input_rounds = rounds.max(1);
+        self
+    }
+
+    /// Declares exactly these capabilities (`initialize`, and the `_meta` of 2026-07-28
+    /// requests) instead of the ones the handlers set here imply: for a client that speaks
+    /// for another one (a gateway declares its own client's). A question the server asks is
+    /// still answered only by a handler set here.
+    pub fn capabilities(mut self, capabilities: ClientCapabilities) -> Self {
+        self.config.declared = Some(capabilities);
+        self
+    }
+
+    /// The protocol version asked for in the legacy `initialize` (default: the newest legacy
+    /// version this client speaks). The server may choose another; the client accepts any
+    /// legacy version it speaks.
+    pub fn initialize_version(mut self, version: impl Into<String>) -> Self {
+        self.config.initialize_version = Some(version.into());
         self
     }
 

@@ -3,8 +3,18 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::future::BoxFuture;
+use serde_json::{Map, Value};
+
 use super::callbacks::ProgressHandler;
-use crate::protocol::{Meta, ProgressParams};
+use crate::error::Error;
+use crate::protocol::{InputRequests, Meta, ProgressParams};
+
+/// Answers a whole 2026-07-28 input round of one call: the server's questions by key in,
+/// the answers by the same keys out (see [`CallOptions::on_input_round`]).
+pub type InputRoundHandler = Arc<
+    dyn Fn(InputRequests) -> BoxFuture<'static, Result<Map<String, Value>, Error>> + Send + Sync,
+>;
 
 /// Options of one call.
 #[derive(Clone, Default)]
@@ -16,6 +26,8 @@ pub struct CallOptions {
     pub progress: Option<ProgressHandler>,
     /// Extra `_meta` entries for the request.
     pub meta: Option<Meta>,
+    /// Answers this call's input rounds instead of the client's handlers.
+    pub input_round: Option<InputRoundHandler>,
 }
 
 impl std::fmt::Debug for CallOptions {
@@ -24,6 +36,7 @@ impl std::fmt::Debug for CallOptions {
             .field("timeout", &self.timeout)
             .field("progress", &self.progress.is_some())
             .field("meta", &self.meta)
+            .field("input_round", &self.input_round.is_some())
             .finish()
     }
 }
@@ -41,6 +54,20 @@ impl CallOptions {
         F: Fn(&ProgressParams) + Send + Sync + 'static,
     {
         self.progress = Some(Arc::new(f));
+        self
+    }
+
+    /// Answers this call's input rounds (2026-07-28 MRTR) with `f` instead of the client's
+    /// sampling, elicitation and roots handlers: `f` gets every question of a round with its
+    /// key (the server's own, which must come back) and returns the answers, or the error the
+    /// call then fails with. For a client that asks someone else (a gateway asks its own
+    /// client, keeping the server's keys).
+    pub fn on_input_round<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(InputRequests) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<Map<String, Value>, Error>> + Send + 'static,
+    {
+        self.input_round = Some(Arc::new(move |r| Box::pin(f(r))));
         self
     }
 }

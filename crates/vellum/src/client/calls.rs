@@ -18,8 +18,8 @@ use crate::protocol::{
     CallToolParams, CallToolResult, CompleteParams, CompleteResult, CompletionArgument,
     CompletionReference, DiscoverResult, GetPromptParams, GetPromptResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
-    PaginatedParams, Prompt, ReadResourceParams, ReadResourceResult, Resource, ResourceTemplate,
-    SetLevelParams, Tool, methods,
+    PaginatedParams, Prompt, RawJson, ReadResourceParams, ReadResourceResult, Resource,
+    ResourceTemplate, SetLevelParams, Tool, methods,
 };
 use crate::sync::write;
 
@@ -34,6 +34,30 @@ impl Client {
     ) -> Result<R, Error> {
         let params = to_object(params)?;
         self.call(method, params, &opts).await
+    }
+
+    /// Sends any request with params as a JSON object and returns its result undecoded, as
+    /// the server sent it (for a client that passes results on, such as a gateway): a
+    /// complete result, or the task a 2026-07-28 server made of the request. The era's
+    /// `_meta` is added to the caller's (`opts.meta`), and the MRTR rounds of a modern
+    /// server run with this client's handlers (or the call's own, `opts.input_round`).
+    pub async fn request_raw(
+        &self,
+        method: &str,
+        params: Map<String, Value>,
+        opts: CallOptions,
+    ) -> Result<RawJson, Error> {
+        self.call_rounds(method, params, &opts, true).await
+    }
+
+    /// Sends any notification in the session's era (for a client that passes notifications
+    /// on, such as a gateway).
+    pub async fn send_notification(
+        &self,
+        method: &str,
+        params: Option<Value>,
+    ) -> Result<(), Error> {
+        self.notify(method, params).await
     }
 
     /// Checks that the server answers: `ping` (legacy) or `server/discover` (2026-07-28 has

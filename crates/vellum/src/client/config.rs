@@ -46,6 +46,10 @@ pub(super) struct Config {
     pub(super) protocol: ProtocolChoice,
     pub(super) log_level: Option<LoggingLevel>,
     pub(super) max_input_rounds: u32,
+    /// Capabilities declared as given instead of those the callbacks imply.
+    pub(super) declared: Option<ClientCapabilities>,
+    /// The version asked for in `initialize` (default: the newest legacy one).
+    pub(super) initialize_version: Option<String>,
 }
 
 impl Default for Config {
@@ -64,6 +68,8 @@ impl Default for Config {
             protocol: ProtocolChoice::Auto,
             log_level: None,
             max_input_rounds: DEFAULT_MAX_INPUT_ROUNDS,
+            declared: None,
+            initialize_version: None,
         }
     }
 }
@@ -71,6 +77,9 @@ impl Default for Config {
 impl Config {
     /// The capabilities the callbacks declare, for a request of `version`.
     pub(super) fn capabilities(&self, version: Option<ProtocolVersion>) -> ClientCapabilities {
+        if let Some(c) = &self.declared {
+            return c.clone();
+        }
         let legacy = version.is_none_or(|v| !v.is_modern());
         ClientCapabilities {
             experimental: self.experimental.clone(),

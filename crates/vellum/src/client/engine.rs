@@ -20,7 +20,8 @@ use crate::client::transport::{OutgoingKind, OutgoingMessage};
 use crate::error::{Error, TransportError};
 use crate::peer::{Waiter, cancelled_notification};
 use crate::protocol::{
-    ProtocolVersion, RawJson, RequestId, encode_notification, encode_request, meta_keys, methods,
+    Meta, ProtocolVersion, RawJson, RequestId, encode_notification, encode_request, meta_keys,
+    methods,
 };
 use crate::sync::read;
 
@@ -45,12 +46,12 @@ impl Client {
     pub(super) async fn call_raw(
         &self,
         method: &str,
-        params: Map<String, Value>,
+        params: &Map<String, Value>,
         opts: &CallOptions,
     ) -> Result<RawJson, Error> {
         let generation = self.inner.generation.load(Ordering::Acquire);
         match self
-            .call_once(method, params.clone(), opts, Era::Session, None)
+            .call_once(method, params, opts, Era::Session, None)
             .await
         {
             Err(Error::Transport(TransportError::SessionExpired)) if !self.is_modern() => {
@@ -66,7 +67,7 @@ impl Client {
     pub(super) async fn call_once(
         &self,
         method: &str,
-        mut params: Map<String, Value>,
+        params: &Map<String, Value>,
         opts: &CallOptions,
         era: Era<'_>,
         id: Option<RequestId>,
@@ -79,40 +80,26 @@ impl Client {
             Era::Handshake { modern, version } => {
                 (modern, (!version.is_empty()).then(|| version.to_owned()))
             }
-            Era::Session => match self.state() {
-                Some(s) => (s.modern, Some(s.version)),
+            Era::Session => self.with_state(|s| match s {
+                Some(s) => (s.modern, Some(s.version.clone())),
                 None => (false, None),
-            },
+            }),
         };
         let id = id.unwrap_or_else(|| inner.ids.next(None));
-
-        // `_meta`: the caller's entries, a progress token, and the modern era's context.
-        let mut meta = opts.meta.clone().unwrap_or_default();
-        if opts.progress.is_some() {
-            meta.insert(meta_keys::PROGRESS_TOKEN, &id);
-        }
-        if modern && let Some(v) = &version {
-            meta.insert(meta_keys::PROTOCOL_VERSION, v);
-            let caps = inner.config.capabilities(ProtocolVersion::parse(v));
-            meta.insert(meta_keys::CLIENT_CAPABILITIES, caps);
-            meta.insert(meta_keys::CLIENT_INFO, &inner.config.info);
-            let level = *read(&inner.log_level);
-            if let Some(level) = level {
-                meta.insert(meta_keys::LOG_LEVEL, level);
-            }
-        }
-        if !meta.is_empty() {
-            params.insert("_meta".to_owned(), Value::Object(meta.0));
-        }
+        let meta = self.request_meta(opts, &id, modern.then_some(version.as_deref()).flatten());
         let mirrors = if modern {
-            self.mirrors(method, &params)
+            self.mirrors(method, params)
         } else {
             Vec::new()
         };
-        let bytes = if params.is_empty() && method != methods::DISCOVER {
+        let bytes = if params.is_empty() && meta.is_empty() && method != methods::DISCOVER {
             encode_request::<()>(&id, method, None)?
         } else {
-            encode_request(&id, method, Some(&params))?
+            let with_meta = WithMeta {
+                params,
+                meta: &meta,
+            };
+            encode_request(&id, method, Some(&with_meta))?
         };
 
         let alive = Arc::new(Notify::new());
@@ -156,6 +143,34 @@ impl Client {
         }
     }
 
+    /// A request's `_meta`: the caller's entries, a progress token, and with `modern` (the
+    /// version of a 2026-07-28 request) that era's context, where the caller gave none (a
+    /// gateway gives the context of the client it speaks for).
+    fn request_meta(&self, opts: &CallOptions, id: &RequestId, modern: Option<&str>) -> Meta {
+        let inner = &self.inner;
+        let mut meta = opts.meta.clone().unwrap_or_default();
+        if opts.progress.is_some() {
+            meta.insert(meta_keys::PROGRESS_TOKEN, id);
+        }
+        if let Some(v) = modern {
+            meta.insert(meta_keys::PROTOCOL_VERSION, v);
+            if !meta.0.contains_key(meta_keys::CLIENT_CAPABILITIES) {
+                let caps = inner.config.capabilities(ProtocolVersion::parse(v));
+                meta.insert(meta_keys::CLIENT_CAPABILITIES, caps);
+            }
+            if !meta.0.contains_key(meta_keys::CLIENT_INFO) {
+                meta.insert(meta_keys::CLIENT_INFO, &inner.config.info);
+            }
+            let level = *read(&inner.log_level);
+            if let Some(level) = level
+                && !meta.0.contains_key(meta_keys::LOG_LEVEL)
+            {
+                meta.insert(meta_keys::LOG_LEVEL, level);
+            }
+        }
+        meta
+    }
+
     /// The values a modern HTTP request mirrors into headers.
     fn mirrors(&self, method: &str, params: &Map<String, Value>) -> Vec<(String, String)> {
         let field = match method {
@@ -168,12 +183,13 @@ impl Client {
         let mut out = Vec::new();
         if let Some(Value::String(name)) = params.get(field) {
             out.push(("Mcp-Name".to_owned(), name.clone()));
-            if method == methods::TOOLS_CALL
-                && let Some(state) = self.state()
-                && let Some(headers) = state.tool_headers.get(name)
-            {
+            if method == methods::TOOLS_CALL {
                 let args = params.get("arguments").and_then(Value::as_object);
-                out.extend(mirror_values(headers, args));
+                self.with_state(|s| {
+                    if let Some(headers) = s.and_then(|s| s.tool_headers.get(name)) {
+                        out.extend(mirror_values(headers, args));
+                    }
+                });
             }
         }
         out
@@ -181,17 +197,42 @@ impl Client {
 
     /// Sends a notification in the session's era.
     pub(super) async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), Error> {
-        let state = self.state();
+        let (version, modern) =
+            self.with_state(|s| (s.map(|s| s.version.clone()), s.is_some_and(|s| s.modern)));
         let bytes = encode_notification(method, params.as_ref())?;
         let message = OutgoingMessage {
             bytes,
             kind: OutgoingKind::Notification,
             method: Some(method.to_owned()),
-            protocol_version: state.as_ref().map(|s| s.version.clone()),
-            modern: state.as_ref().is_some_and(|s| s.modern),
+            protocol_version: version,
+            modern,
             mirrors: Vec::new(),
         };
         Ok(self.inner.transport.send(message).await?)
+    }
+}
+
+/// A request's params with its `_meta` (in place of any the params hold), written without
+/// copying the params.
+struct WithMeta<'a> {
+    params: &'a Map<String, Value>,
+    meta: &'a Meta,
+}
+
+impl Serialize for WithMeta<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let own_meta = !self.meta.is_empty();
+        let mut map = s.serialize_map(None)?;
+        for (k, v) in self.params {
+            if !(own_meta && k == "_meta") {
+                map.serialize_entry(k, v)?;
+            }
+        }
+        if own_meta {
+            map.serialize_entry("_meta", self.meta)?;
+        }
+        map.end()
     }
 }
 

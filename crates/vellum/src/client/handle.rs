@@ -73,6 +73,8 @@ pub(super) struct Inner {
     /// Cancelled when the last `Client` handle is dropped: the reader then stops and lets go
     /// of the transport (a child process is killed, connections close).
     pub(super) dropped: CancellationToken,
+    /// Cancelled once no call can be made any more (closed, or the transport ended).
+    pub(super) gone: CancellationToken,
 }
 
 impl Drop for Inner {
@@ -101,6 +103,7 @@ impl Inner {
             .fail_all(|| Err(self.end_error().unwrap_or(Error::SessionClosed)));
         self.listen_acks.clear();
         self.serving.cancel_all();
+        self.gone.cancel();
     }
 }
 
@@ -128,6 +131,11 @@ impl Client {
         read(&self.inner.state).clone()
     }
 
+    /// Reads the handshake's state without copying it (the hot path of every call).
+    pub(super) fn with_state<R>(&self, f: impl FnOnce(Option<&SessionState>) -> R) -> R {
+        f(read(&self.inner.state).as_ref())
+    }
+
     pub(super) fn set_state(&self, state: SessionState) {
         *write(&self.inner.state) = Some(state);
         self.inner.generation.fetch_add(1, Ordering::AcqRel);
@@ -135,12 +143,12 @@ impl Client {
 
     /// The protocol version in use (`"2026-07-28"` for the modern era).
     pub fn protocol_version(&self) -> Option<String> {
-        self.state().map(|s| s.version)
+        self.with_state(|s| s.map(|s| s.version.clone()))
     }
 
     /// True when the client speaks the stateless 2026-07-28 era with this server.
     pub fn is_modern(&self) -> bool {
-        self.state().is_some_and(|s| s.modern)
+        self.with_state(|s| s.is_some_and(|s| s.modern))
     }
 
     /// The server's identity, when it told it (`initialize`, or `server/discover`'s `_meta`).
@@ -163,6 +171,19 @@ impl Client {
         self.state()
             .map(|s| s.supported_versions)
             .unwrap_or_default()
+    }
+
+    /// Waits until no call can be made any more (the transport ended: the server process
+    /// exited, say; or [`close`](Self::close) was called), and says why.
+    pub async fn closed(&self) -> Error {
+        self.inner.gone.cancelled().await;
+        self.inner.end_error().unwrap_or(Error::SessionClosed)
+    }
+
+    /// True once no call can be made any more (see [`closed`](Self::closed)): already while
+    /// the calls that were waiting get their errors.
+    pub fn is_closed(&self) -> bool {
+        self.inner.end_error().is_some()
     }
 
     /// Closes the connection: cancels what is waiting and ends the session (HTTP DELETE, or

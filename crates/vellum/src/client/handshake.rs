@@ -60,7 +60,7 @@ impl Client {
             version,
         };
         let raw = self
-            .call_once(methods::DISCOVER, Map::new(), &opts, era, None)
+            .call_once(methods::DISCOVER, &Map::new(), &opts, era, None)
             .await?;
         let result: DiscoverResult = complete_result(&raw)?;
         if !result.supported_versions.iter().any(|v| v == version) {
@@ -89,9 +89,13 @@ impl Client {
     /// The legacy handshake: `initialize`, then `notifications/initialized`.
     async fn initialize(&self) -> Result<(), Error> {
         let config = &self.inner.config;
+        let asked = config
+            .initialize_version
+            .clone()
+            .unwrap_or_else(|| ProtocolVersion::LATEST_LEGACY.as_str().to_owned());
         let params = InitializeParams {
-            protocol_version: ProtocolVersion::LATEST_LEGACY.as_str().to_owned(),
-            capabilities: config.capabilities(Some(ProtocolVersion::LATEST_LEGACY)),
+            capabilities: config.capabilities(ProtocolVersion::parse(&asked)),
+            protocol_version: asked,
             client_info: config.info.clone(),
             meta: None,
         };
@@ -101,7 +105,7 @@ impl Client {
             version: "",
         };
         let raw = self
-            .call_once(methods::INITIALIZE, to_object(&params)?, &opts, era, None)
+            .call_once(methods::INITIALIZE, &to_object(&params)?, &opts, era, None)
             .await?;
         let result: InitializeResult = raw.parse()?;
         let version = result.protocol_version;
@@ -131,7 +135,7 @@ impl Client {
             let params = SetLevelParams { level, meta: None };
             self.call_once(
                 methods::LOGGING_SET_LEVEL,
-                to_object(&params)?,
+                &to_object(&params)?,
                 &CallOptions::default(),
                 Era::Session,
                 None,

@@ -21,19 +21,37 @@ impl Client {
     pub(super) async fn call<R: DeserializeOwned>(
         &self,
         method: &str,
-        mut params: Map<String, Value>,
+        params: Map<String, Value>,
         opts: &CallOptions,
     ) -> Result<R, Error> {
+        Ok(self
+            .call_rounds(method, params, opts, false)
+            .await?
+            .parse()?)
+    }
+
+    /// Sends a request and returns its complete result as it came (`resultType` checked),
+    /// after the MRTR rounds of a modern server that needs input; with `accept_task`, a
+    /// task the server made of the request is a result too.
+    pub(super) async fn call_rounds(
+        &self,
+        method: &str,
+        mut params: Map<String, Value>,
+        opts: &CallOptions,
+        accept_task: bool,
+    ) -> Result<RawJson, Error> {
         let rounds = self.inner.config.max_input_rounds;
         for _ in 0..=rounds {
-            let raw = self.call_raw(method, params.clone(), opts).await?;
+            let raw = self.call_raw(method, &params, opts).await?;
             let head: ResultHead = raw.parse()?;
             match head.result_type.unwrap_or_default() {
-                ResultType::Complete => return Ok(raw.parse()?),
+                ResultType::Complete => return Ok(raw),
                 ResultType::InputRequired => {
-                    let responses = self
-                        .answer_inputs(head.input_requests.unwrap_or_default())
-                        .await?;
+                    let requests = head.input_requests.unwrap_or_default();
+                    let responses = match &opts.input_round {
+                        Some(f) => f(requests).await?,
+                        None => self.answer_inputs(requests).await?,
+                    };
                     if responses.is_empty() {
                         params.remove("inputResponses");
                     } else {
@@ -44,6 +62,7 @@ impl Client {
                         None => params.remove("requestState"),
                     };
                 }
+                ResultType::Task if accept_task => return Ok(raw),
                 ResultType::Task => {
                     return Err(Error::Unsupported(
                         "the server answered with a task, which this client did not ask for".into(),

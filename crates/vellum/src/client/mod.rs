@@ -58,7 +58,7 @@ mod subscriptions;
 pub(crate) mod transport;
 
 pub use builder::ClientBuilder;
-pub use call_options::CallOptions;
+pub use call_options::{CallOptions, InputRoundHandler};
 pub use callbacks::{
     ElicitationHandler, NotificationHandler, ProgressHandler, RootsHandler, SamplingHandler,
     ServerNotification, form_defaults,

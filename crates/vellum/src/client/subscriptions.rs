@@ -66,7 +66,7 @@ impl Client {
             let r = client
                 .call_once(
                     methods::SUBSCRIPTIONS_LISTEN,
-                    params,
+                    &params,
                     &opts,
                     Era::Session,
                     Some(id),

@@ -21,7 +21,6 @@ mod pending;
 pub(crate) use ids::RequestIds;
 pub(crate) use inflight::{Cancel, InflightRequests, Ticket};
 pub(crate) use pending::PendingAnswers;
-#[cfg(feature = "client")]
 pub(crate) use pending::Waiter;
 
 use bytes::Bytes;

@@ -148,7 +148,6 @@ impl<T, M> Waiter<'_, T, M> {
         }
     }
 
-    #[cfg(feature = "client")]
     /// True until the answer arrived or the wait was abandoned.
     pub(crate) fn is_waiting(&self) -> bool {
         self.waiting

@@ -202,6 +202,12 @@ impl RawJson {
         serde_json::to_vec(value).map(|v| RawJson(Bytes::from(v)))
     }
 
+    /// `{}`.
+    #[cfg(feature = "client")]
+    pub(crate) fn empty_object() -> Self {
+        RawJson(Bytes::from_static(b"{}"))
+    }
+
     /// Decodes the JSON into `T`.
     pub fn parse<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
         serde_json::from_slice(&self.0)

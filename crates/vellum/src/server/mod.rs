@@ -14,6 +14,9 @@
 //! - `session.rs` (a legacy session), `tasks.rs` (tasks at run time), `listeners.rs`
 //!   (2026-07-28 listen streams), `modern_meta.rs` and `mrtr.rs` (a 2026-07-28 request's
 //!   `_meta` and multi round-trip state);
+//! - `upstream.rs`: [`Upstream`], what a server forwards every request it does not answer
+//!   itself to (the gateway's backends; the table hands those to `methods/forward.rs`), and
+//!   `session_ref.rs`: [`SessionRef`], the handle an upstream keeps on a session;
 //! - `options.rs`, `caller.rs`, `scopes.rs`, `handler_error.rs`: the leaves.
 //!
 //! Not here: HTTP, stdio or any other I/O (see [`crate::transport`], whose
@@ -35,7 +38,9 @@ pub(crate) mod scopes;
 #[allow(clippy::module_inception)]
 mod server;
 mod session;
+mod session_ref;
 mod tasks;
+mod upstream;
 
 #[cfg(feature = "skills")]
 pub use crate::skill_files::{MAX_SKILL_BYTES, MAX_SKILL_FILES, SkillError, SkillFiles};
@@ -57,7 +62,9 @@ pub use request::context::RequestContext;
 pub use request::middleware::{self, IncomingRequest, MessageEvent, Next};
 pub use request::reply::Outcome;
 pub use scopes::{InsufficientScope, ScopeRules};
-pub use server::Server;
+pub use server::{Server, WeakServer};
+pub use session_ref::SessionRef;
+pub use upstream::{ForwardedRequest, Upstream};
 
 // What the transports use of the core.
 pub(crate) use methods::handle_notification;

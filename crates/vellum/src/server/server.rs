@@ -13,7 +13,7 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, OnceLock, RwLock, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -30,7 +30,9 @@ use super::request::middleware::{IncomingRequest, Middleware, Next};
 use super::request::observe::{MessageEvent, observe};
 use super::request::reply::Outcome;
 use super::session::{Session, Sessions};
+use super::session_ref::SessionRef;
 use super::tasks::Tasks;
+use super::upstream::Upstream;
 use crate::protocol::{CacheHint, encode_notification};
 use crate::protocol::{
     Implementation, JsonObject, ListCapability, NotificationParams, ResourceUpdatedParams,
@@ -69,6 +71,11 @@ pub(crate) struct ServerInner {
     bus_listener: OnceLock<tokio_util::sync::DropGuard>,
     /// The legacy sessions served, which hear the announcements.
     sessions: Sessions,
+    /// Where requests are forwarded instead of served here, once set (a gateway).
+    upstream: OnceLock<Arc<dyn Upstream>>,
+    /// The upstream's identity as encoded JSON, once learned: what 2026-07-28 results name as
+    /// their server (a gateway answers as the server behind it, in both eras).
+    upstream_info: OnceLock<Box<RawValue>>,
     change_scheduled: [AtomicBool; 3],
 }
 
@@ -110,6 +117,8 @@ impl Server {
                 bus_listener: OnceLock::new(),
                 tasks: Arc::default(),
                 sessions: Sessions::default(),
+                upstream: OnceLock::new(),
+                upstream_info: OnceLock::new(),
                 change_scheduled: Default::default(),
             }),
         }
@@ -203,6 +212,47 @@ impl Server {
         self
     }
 
+    /// Forwards this server's requests to `upstream` instead of serving them from its own
+    /// registries (see [`Upstream`] for what stays here). Set once, before serving; a
+    /// later call returns `false` and changes nothing.
+    pub fn set_upstream(&self, upstream: Arc<dyn Upstream>) -> bool {
+        self.inner.upstream.set(upstream).is_ok()
+    }
+
+    /// The upstream requests are forwarded to, if one is set.
+    pub(crate) fn upstream(&self) -> Option<&Arc<dyn Upstream>> {
+        self.inner.upstream.get()
+    }
+
+    /// Records the upstream's identity, as it described itself (the first one learned stays).
+    pub(crate) fn learn_upstream_info(&self, info: &Implementation) {
+        if self.inner.upstream_info.get().is_none()
+            && let Ok(json) = serde_json::value::to_raw_value(info)
+        {
+            let _ = self.inner.upstream_info.set(json);
+        }
+    }
+
+    /// True once the upstream's identity is known (always true without an upstream).
+    pub(crate) fn knows_upstream_info(&self) -> bool {
+        self.upstream().is_none() || self.inner.upstream_info.get().is_some()
+    }
+
+    /// The identity 2026-07-28 results carry: the upstream's once known, else this server's.
+    pub(crate) fn announced_info(&self) -> &RawValue {
+        self.inner
+            .upstream_info
+            .get()
+            .unwrap_or(&self.inner.info_json)
+    }
+
+    /// A session of this server ended: its upstream, if any, is told.
+    pub(crate) fn session_ended(&self, session: &Session) {
+        if let Some(up) = self.upstream() {
+            up.session_closed(&SessionRef::of(session));
+        }
+    }
+
     pub(crate) fn middleware(&self) -> Middleware {
         read(&self.inner.middleware).clone()
     }
@@ -268,6 +318,27 @@ impl Server {
             ),
             ..Default::default()
         }
+    }
+
+    /// Tells every client that asked that a list changed: `notification` is the list's
+    /// notification (`notifications/tools/list_changed`, `…/prompts/…`, `…/resources/…`),
+    /// announced as a change of this server's own registries is (debounced, to legacy
+    /// sessions and to `subscriptions/listen` streams, across instances with a bus). For a
+    /// server whose lists are another's (an [`Upstream`]'s); false for any other method.
+    pub fn notify_list_changed(&self, notification: &str) -> bool {
+        let kind = [ListKind::Tools, ListKind::Resources, ListKind::Prompts]
+            .into_iter()
+            .find(|k| k.method() == notification);
+        if let Some(kind) = kind {
+            self.changed(kind);
+        }
+        kind.is_some()
+    }
+
+    /// A handle that does not keep this server alive (for what a server owns that must
+    /// reach back to it, such as its upstream).
+    pub fn downgrade(&self) -> WeakServer {
+        WeakServer(Arc::downgrade(&self.inner))
     }
 
     /// Tells every subscribed client that a resource changed
@@ -501,6 +572,17 @@ impl Server {
             };
             server.deliver_list_changed(kind, targets, message);
         });
+    }
+}
+
+/// A [`Server`] that is not kept alive by this handle ([`Server::downgrade`]).
+#[derive(Clone, Debug, Default)]
+pub struct WeakServer(Weak<ServerInner>);
+
+impl WeakServer {
+    /// The server, while it exists.
+    pub fn upgrade(&self) -> Option<Server> {
+        self.0.upgrade().map(|inner| Server { inner })
     }
 }
 

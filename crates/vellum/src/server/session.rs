@@ -22,7 +22,7 @@ use super::request::observe::MessageEvent;
 use super::request::outbox::Outbox;
 use crate::error::Error;
 use crate::peer::{
-    Cancel, InflightRequests, PendingAnswers, RequestIds, Ticket, cancelled_notification,
+    Cancel, InflightRequests, PendingAnswers, RequestIds, Ticket, Waiter, cancelled_notification,
 };
 use crate::protocol::{
     ClientCapabilities, ErrorObject, Implementation, LoggingLevel, ProtocolVersion,
@@ -158,8 +158,13 @@ pub(crate) struct Session {
     /// Resource URIs the client subscribed to.
     subscriptions: Mutex<BTreeSet<String>>,
     hooks: OnceLock<Arc<dyn SessionHooks>>,
+    /// Takes no new requests (the transport answers as for a closed session); those in
+    /// flight finish.
+    retiring: AtomicBool,
     closed: AtomicBool,
     registry_key: u64,
+    /// This session, for the handles an upstream keeps (`SessionRef`).
+    me: Weak<Session>,
 }
 
 impl std::fmt::Debug for Session {
@@ -211,7 +216,7 @@ impl Session {
         versions: ProtocolVersions,
     ) -> Arc<Session> {
         let registry_key = server.sessions().next_key();
-        let s = Arc::new(Session {
+        let s = Arc::new_cyclic(|me| Session {
             id,
             server,
             temporary,
@@ -224,8 +229,10 @@ impl Session {
             inflight: InflightRequests::new(),
             subscriptions: Mutex::new(BTreeSet::new()),
             hooks: OnceLock::new(),
+            retiring: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             registry_key,
+            me: me.clone(),
         });
         if let Some(init) = init {
             let _ = s.init.set(init);
@@ -241,6 +248,16 @@ impl Session {
     /// The key of this session in its server's session table (stable for its lifetime).
     pub(crate) fn registry_key(&self) -> u64 {
         self.registry_key
+    }
+
+    /// This session, weakly (what its handles hold).
+    pub(crate) fn weak_self(&self) -> Weak<Session> {
+        self.me.clone()
+    }
+
+    /// True for a stateless request's throwaway session.
+    pub(crate) fn is_temporary(&self) -> bool {
+        self.temporary
     }
 
     /// The transport's session id.
@@ -427,13 +444,15 @@ impl Session {
         self.pending.resolve(id, outcome)
     }
 
-    /// Sends a request to the client on `outbox` (the stream of the request being served)
-    /// and waits for the answer, which arrives through [`Session::resolve`].
+    /// Sends a request to the client and waits for the answer, which arrives through
+    /// [`Session::resolve`]: on `outbox` (the stream of the request being served), or with
+    /// none on the session's stream for unsolicited messages. A question given up before its
+    /// answer (the caller dropped it) is cancelled at the client.
     pub(crate) async fn request_client<P: Serialize + ?Sized>(
         self: &Arc<Self>,
         method: &str,
         params: &P,
-        outbox: &Outbox,
+        outbox: Option<&Outbox>,
         timeout: Duration,
     ) -> Result<RawJson, Error> {
         if self.temporary {
@@ -448,21 +467,21 @@ impl Session {
         let id = self.request_ids.next(prefix);
         let message = encode_request(&id, method, Some(params))?;
         // Dropping the waiter (the handler gave up) forgets the question.
-        let mut waiter = self.pending.wait_for(id, ());
-        outbox
-            .send(message)
-            .await
-            .map_err(|_| Error::RequestFinished)?;
-        match tokio::time::timeout(timeout, waiter.answer()).await {
+        let waiter = self.pending.wait_for(id, ());
+        match outbox {
+            Some(o) => o.send(message).await.map_err(|_| Error::RequestFinished)?,
+            None => self.send_unrelated(message).await?,
+        }
+        let mut question = Question {
+            waiter,
+            outbox,
+            session: self,
+        };
+        match tokio::time::timeout(timeout, question.waiter.answer()).await {
             Ok(Some(outcome)) => outcome.map_err(Error::Remote),
             Ok(None) => Err(Error::SessionClosed),
-            Err(_) => {
-                waiter.abandon();
-                if let Ok(msg) = cancelled_notification(waiter.id(), "timed out") {
-                    let _ = outbox.send(msg).await;
-                }
-                Err(Error::Timeout(timeout))
-            }
+            // The guard tells the client.
+            Err(_) => Err(Error::Timeout(timeout)),
         }
     }
 
@@ -496,10 +515,29 @@ impl Session {
         self.inflight.cancel_all();
         self.pending.clear();
         self.server.sessions().unregister(self.registry_key);
+        self.tell_upstream_closed();
+    }
+
+    /// Tells the server (its upstream, if it has one) that this session is over.
+    fn tell_upstream_closed(&self) {
+        if !self.temporary {
+            self.server.session_ended(self);
+        }
     }
 
     pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
+    }
+
+    /// Takes no new requests from now on, leaving those in flight to finish (close it once
+    /// they have).
+    pub(crate) fn retire(&self) {
+        self.retiring.store(true, Ordering::Release);
+    }
+
+    /// True once closed or retiring: a new request of it is refused as for a closed session.
+    pub(crate) fn is_ending(&self) -> bool {
+        self.retiring.load(Ordering::Acquire) || self.is_closed()
     }
 }
 
@@ -507,6 +545,45 @@ impl Drop for Session {
     fn drop(&mut self) {
         if !self.temporary {
             self.server.sessions().unregister(self.registry_key);
+            if !self.closed.swap(true, Ordering::AcqRel) {
+                self.tell_upstream_closed();
+            }
+        }
+    }
+}
+
+/// A question to the client waiting for its answer: when the asker stops waiting first (it
+/// timed out, or dropped the question), the client is told with `notifications/cancelled`
+/// on the stream the question went out on.
+struct Question<'a> {
+    waiter: Waiter<'a, Result<RawJson, ErrorObject>, ()>,
+    outbox: Option<&'a Outbox>,
+    session: &'a Arc<Session>,
+}
+
+impl Drop for Question<'_> {
+    fn drop(&mut self) {
+        if !self.waiter.is_waiting() {
+            return;
+        }
+        self.waiter.abandon();
+        let Ok(message) = cancelled_notification(self.waiter.id(), "the server stopped waiting")
+        else {
+            return;
+        };
+        match self.outbox {
+            // Nothing waits on a full or closed stream: the question is forgotten here anyway.
+            Some(o) => {
+                o.try_send(message);
+            }
+            None => {
+                let session = self.session.clone();
+                if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                    rt.spawn(async move {
+                        let _ = session.send_unrelated(message).await;
+                    });
+                }
+            }
         }
     }
 }

@@ -151,6 +151,9 @@ impl Connection {
             parts.extensions.insert(WithoutHttp);
             parts
         });
+        // A listen stream never finishes on its own: it is not work to wait for when the
+        // input ends (closing the connection ends it).
+        let counted = r.method != crate::protocol::methods::SUBSCRIPTIONS_LISTEN;
         let mut exchange = match inner.session.begin(r, modern, http) {
             Ok(exchange) => exchange,
             Err(e) => {
@@ -158,7 +161,9 @@ impl Connection {
                 return;
             }
         };
-        inner.running.fetch_add(1, Ordering::AcqRel);
+        if counted {
+            inner.running.fetch_add(1, Ordering::AcqRel);
+        }
         let this = self.inner.clone();
         tokio::spawn(async move {
             while let Some(step) = std::future::poll_fn(|cx| exchange.poll_step(cx)).await {
@@ -175,13 +180,14 @@ impl Connection {
                 }
             }
             drop(exchange);
-            if this.running.fetch_sub(1, Ordering::AcqRel) == 1 {
+            if counted && this.running.fetch_sub(1, Ordering::AcqRel) == 1 {
                 this.idle.notify_waiters();
             }
         });
     }
 
-    /// Waits until no request is running (for tests and orderly shutdown).
+    /// Waits until no request is running (for tests and orderly shutdown); open
+    /// `subscriptions/listen` streams do not count.
     pub async fn idle(&self) {
         loop {
             let notified = self.inner.idle.notified();

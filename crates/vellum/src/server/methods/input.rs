@@ -23,7 +23,7 @@ use super::tasks::{self, Plan, ToolOutput};
 use crate::protocol::echo;
 use crate::protocol::{
     CallToolParams, CallToolResult, ErrorObject, GetPromptParams, GetPromptResult, InputResponses,
-    JsonObject, Meta, RawJson, ReadResourceParams, ReadResourceResult, code,
+    JsonObject, Meta, ParamHeader, RawJson, ReadResourceParams, ReadResourceResult, code,
 };
 use crate::server::handler_error::{HandlerError, Served, WireFailure};
 use crate::server::registry::cache_hints::Cached;
@@ -175,7 +175,7 @@ impl InputMethod for ToolCall {
             && let Some(http) = &shared.http
             && http.extensions.get::<WithoutHttp>().is_none()
         {
-            check_param_headers(&entry, &http.headers, p.arguments.as_ref())
+            check_param_headers(&entry.param_headers, &http.headers, p.arguments.as_ref())
                 .map_err(Outcome::Error)?;
         }
         let arguments = Value::Object(p.arguments.take().unwrap_or_default());
@@ -223,14 +223,14 @@ impl InputMethod for ToolCall {
 /// SEP-2243: every `Mcp-Param-*` header of a tool's `x-mcp-header` arguments must mirror its
 /// argument (once, decodable, equal; absent when the argument is), else -32020 (HTTP 400),
 /// before the arguments are validated or the handler runs.
-fn check_param_headers(
-    entry: &ToolEntry,
+pub(super) fn check_param_headers(
+    param_headers: &[ParamHeader],
     headers: &http::HeaderMap,
     arguments: Option<&JsonObject>,
 ) -> Result<(), ErrorObject> {
     static NONE: std::sync::OnceLock<JsonObject> = std::sync::OnceLock::new();
     let arguments = arguments.unwrap_or_else(|| NONE.get_or_init(JsonObject::new));
-    for h in &entry.param_headers {
+    for h in param_headers {
         let values: Vec<&[u8]> = headers
             .get_all(h.header_name())
             .iter()

@@ -18,6 +18,7 @@ use crate::protocol::{
 use crate::server::listeners::subscription_meta;
 use crate::server::request::reply::{Outcome, complete};
 use crate::server::request::request::RequestShared;
+use crate::server::upstream::Upstream;
 
 /// `subscriptions/listen`.
 pub(super) async fn listen(
@@ -25,7 +26,11 @@ pub(super) async fn listen(
     p: SubscriptionsListenParams,
 ) -> Result<Outcome, ErrorObject> {
     shared.set_meta(p.meta);
-    let caps = shared.server.capabilities();
+    let upstream = shared.server.upstream().cloned();
+    let caps = match &upstream {
+        Some(up) => up.describe().await?.capabilities,
+        None => shared.server.capabilities(),
+    };
     let lists = |cap: Option<bool>, asked: Option<bool>| {
         (cap == Some(true) && asked == Some(true)).then_some(true)
     };
@@ -68,6 +73,7 @@ pub(super) async fn listen(
             },
         ));
     }
+    let _watching = upstream.map(|up| Watching::start(up, &granted));
     let _registered = shared
         .server
         .inner
@@ -75,4 +81,28 @@ pub(super) async fn listen(
         .register(shared, &shared.id, granted);
     std::future::pending::<()>().await;
     Ok(Outcome::Silent)
+}
+
+/// The resources a listen stream watches, told to the server's upstream while it is open.
+struct Watching {
+    upstream: Arc<dyn Upstream>,
+    uris: Vec<String>,
+}
+
+impl Watching {
+    fn start(upstream: Arc<dyn Upstream>, granted: &SubscriptionFilter) -> Self {
+        let uris = granted.resource_subscriptions.clone().unwrap_or_default();
+        for uri in &uris {
+            upstream.watch_resource(uri, true);
+        }
+        Watching { upstream, uris }
+    }
+}
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        for uri in &self.uris {
+            self.upstream.watch_resource(uri, false);
+        }
+    }
 }

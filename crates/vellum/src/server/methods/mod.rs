@@ -26,8 +26,10 @@ use crate::server::request::observe::MessageEvent;
 use crate::server::request::reply::Outcome;
 use crate::server::request::request::{RequestShared, Scope};
 use crate::server::session::Session;
+use crate::server::session_ref::SessionRef;
 
 mod completion;
+mod forward;
 mod input;
 mod lifecycle;
 mod listen;
@@ -103,9 +105,9 @@ macro_rules! method_table {
             $nname:ident, $ndecode:ident($nparams:ty), |$ns:ident, $np:ident| $handle:expr;
         )*}
     ) => {
-        /// Acts on a notification of `session`, if the table has it. A notification is never
-        /// answered: params that do not decode are ignored.
-        fn notify(session: &Arc<Session>, method: &str, raw: Option<&RawJson>) {
+        /// Acts on a notification of `session`, if the table has it (false when it has not).
+        /// A notification is never answered: params that do not decode are ignored.
+        fn notify(session: &Arc<Session>, method: &str, raw: Option<&RawJson>) -> bool {
             match method {
                 $(methods::$nname => {
                     let params: Result<$nparams, ErrorObject> = $ndecode(raw);
@@ -113,8 +115,9 @@ macro_rules! method_table {
                         let $ns = session;
                         $handle
                     }
+                    true
                 })*
-                _ => {}
+                _ => false,
             }
         }
 
@@ -152,11 +155,11 @@ method_table! {
         TOOLS_LIST, Both, optional(PaginatedParams),
             |s, raw, p| lists::serve::<Tools>(s, p);
         INITIALIZE + before_initialize, Legacy, required(InitializeParams),
-            |s, raw, p| lifecycle::initialize(s, p);
+            |s, raw, p| lifecycle::initialize(s, p).await;
         PING + before_initialize, Legacy, ignored(()),
             |s, raw, p| lifecycle::ping(s, p);
         DISCOVER, Modern, ignored(()),
-            |s, raw, p| lifecycle::discover(s, p);
+            |s, raw, p| lifecycle::discover(s, p).await;
         RESOURCES_LIST, Both, optional(PaginatedParams),
             |s, raw, p| lists::serve::<Resources>(s, p);
         RESOURCES_TEMPLATES_LIST, Both, optional(PaginatedParams),
@@ -164,9 +167,9 @@ method_table! {
         RESOURCES_READ, Both, required(ReadResourceParams),
             |s, raw, p| input::serve::<ResourceRead>(s, raw, p).await;
         RESOURCES_SUBSCRIBE, Legacy, required(SubscribeParams),
-            |s, raw, p| lifecycle::subscribe(s, p, true).await;
+            |s, raw, p| lifecycle::subscribe(s, raw, p, true).await;
         RESOURCES_UNSUBSCRIBE, Legacy, required(SubscribeParams),
-            |s, raw, p| lifecycle::subscribe(s, p, false).await;
+            |s, raw, p| lifecycle::subscribe(s, raw, p, false).await;
         PROMPTS_LIST, Both, optional(PaginatedParams),
             |s, raw, p| lists::serve::<Prompts>(s, p);
         PROMPTS_GET, Both, required(GetPromptParams),
@@ -174,7 +177,7 @@ method_table! {
         COMPLETION_COMPLETE, Both, required(CompleteParams),
             |s, raw, p| completion::complete(s, p).await;
         LOGGING_SET_LEVEL, Legacy, required(SetLevelParams),
-            |s, raw, p| lifecycle::set_level(s, p).await;
+            |s, raw, p| lifecycle::set_level(s, raw, p).await;
         // The eras' task protocols differ: one entry per era.
         TASKS_GET, Legacy, required(TaskIdParams),
             |s, raw, p| tasks::legacy::get(s, p).await;
@@ -206,13 +209,14 @@ method_table! {
     notifications {
         // notification, params, what handles it (for a session). Progress from the client
         // and roots changes need nothing from the core: like every notification, observers see
-        // them.
+        // them (and a server's upstream gets them).
         INITIALIZED, ignored(()), |session, p| lifecycle::initialized(session, p);
         CANCELLED, required(CancelledParams), |session, p| lifecycle::cancelled(session, p);
     }
 }
 
-/// The innermost step of every request (after any request middleware).
+/// The innermost step of every request (after any request middleware): the table, or the
+/// server's upstream for every method the server does not answer itself.
 pub(crate) async fn dispatch_request(shared: Arc<RequestShared>, raw: Option<RawJson>) -> Outcome {
     if let Scope::Legacy(session) = &shared.scope
         && !session.is_initialized()
@@ -222,6 +226,12 @@ pub(crate) async fn dispatch_request(shared: Arc<RequestShared>, raw: Option<Raw
             "Invalid request: the session is not initialized yet",
         ));
     }
+    if let Some(upstream) = shared.server.upstream()
+        && forward::forwarded(&shared.method)
+    {
+        let upstream = upstream.clone();
+        return forward::forward(&shared, &upstream, raw).await;
+    }
     match dispatch(&shared, raw.as_ref()).await {
         Ok(outcome) => outcome,
         Err(e) => Outcome::Error(e),
@@ -229,14 +239,19 @@ pub(crate) async fn dispatch_request(shared: Arc<RequestShared>, raw: Option<Raw
 }
 
 /// Handles a notification from the client, at once, in the order notifications arrive:
-/// the observers see it, then its entry in the table acts. Only a session's notifications
-/// do anything (a 2026-07-28 request over HTTP is cancelled by closing its stream).
+/// the observers see it, then its entry in the table acts; one the table does not have goes
+/// to the server's upstream, if it has one (roots changes, progress, unknown ones). Only a
+/// session's notifications do anything (a 2026-07-28 request over HTTP is cancelled by
+/// closing its stream).
 pub(crate) fn handle_notification(session: Option<&Arc<Session>>, n: &Notification) {
     let Some(session) = session else { return };
-    session
-        .server()
-        .observe(&MessageEvent::NotificationReceived(n));
-    notify(session, &n.method, n.params.as_ref());
+    let server = session.server();
+    server.observe(&MessageEvent::NotificationReceived(n));
+    if !notify(session, &n.method, n.params.as_ref())
+        && let Some(upstream) = server.upstream()
+    {
+        upstream.notification(Some(&SessionRef::of(session)), n);
+    }
 }
 
 /// [`dispatch_request`] boxed, as the end of a request middleware chain.

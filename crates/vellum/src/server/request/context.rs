@@ -29,6 +29,7 @@ use crate::server::Server;
 use crate::server::caller::Caller;
 use crate::server::handler_error::HandlerError;
 use crate::server::mrtr::NextAnswer;
+use crate::server::session_ref::SessionRef;
 use crate::sync::lock;
 
 /// The context of one request, given to every handler.
@@ -164,6 +165,16 @@ impl RequestContext {
         match &self.shared.scope {
             Scope::Legacy(s) => s.id(),
             Scope::Modern(_) => None,
+        }
+    }
+
+    /// The legacy session this request belongs to, as a handle an
+    /// [`Upstream`](super::Upstream) keeps; `None` for a 2026-07-28 request and for a
+    /// stateless server's throwaway sessions.
+    pub fn session(&self) -> Option<SessionRef> {
+        match &self.shared.scope {
+            Scope::Legacy(s) if !s.is_temporary() => Some(SessionRef::of(s)),
+            _ => None,
         }
     }
 
@@ -389,7 +400,7 @@ impl RequestContext {
                     InputRequest::ListRoots => Value::Object(Default::default()),
                 };
                 let raw = session
-                    .request_client(method, &params, &self.shared.outbox, self.timeout())
+                    .request_client(method, &params, Some(&self.shared.outbox), self.timeout())
                     .await?;
                 Ok(raw.parse()?)
             }
@@ -471,7 +482,7 @@ impl RequestContext {
         match &self.shared.scope {
             Scope::Legacy(session) => {
                 let raw = session
-                    .request_client(method, params, &self.shared.outbox, timeout)
+                    .request_client(method, params, Some(&self.shared.outbox), timeout)
                     .await?;
                 Ok(raw.parse()?)
             }

@@ -136,7 +136,7 @@ pub(crate) fn write_result<T: Serialize + HasMeta>(
                 inner: &result,
                 meta: ModernResultMeta {
                     own: own.as_ref(),
-                    server_info: &shared.server.inner.info_json,
+                    server_info: shared.server.announced_info(),
                 },
                 ttl_ms: cache.map(|c| c.ttl_ms),
                 cache_scope: cache.map(|c| c.scope),

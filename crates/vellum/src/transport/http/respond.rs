@@ -18,6 +18,7 @@ use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::sync::Arc;
 use std::task::Poll;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode};
@@ -67,6 +68,8 @@ struct Post {
     kind: PostKind,
     /// How many requests it carries (more than one: a batch, answered as a JSON array).
     requests: usize,
+    /// Its server forwards requests to an upstream (a gateway).
+    forwarded: bool,
 }
 
 impl Post {
@@ -129,6 +132,19 @@ enum Progress {
     Upgraded,
 }
 
+/// How long a lone 2026-07-28 request whose answer was not ready at the first poll waits
+/// for its first message before its stream starts: long enough for an answer that is only a
+/// hop away (a gateway's backend answers in well under a millisecond), short enough that a
+/// handler that streams, or works for long, starts its stream at once as far as a person
+/// can tell.
+const FIRST_HOLD: Duration = Duration::from_millis(250);
+
+/// The same wait for a gateway's lone legacy request: its backend's quick answer is then
+/// written whole, as a local answer is, while a call that takes longer gets the resumable
+/// stream (priming event, `retry`) a local handler's slow call gets. There is no HTTP
+/// status to keep here, so it waits only as long as a hop can take on a loaded machine.
+const FORWARDED_HOLD: Duration = Duration::from_millis(20);
+
 /// What the first poll of the requests produced.
 struct FirstEvents {
     /// The events so far (all of them when finished).
@@ -161,7 +177,17 @@ pub(super) async fn respond(
         .flatten();
     let (post, mut events, early) = start_requests(inner, parts, requests, route)?;
     let initialize = matches!(post.kind, PostKind::Initialize(_));
-    let mut first = first_events(&mut events, shape, initialize).await;
+    // A 2026-07-28 request holds its headers a moment for its first message, so an error
+    // that was not ready at the first poll (a handler that awaits a quick lookup, a
+    // gateway's backend) still gets its HTTP status (SEP-2575); a gateway's lone legacy
+    // request holds them for less, so that its answer (a hop away) is written whole.
+    let lone_forwarded = post.forwarded && post.requests == 1;
+    let hold = match post.kind {
+        PostKind::Modern => Some(FIRST_HOLD),
+        _ if lone_forwarded => Some(FORWARDED_HOLD),
+        _ => None,
+    };
+    let mut first = first_events(&mut events, shape, initialize, hold).await;
     let prefix = make_resumable(inner, &post, &mut events, &mut first).await;
     let session_header = commit_new_session(inner, &post, &first).await?;
     let mut resp = write_response(
@@ -189,10 +215,14 @@ fn start_requests(
 ) -> Result<(Post, PostEvents, Vec<Bytes>), Rejection> {
     let n = requests.len();
     let (mut origin, kind, activity) = origin_of(inner, &parts, route)?;
-    let post = Post { kind, requests: n };
     let server = match &origin {
         Origin::Legacy(session) => session.server(),
         Origin::Modern(_, server) => server,
+    };
+    let post = Post {
+        kind,
+        requests: n,
+        forwarded: server.upstream().is_some(),
     };
     check_scopes(server, &parts, &requests)?;
     let logger = inner.options.logger.as_ref();
@@ -428,9 +458,16 @@ fn write_response(
 /// resume: no event ids, nothing stored). In JSON mode, waits for the result unless a
 /// notification (or a handler closing its stream) comes first; a new session's `initialize`
 /// waits too (its session exists only once it succeeded).
-async fn first_events(events: &mut PostEvents, shape: Shape, initialize: bool) -> FirstEvents {
+async fn first_events(
+    events: &mut PostEvents,
+    shape: Shape,
+    initialize: bool,
+    hold: Option<Duration>,
+) -> FirstEvents {
     let mut buffered: Vec<PostEvent> = Vec::new();
-    let progress = poll_fn(|cx| {
+    // JSON and a new session's `initialize` wait for the answer anyway.
+    let hold = hold.filter(|_| !shape.is_json() && !initialize);
+    let first = poll_fn(|cx| {
         loop {
             match events.poll_post_event(cx) {
                 Poll::Ready(Some(ev)) => {
@@ -449,11 +486,17 @@ async fn first_events(events: &mut PostEvents, shape: Shape, initialize: bool) -
                     return Poll::Ready(Progress::Upgraded);
                 }
                 Poll::Pending if shape.is_json() || initialize => return Poll::Pending,
+                Poll::Pending if hold.is_some() && buffered.is_empty() => return Poll::Pending,
                 Poll::Pending => return Poll::Ready(Progress::Running),
             }
         }
-    })
-    .await;
+    });
+    let progress = match hold {
+        Some(limit) => tokio::time::timeout(limit, first)
+            .await
+            .unwrap_or(Progress::Running),
+        None => first.await,
+    };
     FirstEvents { buffered, progress }
 }
 

@@ -106,8 +106,15 @@ pub(super) async fn session(
         return Ok(None);
     };
     let s = match inner.sessions.get(id) {
-        Some(s) if !s.closed.is_cancelled() => s,
-        Some(_) => return Err(Rejection::UnknownSession),
+        Some(s) if !s.closed.is_cancelled() && !s.core.is_ending() => s,
+        Some(s) => {
+            if !s.closed.is_cancelled() && s.core.is_closed() {
+                // The server ended it (a gateway whose upstream went): end it for good here,
+                // in the stores and on the other instances.
+                let _ = inner.sessions.close(&s.id).await;
+            }
+            return Err(Rejection::UnknownSession);
+        }
         None => restore(inner, parts, id).await?,
     };
     if let Some(owner) = &s.owner {

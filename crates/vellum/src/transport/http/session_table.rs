@@ -449,6 +449,10 @@ impl SessionTable {
 
     /// Why a session should go: `Some(true)` ends it, `Some(false)` only drops the copy.
     fn verdict(&self, s: &HttpSession, expiry: Expiry, now: u64) -> Option<bool> {
+        if s.core.is_closed() {
+            // The server ended it (a gateway whose upstream went).
+            return Some(true);
+        }
         if s.active.load(Ordering::Acquire) != 0 {
             return None;
         }

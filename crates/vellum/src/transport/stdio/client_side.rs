@@ -2,6 +2,7 @@
 //! [`ChildProcessTransport`], which runs the server as a child process, tells the client how
 //! it exited, and shuts it down the way the spec asks.
 
+use std::collections::VecDeque;
 use std::io;
 use std::pin::Pin;
 use std::process::Stdio;
@@ -12,26 +13,64 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use tokio::io::{AsyncRead, AsyncWrite, BufReader};
 use tokio::process::{Child, Command};
-use tokio::sync::{Mutex, mpsc};
-use tokio::task::JoinHandle;
+use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
 
 use super::{DEFAULT_MAX_LINE_BYTES, Line, next_line, write_line};
 use crate::client::transport::{Incoming, OutgoingMessage, Transport, decode_incoming};
 use crate::error::{Error, TransportError};
+use crate::protocol::{Payload, decode};
 
 type Writer = Pin<Box<dyn AsyncWrite + Send>>;
+type Reader = BufReader<Pin<Box<dyn AsyncRead + Send>>>;
 
 /// A client transport over any reader/writer pair carrying newline-delimited JSON-RPC
 /// (a socket, a pipe, `tokio::io::duplex` in tests).
+///
+/// The server's lines are read by [`recv`](Transport::recv) itself (the client's one reading
+/// task): no task of its own, so an answer wakes the client once.
 pub struct LineTransport {
     writer: Mutex<Option<Writer>>,
-    incoming: Mutex<mpsc::Receiver<Incoming>>,
-    reader: JoinHandle<()>,
+    reader: Mutex<Lines>,
+    closed: CancellationToken,
+}
+
+/// The reading side: the stream, and what a line decoded into that is not handed out yet
+/// (a batch gives several).
+struct Lines {
+    reader: Reader,
+    ready: VecDeque<Incoming>,
+    options: LineOptions,
+    /// The stream ended (or, strict, a bad line ended it): nothing more comes.
+    done: bool,
 }
 
 impl std::fmt::Debug for LineTransport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LineTransport").finish_non_exhaustive()
+    }
+}
+
+/// How a client transport reads the server's lines.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct LineOptions {
+    /// The longest line accepted. Default [`DEFAULT_MAX_LINE_BYTES`].
+    pub max_line_bytes: usize,
+    /// What a line that is not JSON-RPC, or too long, does: skipped with a warning (`false`,
+    /// the default: the client stays up), or ends the transport with
+    /// [`TransportError::Protocol`] naming it (`true`: for a gateway, where a server that
+    /// writes anything else on its output is broken and its calls must fail rather than
+    /// wait).
+    pub strict: bool,
+}
+
+impl Default for LineOptions {
+    fn default() -> Self {
+        LineOptions {
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+            strict: false,
+        }
     }
 }
 
@@ -42,36 +81,25 @@ impl LineTransport {
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Send + 'static,
     {
-        let (tx, rx) = mpsc::channel(256);
-        let reader = tokio::spawn(async move {
-            let mut reader = BufReader::new(reader);
-            loop {
-                match next_line(&mut reader, DEFAULT_MAX_LINE_BYTES).await {
-                    Ok(Some(Line::Message(bytes))) => {
-                        for i in decode_incoming(&bytes) {
-                            if tx.send(i).await.is_err() {
-                                return;
-                            }
-                        }
-                    }
-                    Ok(Some(Line::TooLong)) => {
-                        tracing::warn!(
-                            "the server sent a line longer than {DEFAULT_MAX_LINE_BYTES} bytes; skipped"
-                        );
-                    }
-                    Ok(None) => return,
-                    Err(e) => {
-                        // The calls waiting learn why.
-                        let _ = tx.send(Incoming::Ended(e.into())).await;
-                        return;
-                    }
-                }
-            }
-        });
+        Self::with_options(reader, writer, LineOptions::default())
+    }
+
+    /// [`new`](Self::new) with these reading options.
+    pub fn with_options<R, W>(reader: R, writer: W, options: LineOptions) -> LineTransport
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Send + 'static,
+    {
+        let reader: Pin<Box<dyn AsyncRead + Send>> = Box::pin(reader);
         LineTransport {
             writer: Mutex::new(Some(Box::pin(writer))),
-            incoming: Mutex::new(rx),
-            reader,
+            reader: Mutex::new(Lines {
+                reader: BufReader::new(reader),
+                ready: VecDeque::new(),
+                options,
+                done: false,
+            }),
+            closed: CancellationToken::new(),
         }
     }
 
@@ -83,9 +111,63 @@ impl LineTransport {
     }
 }
 
-impl Drop for LineTransport {
-    fn drop(&mut self) {
-        self.reader.abort();
+/// Ends a stream of lines, with the reason the client is told (none: it just ended).
+fn end_with(ready: &mut VecDeque<Incoming>, error: Option<TransportError>) -> bool {
+    ready.extend(error.map(Incoming::Ended));
+    true
+}
+
+impl Lines {
+    /// The next event from the server; `None` once the stream ended.
+    async fn next(&mut self) -> Option<Incoming> {
+        loop {
+            if let Some(i) = self.ready.pop_front() {
+                return Some(i);
+            }
+            if self.done {
+                return None;
+            }
+            self.read_line().await;
+        }
+    }
+
+    /// Reads one line into `ready` (or ends the stream).
+    async fn read_line(&mut self) {
+        let max = self.options.max_line_bytes;
+        let strict = self.options.strict;
+        self.done = match next_line(&mut self.reader, max).await {
+            Ok(Some(Line::Message(bytes))) if strict => match decode(&bytes) {
+                Ok(Payload::Single(m)) => {
+                    self.ready.push_back(Incoming::Message(m));
+                    false
+                }
+                Ok(Payload::Batch(v)) => {
+                    self.ready.extend(v.into_iter().map(Incoming::Message));
+                    false
+                }
+                Err(e) => {
+                    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(120)]).into_owned();
+                    let why =
+                        format!("the server wrote a line that is not JSON-RPC ({e}): {text:?}");
+                    end_with(&mut self.ready, Some(TransportError::Protocol(why)))
+                }
+            },
+            Ok(Some(Line::Message(bytes))) => {
+                self.ready.extend(decode_incoming(&bytes));
+                false
+            }
+            Ok(Some(Line::TooLong)) if strict => {
+                let why = format!("the server wrote a line longer than {max} bytes");
+                end_with(&mut self.ready, Some(TransportError::Protocol(why)))
+            }
+            Ok(Some(Line::TooLong)) => {
+                tracing::warn!("the server sent a line longer than {max} bytes; skipped");
+                false
+            }
+            Ok(None) => end_with(&mut self.ready, None),
+            // The calls waiting learn why.
+            Err(e) => end_with(&mut self.ready, Some(e.into())),
+        };
     }
 }
 
@@ -101,13 +183,22 @@ impl Transport for LineTransport {
     }
 
     fn recv(&self) -> BoxFuture<'_, Option<Incoming>> {
-        Box::pin(async move { self.incoming.lock().await.recv().await })
+        Box::pin(async move {
+            if self.closed.is_cancelled() {
+                return None;
+            }
+            let mut lines = self.reader.lock().await;
+            tokio::select! {
+                i = lines.next() => i,
+                () = self.closed.cancelled() => None,
+            }
+        })
     }
 
     fn close(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             self.close_writer().await;
-            self.reader.abort();
+            self.closed.cancel();
         })
     }
 }
@@ -135,6 +226,19 @@ pub enum StdioCommandError {
         /// The OS error.
         source: io::Error,
     },
+}
+
+/// A command line split shell-style into its program and arguments (no shell runs it).
+pub(crate) fn split_command_line(line: &str) -> Result<(String, Vec<String>), StdioCommandError> {
+    let mut words = shell_words::split(line).map_err(|e| StdioCommandError::Parse {
+        line: line.to_owned(),
+        reason: e.to_string(),
+    })?;
+    if words.is_empty() {
+        return Err(StdioCommandError::Empty);
+    }
+    let program = words.remove(0);
+    Ok((program, words))
 }
 
 impl From<StdioCommandError> for Error {
@@ -173,7 +277,17 @@ impl ChildProcessTransport {
 
     /// Spawns `command` with piped stdin and stdout. The command's own stderr setting is
     /// kept (inherited by default).
-    pub fn spawn(mut command: Command) -> Result<ChildProcessTransport, StdioCommandError> {
+    pub fn spawn(command: Command) -> Result<ChildProcessTransport, StdioCommandError> {
+        Self::spawn_with(command, LineOptions::default())
+    }
+
+    /// [`spawn`](Self::spawn), reading the child's output with these options. With
+    /// `command.stderr(Stdio::piped())`, [`take_stderr`](Self::take_stderr) hands out the
+    /// child's stderr (to log it, say).
+    pub fn spawn_with(
+        mut command: Command,
+        options: LineOptions,
+    ) -> Result<ChildProcessTransport, StdioCommandError> {
         let program = command
             .as_std()
             .get_program()
@@ -194,7 +308,7 @@ impl ChildProcessTransport {
             });
         };
         Ok(ChildProcessTransport {
-            lines: LineTransport::new(stdout, stdin),
+            lines: LineTransport::with_options(stdout, stdin, options),
             child: Mutex::new(Some(child)),
             grace: Self::DEFAULT_GRACE,
             closing: AtomicBool::new(false),
@@ -205,11 +319,7 @@ impl ChildProcessTransport {
     /// Spawns a command line split shell-style (`"npx -y server --flag 'a b'"`), without
     /// running a shell: no variables, globs or pipes.
     pub fn from_command_line(line: &str) -> Result<ChildProcessTransport, StdioCommandError> {
-        let words = shell_words::split(line).map_err(|e| StdioCommandError::Parse {
-            line: line.to_owned(),
-            reason: e.to_string(),
-        })?;
-        let (program, args) = words.split_first().ok_or(StdioCommandError::Empty)?;
+        let (program, args) = split_command_line(line)?;
         let mut command = Command::new(program);
         command.args(args);
         Self::spawn(command)
@@ -220,6 +330,11 @@ impl ChildProcessTransport {
     pub fn with_grace(mut self, grace: Duration) -> Self {
         self.grace = grace;
         self
+    }
+
+    /// The child's stderr, once, when the command piped it.
+    pub async fn take_stderr(&self) -> Option<tokio::process::ChildStderr> {
+        self.child.lock().await.as_mut()?.stderr.take()
     }
 
     /// The child's process id, while it runs.

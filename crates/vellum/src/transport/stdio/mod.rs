@@ -4,7 +4,8 @@
 //!   [`Server`](crate::server::Server) on stdin/stdout (logs belong on stderr), or, with
 //!   [`ServeLines::over`], on any reader/writer pair. One [`Connection`](crate::transport::Connection)
 //!   per stream: a legacy session for clients that `initialize`, modern requests served from
-//!   their own `_meta`.
+//!   their own `_meta`. `process_stdio.rs`: this process's stdin and stdout, read and
+//!   written by the runtime's reactor when they are pipes.
 //! - Client side (`client_side.rs`): [`LineTransport`] talks to a server over any
 //!   reader/writer pair; [`ChildProcessTransport`] spawns the server command, reports how it
 //!   exited, and shuts it down cleanly (close stdin, wait, SIGTERM, wait, SIGKILL), as the
@@ -17,6 +18,7 @@
 
 #[cfg(feature = "client")]
 mod client_side;
+mod process_stdio;
 mod server_side;
 
 use std::io;
@@ -25,7 +27,10 @@ use bytes::Bytes;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 #[cfg(feature = "client")]
-pub use client_side::{ChildProcessTransport, LineTransport, StdioCommandError};
+pub(crate) use client_side::split_command_line;
+#[cfg(feature = "client")]
+pub use client_side::{ChildProcessTransport, LineOptions, LineTransport, StdioCommandError};
+pub use process_stdio::{ProcessStdin, ProcessStdout};
 pub use server_side::{DEFAULT_DRAIN_TIMEOUT, ServeLines, serve_stdio};
 
 /// The longest line either side accepts by default: 16 MiB.
@@ -82,12 +87,22 @@ pub(super) async fn next_line<R: AsyncBufRead + Unpin>(
     }
 }
 
+/// Writes one message and its line end, in one write for a message of ordinary size (a
+/// pipe is unbuffered: two writes would be two system calls, and two wake-ups of the peer).
 pub(super) async fn write_line<W: AsyncWrite + Unpin>(
     writer: &mut W,
     message: &[u8],
 ) -> io::Result<()> {
-    writer.write_all(message).await?;
-    writer.write_all(b"\n").await?;
+    const ONE_WRITE: usize = 64 * 1024;
+    if message.len() < ONE_WRITE {
+        let mut line = Vec::with_capacity(message.len() + 1);
+        line.extend_from_slice(message);
+        line.push(b'\n');
+        writer.write_all(&line).await?;
+    } else {
+        writer.write_all(message).await?;
+        writer.write_all(b"\n").await?;
+    }
     writer.flush().await
 }
 

@@ -6,8 +6,9 @@ use std::io;
 use std::pin::Pin;
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncWrite, BufReader, Stdin, Stdout};
+use tokio::io::{AsyncRead, AsyncWrite, BufReader};
 
+use super::process_stdio::{ProcessStdin, ProcessStdout};
 use super::{DEFAULT_MAX_LINE_BYTES, Line, next_line, write_line};
 use crate::protocol::{ErrorObject, encode_error};
 use crate::server::Server;
@@ -27,11 +28,11 @@ pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 /// vellum::transport::stdio::serve_stdio(server).await
 /// # }
 /// ```
-pub fn serve_stdio(server: Server) -> ServeLines<Stdin, Stdout> {
+pub fn serve_stdio(server: Server) -> ServeLines<ProcessStdin, ProcessStdout> {
     ServeLines {
         server,
-        reader: tokio::io::stdin(),
-        writer: tokio::io::stdout(),
+        reader: ProcessStdin::default(),
+        writer: ProcessStdout::default(),
     }
 }
 
