@@ -70,6 +70,7 @@ pub use health::{
 pub use listener::Listener;
 #[cfg(feature = "metrics")]
 pub use metrics::{describe_metrics, names as metric_names};
+#[cfg(feature = "auth")]
 pub(crate) use mount::well_known_not_found;
 pub use options::{DEFAULT_SHUTDOWN_GRACE, StreamableHttpOptions};
 pub use rate_limit::RateLimits;

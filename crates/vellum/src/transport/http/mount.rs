@@ -5,9 +5,6 @@
 //!
 //! Not here: the protected resource metadata itself (served by the authorization layer).
 
-use http::Response;
-
-use super::body::ResponseBody;
 use super::options::StreamableHttpOptions;
 use super::rejection::Rejection;
 
@@ -29,7 +26,10 @@ pub(super) fn check_path(options: &StreamableHttpOptions, path: &str) -> Result<
 
 /// The 404 of a well-known URI (RFC 8615), `None` for any other path: the authorization
 /// layer answers it for those it does not serve, without asking for a token.
-pub(crate) fn well_known_not_found(path: &str) -> Option<Response<ResponseBody>> {
+#[cfg(feature = "auth")]
+pub(crate) fn well_known_not_found(
+    path: &str,
+) -> Option<http::Response<super::body::ResponseBody>> {
     path.starts_with(WELL_KNOWN)
         .then(|| Rejection::NotFound { mount: None }.into_response())
 }
