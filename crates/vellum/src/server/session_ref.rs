@@ -16,7 +16,8 @@ use crate::protocol::{
     ClientCapabilities, Implementation, InitializeParams, LoggingLevel, encode_notification,
 };
 
-/// A handle on a legacy session of a server with an [`Upstream`]: what the upstream keeps
+/// A handle on a legacy session of a server with an [`Upstream`](crate::server::Upstream):
+/// what the upstream keeps
 /// to reach the session's client outside any request, and to end the session.
 ///
 /// Cheap to clone; it does not keep the session alive. Equal handles name the same session.

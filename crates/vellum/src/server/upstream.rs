@@ -25,7 +25,8 @@ use crate::protocol::{
     ErrorObject, InitializeParams, InitializeResult, Notification, ParamHeader, RawJson,
 };
 
-/// Where a server's requests go when it forwards them (see the [module](self) for which).
+/// Where a server's requests go when it forwards them (which ones: the module docs of
+/// `server/upstream.rs`).
 ///
 /// Set with [`Server::set_upstream`](super::Server::set_upstream). Each method returns a
 /// boxed future (the trait is object safe), and none is called with a lock held.

@@ -169,7 +169,7 @@ impl RequestContext {
     }
 
     /// The legacy session this request belongs to, as a handle an
-    /// [`Upstream`](super::Upstream) keeps; `None` for a 2026-07-28 request and for a
+    /// [`Upstream`](crate::server::Upstream) keeps; `None` for a 2026-07-28 request and for a
     /// stateless server's throwaway sessions.
     pub fn session(&self) -> Option<SessionRef> {
         match &self.shared.scope {
