@@ -468,8 +468,10 @@ fn http2_bodies_count_from_their_first_byte() {
         BUDGET >> 20
     );
     // The budget, one exempt body per connection, and the HTTP/2 receive window (1 MiB a
-    // connection) of bytes that arrived but were not read yet, plus the allocator's slack.
-    let bound = BUDGET / 1024 + CONNECTIONS as u64 * (64 + 1024) + 48 * MIB;
+    // connection) of bytes that arrived but were not read yet, plus the allocator's slack
+    // (measured +84 to +107 MiB in all, against 625 MiB without the budget's first-byte
+    // counting: the slack is what varies with the machine's load).
+    let bound = BUDGET / 1024 + CONNECTIONS as u64 * (64 + 1024) + 96 * MIB;
     assert!(grown <= bound, "RSS grew {grown} KiB, bound {bound} KiB");
     drop(held);
 }

@@ -212,6 +212,7 @@ mod tests {
 
     /// An `initialize` with this `Host`: its status and body.
     async fn initialize_as(base: &str, host: &str) -> (u16, String) {
+        vellum::transport::install_crypto_provider();
         let r = reqwest::Client::new()
             .post(format!("{base}/mcp"))
             .header("host", host)
