@@ -33,7 +33,8 @@
 //! let gateway = Gateway::new(Backend::Stdio(child), GatewayOptions::default());
 //! let server = gateway.server(Implementation::new("my-gateway", "1.0"), ServerOptions::default());
 //! let handler = StreamableHttpHandler::for_server(server, StreamableHttpOptions::default());
-//! vellum::transport::http::serve("127.0.0.1:8000", handler).await?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8000").await?;
+//! vellum::transport::http::serve(listener, handler).await?;
 //! gateway.shutdown().await;
 //! # Ok(()) }
 //! ```
