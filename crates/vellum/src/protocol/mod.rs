@@ -9,6 +9,7 @@
 mod client_features;
 mod common;
 mod content;
+mod encode;
 mod jsonrpc;
 mod lifecycle;
 mod mrtr;
@@ -26,12 +27,15 @@ mod versions;
 pub use client_features::*;
 pub use common::*;
 pub use content::*;
+pub(crate) use encode::encode_response_with;
+pub use encode::{
+    encode_error, encode_notification, encode_request, encode_response, encode_response_raw,
+};
+pub(crate) use jsonrpc::echo;
 pub use jsonrpc::{
     DecodeError, ErrorObject, Message, Notification, Payload, ProgressToken, RawJson, Request,
-    RequestId, Response, code, decode, decode_message, encode_error, encode_notification,
-    encode_request, encode_response, encode_response_raw,
+    RequestId, Response, code, decode, decode_message,
 };
-pub(crate) use jsonrpc::{echo, encode_response_with};
 pub use lifecycle::*;
 pub use mrtr::*;
 pub use notifications::*;
