@@ -85,3 +85,67 @@ async fn a_timed_out_call_is_cancelled_on_the_server() {
         client.ping().await.unwrap();
     }
 }
+
+/// Registers a tool named `name` that answers "late" (what the list-change tests add).
+fn add_late_tool(server: &vellum::server::Server, name: &str) {
+    use vellum::prelude::*;
+    server
+        .add_raw_tool(
+            Tool::new(name, "added late"),
+            |_c: RequestContext, _r| async move { Ok::<_, HandlerError>("late") },
+        )
+        .unwrap();
+}
+
+/// The first list change reaches the client with no timer in between (the clock is paused:
+/// any sleep on the way would move it), and a burst of changes made while one announcement
+/// is on its way costs at most one more.
+#[tokio::test(start_paused = true)]
+async fn a_list_change_goes_out_at_once_and_a_burst_is_coalesced() {
+    use vellum::client::{Client, ServerNotification};
+    let server = test_server().server;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let client = Client::builder()
+        .protocol(ProtocolChoice::Legacy)
+        .on_notification(move |n| {
+            if matches!(n, ServerNotification::ToolsListChanged) {
+                let _ = tx.send(tokio::time::Instant::now());
+            }
+        })
+        .connect(MemoryTransport::new(server.clone()))
+        .await
+        .unwrap();
+
+    let changed_at = tokio::time::Instant::now();
+    add_late_tool(&server, "late0");
+    let heard_at = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+        .await
+        .expect("the change is announced")
+        .unwrap();
+    assert_eq!(
+        heard_at, changed_at,
+        "no timer between a change and its announcement"
+    );
+
+    for i in 1..=100 {
+        add_late_tool(&server, &format!("late{i}"));
+    }
+    // The clock only moves once every task is idle: by then each announcement has arrived.
+    let mut heard = 0;
+    while tokio::time::timeout(Duration::from_secs(1), rx.recv())
+        .await
+        .is_ok()
+    {
+        heard += 1;
+    }
+    assert!(
+        (1..=2).contains(&heard),
+        "100 changes in a burst are announced once or twice, not {heard} times"
+    );
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(
+        tools.iter().any(|t| t.name == "late100"),
+        "the last change is listed"
+    );
+    client.close().await;
+}

@@ -25,6 +25,7 @@
 //! Schema validator, Agent Skills' files), and authentication: the core only learns who is
 //! calling, as a [`Caller`] an authentication layer put into the request.
 
+mod announce;
 mod caller;
 mod handler_error;
 mod listeners;

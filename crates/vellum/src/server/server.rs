@@ -12,14 +12,13 @@
 //! Not here: serving requests (`methods/`).
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, RwLock, Weak};
-use std::time::Duration;
 
 use bytes::Bytes;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::announce::Announcer;
 use super::listeners::Listeners;
 use super::mrtr::RequestStateKey;
 use super::options::ServerOptions;
@@ -40,9 +39,6 @@ use crate::protocol::{
 };
 use crate::store::{BusMessage, MessageBus, TaskStore};
 use crate::sync::{read, write};
-
-/// How long list-changed notifications wait for more changes before going out.
-const LIST_CHANGED_DEBOUNCE: Duration = Duration::from_millis(10);
 
 /// The shared state behind every clone of a [`Server`].
 pub(crate) struct ServerInner {
@@ -76,7 +72,8 @@ pub(crate) struct ServerInner {
     /// The upstream's identity as encoded JSON, once learned: what 2026-07-28 results name as
     /// their server (a gateway answers as the server behind it, in both eras).
     upstream_info: OnceLock<Box<RawValue>>,
-    change_scheduled: [AtomicBool; 3],
+    /// When each list's change notification goes out (tools, resources, prompts).
+    announcers: [Announcer; 3],
 }
 
 /// An MCP server: identity, options, and what it offers.
@@ -119,7 +116,7 @@ impl Server {
                 sessions: Sessions::default(),
                 upstream: OnceLock::new(),
                 upstream_info: OnceLock::new(),
-                change_scheduled: Default::default(),
+                announcers: Default::default(),
             }),
         }
     }
@@ -497,18 +494,20 @@ impl Server {
         if targets.is_empty() {
             return;
         }
-        for _ in &targets {
-            self.observe(&MessageEvent::Sending(&message));
-        }
         let Ok(rt) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        rt.spawn(async move {
-            for s in targets {
-                // A session without a listening stream simply misses it (documented).
-                let _ = s.send_unrelated(message.clone()).await;
-            }
-        });
+        let server = self.clone();
+        rt.spawn(async move { server.send_to_each(targets, message).await });
+    }
+
+    /// Sends `message` to each of `targets` in turn (what the fan-outs share).
+    async fn send_to_each(&self, targets: Vec<Arc<Session>>, message: Bytes) {
+        for s in targets {
+            self.observe(&MessageEvent::Sending(&message));
+            // A session without a listening stream simply misses it (documented).
+            let _ = s.send_unrelated(message.clone()).await;
+        }
     }
 
     /// Whether clients were promised `listChanged` notifications for this list: always with
@@ -525,53 +524,62 @@ impl Server {
         promised == Some(true)
     }
 
-    /// A list changed: invalidate its cache and announce it (debounced).
+    /// A list changed: announce it. The first change goes out at once; what changes while
+    /// that fan-out runs goes out once more right after it ([`Announcer`]).
     pub(crate) fn changed(&self, kind: ListKind) {
-        // Only sessions that exist now can have seen the old list; one that connects during
-        // the debounce lists afresh anyway.
         if !self.announces_changes_of(kind) {
             return;
         }
-        let targets = self.inner.sessions.live();
-        if targets.is_empty() && self.inner.listeners.is_empty() && self.inner.bus.get().is_none() {
+        if self.inner.sessions.live().is_empty()
+            && self.inner.listeners.is_empty()
+            && self.inner.bus.get().is_none()
+        {
             // Nobody to tell (registration before serving): clients list afresh anyway.
             return;
         }
-        let flag = &self.inner.change_scheduled[kind.index()];
-        if flag.swap(true, Ordering::AcqRel) {
+        let announcer = &self.inner.announcers[kind.index()];
+        if !announcer.changed() {
             return;
         }
         let Ok(rt) = tokio::runtime::Handle::try_current() else {
             // Registration before any runtime exists: no session can be listening yet.
-            flag.store(false, Ordering::Release);
+            announcer.abandon();
             return;
         };
         let server = self.clone();
         rt.spawn(async move {
-            tokio::time::sleep(LIST_CHANGED_DEBOUNCE).await;
-            server.inner.change_scheduled[kind.index()].store(false, Ordering::Release);
-            let Ok(message) =
-                encode_notification(kind.method(), Some(&NotificationParams::default()))
-            else {
-                return;
-            };
-            let targets = match server.inner.bus.get() {
-                // Every instance delivers to the streams it holds (see `attach_bus`).
-                Some(bus) => {
-                    spawn_publish(
-                        bus,
-                        BusMessage::ListChanged {
-                            from: bus.instance_id().to_owned(),
-                            server: server.inner.info.name.clone(),
-                            list: kind.name().to_owned(),
-                        },
-                    );
-                    server.sessions_listening_here()
+            loop {
+                server.announce_change(kind).await;
+                if !server.inner.announcers[kind.index()].sent() {
+                    break;
                 }
-                None => targets.into_iter().filter(|s| !s.is_closed()).collect(),
-            };
-            server.deliver_list_changed(kind, targets, message);
+            }
         });
+    }
+
+    /// One announcement of a change of `kind`: to the streams held here, and through the
+    /// bus to the other instances' (which deliver to theirs, see `attach_bus`).
+    async fn announce_change(&self, kind: ListKind) {
+        let Ok(message) = encode_notification(kind.method(), Some(&NotificationParams::default()))
+        else {
+            return;
+        };
+        let targets = match self.inner.bus.get() {
+            Some(bus) => {
+                spawn_publish(
+                    bus,
+                    BusMessage::ListChanged {
+                        from: bus.instance_id().to_owned(),
+                        server: self.inner.info.name.clone(),
+                        list: kind.name().to_owned(),
+                    },
+                );
+                self.sessions_listening_here()
+            }
+            None => self.inner.sessions.live(),
+        };
+        self.inner.listeners.list_changed(kind);
+        self.send_to_each(targets, message).await;
     }
 }
 
