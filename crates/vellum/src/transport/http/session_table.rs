@@ -10,6 +10,7 @@
 //! and which session a request names (`session_routing.rs`).
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
@@ -27,6 +28,8 @@ use crate::sync::{lock, read, write};
 
 use super::cluster::{Cluster, spawn};
 use super::live_streams::LiveStreams;
+pub(crate) use super::session_caps::Expiry;
+use super::session_caps::SessionCaps;
 use super::session_hooks::{HttpHooks, Owner};
 use super::sse_writer::SseEvent;
 
@@ -44,6 +47,9 @@ pub(crate) struct HttpSession {
     pub(crate) live: Arc<LiveStreams>,
     /// The authenticated principal that created the session, if any.
     pub(crate) owner: Option<Owner>,
+    /// The client address (its key) that created the session, when it has no owner: what
+    /// the per-address session cap counts.
+    address: Option<IpAddr>,
     /// Milliseconds since the table's epoch when the session was created.
     created: u64,
     /// Cancelled when the session ends here; every stream of the session watches it.
@@ -150,15 +156,6 @@ impl Drop for DetachedGuard {
     }
 }
 
-/// When the sweeper closes sessions.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Expiry {
-    /// Idle longer than this (no request, no open stream).
-    pub(crate) idle: Option<Duration>,
-    /// No `notifications/initialized` this long after creation.
-    pub(crate) handshake: Option<Duration>,
-}
-
 /// All live sessions of one handler (with a session store: the ones served here lately).
 pub(crate) struct SessionTable {
     map: RwLock<HashMap<Arc<str>, Arc<HttpSession>>>,
@@ -169,10 +166,12 @@ pub(crate) struct SessionTable {
     sweeper: AtomicBool,
     /// The in-flight cap per session, also the most requests one may run detached.
     max_in_flight: Option<usize>,
+    /// Sessions per client address, and when the soonest expire.
+    pub(crate) caps: SessionCaps,
 }
 
 impl SessionTable {
-    pub(crate) fn new(cluster: Arc<Cluster>, max_in_flight: Option<usize>) -> Self {
+    pub(crate) fn new(cluster: Arc<Cluster>, max_in_flight: Option<usize>, expiry: Expiry) -> Self {
         SessionTable {
             map: RwLock::new(HashMap::new()),
             per_owner: Mutex::new(HashMap::new()),
@@ -180,6 +179,7 @@ impl SessionTable {
             epoch: Instant::now(),
             sweeper: AtomicBool::new(false),
             max_in_flight,
+            caps: SessionCaps::new(expiry),
         }
     }
 
@@ -199,7 +199,8 @@ impl SessionTable {
         self.read().get(id).cloned()
     }
 
-    fn now(&self) -> u64 {
+    /// Milliseconds since the table's epoch.
+    pub(crate) fn now(&self) -> u64 {
         self.epoch.elapsed().as_millis() as u64
     }
 
@@ -209,6 +210,7 @@ impl SessionTable {
         id: Arc<str>,
         core: Arc<Session>,
         owner: Option<Owner>,
+        address: Option<IpAddr>,
     ) -> Arc<HttpSession> {
         let live = Arc::new(LiveStreams::default());
         core.set_hooks(Arc::new(HttpHooks::new(
@@ -222,6 +224,7 @@ impl SessionTable {
             id,
             core,
             live,
+            address: address.filter(|_| owner.is_none()),
             owner,
             created: now,
             closed: CancellationToken::new(),
@@ -255,6 +258,12 @@ impl SessionTable {
         if let Some(o) = &session.owner {
             *lock(&self.per_owner).entry(o.clone()).or_default() += 1;
         }
+        let expires = self.caps.expiry.at(
+            session.created,
+            session.last_active.load(Ordering::Acquire),
+            session.core.handshake_complete(),
+        );
+        self.caps.added(session.address, expires);
         session
     }
 
@@ -293,6 +302,7 @@ impl SessionTable {
     fn drop_local(&self, id: &str) -> Option<Arc<HttpSession>> {
         let s = self.write().remove(id)?;
         super::metrics::session_closed(self.now().saturating_sub(s.created));
+        self.caps.removed(s.address);
         if let Some(o) = &s.owner {
             let mut per = lock(&self.per_owner);
             if let Some(n) = per.get_mut(o) {
@@ -473,10 +483,25 @@ impl SessionTable {
         let now = self.now();
         let mut ending = Vec::new();
         let mut touching = Vec::new();
+        let mut soonest = None::<u64>;
+        let mut per_address = HashMap::new();
         for s in self.read().values() {
             match self.verdict(s, expiry, now) {
                 Some(end) => ending.push((s.id.clone(), end)),
                 None => {
+                    if s.active.load(Ordering::Acquire) == 0
+                        && let Some(at) = expiry.at(
+                            s.created,
+                            s.last_active.load(Ordering::Acquire),
+                            s.core.handshake_complete(),
+                        )
+                    {
+                        soonest = Some(soonest.map_or(at, |x| x.min(at)));
+                        if let Some(a) = s.address {
+                            let e = per_address.entry(a).or_insert(at);
+                            *e = (*e).min(at);
+                        }
+                    }
                     // Renew the store's TTL of sessions in use here since the last renewal.
                     let busy = s.active.load(Ordering::Acquire) > 0;
                     let used = s.last_active.load(Ordering::Acquire)
@@ -487,6 +512,7 @@ impl SessionTable {
                 }
             }
         }
+        self.caps.swept(soonest, per_address);
         for (id, end) in ending {
             // Re-check under the write lock: a request may have started meanwhile.
             let still = self
