@@ -4,17 +4,19 @@
 //! cap says the real wait in `Retry-After`.
 //!
 //! The counts follow the table exactly (a session counts from when it enters the table to
-//! when it leaves). The expiries are kept at O(1) per session: a new session lowers them, and
-//! the sweeper, which visits every session anyway, recomputes them. Between sweeps a session
-//! that got busy or ended still counts as expiring at its old time, so the wait told is
-//! never longer than the real one.
+//! when it leaves). The wait of a per-address refusal is computed then, from the address's
+//! own sessions (at most its cap of them). The wait of the other caps (in all, per
+//! principal) would need every session: the sweeper, which visits every session anyway,
+//! records the soonest expiry, and a new session lowers it; between sweeps (at most 5 s) a
+//! session that got busy or sent `initialized` still counts as expiring at its old time, so
+//! that wait is never longer than the real one.
 //!
 //! Not here: the table itself (`session_table.rs`), the checks (`session_routing.rs`).
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use crate::sync::lock;
@@ -54,13 +56,15 @@ impl Expiry {
     }
 }
 
-/// The sessions of one client address.
-#[derive(Debug, Clone, Copy)]
-struct Held {
-    count: usize,
-    /// The soonest expiry among them (ms since the epoch).
-    soonest: u64,
+/// A session as the caps see it.
+pub(crate) trait Expiring: Send + Sync {
+    /// When it expires if it stays idle from now (ms since the table's epoch); `None`: it is
+    /// busy, or never expires by itself.
+    fn expires_at(&self, expiry: &Expiry) -> Option<u64>;
 }
+
+/// The sessions of one client address, by id.
+type Held = Vec<(Arc<str>, Weak<dyn Expiring>)>;
 
 /// Per-address counts and the soonest expiries (see the module documentation).
 pub(crate) struct SessionCaps {
@@ -78,28 +82,32 @@ impl SessionCaps {
         }
     }
 
-    /// A session entered the table (from `address`, when it is counted per address).
-    pub(crate) fn added(&self, address: Option<IpAddr>, expires: Option<u64>) {
-        let expires = expires.unwrap_or(NONE);
-        self.soonest.fetch_min(expires, Ordering::AcqRel);
+    /// Session `id` entered the table (from `address`, when it is counted per address).
+    /// `expires`: when it would expire if idle from now.
+    pub(crate) fn added(
+        &self,
+        id: &Arc<str>,
+        address: Option<IpAddr>,
+        session: Weak<dyn Expiring>,
+        expires: Option<u64>,
+    ) {
+        self.soonest
+            .fetch_min(expires.unwrap_or(NONE), Ordering::AcqRel);
         if let Some(a) = address {
-            let mut per = lock(&self.per_address);
-            let held = per.entry(a).or_insert(Held {
-                count: 0,
-                soonest: NONE,
-            });
-            held.count += 1;
-            held.soonest = held.soonest.min(expires);
+            lock(&self.per_address)
+                .entry(a)
+                .or_default()
+                .push((id.clone(), session));
         }
     }
 
-    /// A session left the table.
-    pub(crate) fn removed(&self, address: Option<IpAddr>) {
+    /// Session `id` left the table.
+    pub(crate) fn removed(&self, id: &str, address: Option<IpAddr>) {
         let Some(a) = address else { return };
         let mut per = lock(&self.per_address);
         if let Some(held) = per.get_mut(&a) {
-            held.count = held.count.saturating_sub(1);
-            if held.count == 0 {
+            held.retain(|(i, _)| &**i != id);
+            if held.is_empty() {
                 per.remove(&a);
             }
         }
@@ -107,24 +115,25 @@ impl SessionCaps {
 
     /// How many sessions `address` holds.
     pub(crate) fn held_by(&self, address: IpAddr) -> usize {
-        lock(&self.per_address).get(&address).map_or(0, |h| h.count)
+        lock(&self.per_address).get(&address).map_or(0, Vec::len)
     }
 
-    /// The sweeper's view: the soonest expiry of all idle sessions and per address.
-    pub(crate) fn swept(&self, soonest: Option<u64>, per_address: HashMap<IpAddr, u64>) {
+    /// The sweeper's view: the soonest expiry of all idle sessions.
+    pub(crate) fn swept(&self, soonest: Option<u64>) {
         self.soonest
             .store(soonest.unwrap_or(NONE), Ordering::Release);
-        let mut per = lock(&self.per_address);
-        for (a, held) in per.iter_mut() {
-            held.soonest = per_address.get(a).copied().unwrap_or(NONE);
-        }
     }
 
     /// The `Retry-After` of a refusal at `now`: until the soonest session of `address` (or of
     /// all, without one) expires, at least 1 s.
     pub(crate) fn retry_after_secs(&self, address: Option<IpAddr>, now: u64) -> u64 {
         let soonest = match address {
-            Some(a) => lock(&self.per_address).get(&a).map_or(NONE, |h| h.soonest),
+            Some(a) => lock(&self.per_address).get(&a).map_or(NONE, |held| {
+                held.iter()
+                    .filter_map(|(_, s)| s.upgrade()?.expires_at(&self.expiry))
+                    .min()
+                    .unwrap_or(NONE)
+            }),
             None => self.soonest.load(Ordering::Acquire),
         };
         if soonest == NONE {
@@ -140,23 +149,44 @@ impl SessionCaps {
 mod tests {
     use super::*;
 
+    struct Fixed(Option<u64>);
+
+    impl Expiring for Fixed {
+        fn expires_at(&self, _: &Expiry) -> Option<u64> {
+            self.0
+        }
+    }
+
     #[test]
     fn the_wait_is_until_the_soonest_session_of_the_address_expires() {
-        let caps = SessionCaps::new(Expiry {
+        let expiry = Expiry {
             idle: Some(Duration::from_secs(1800)),
             handshake: Some(Duration::from_secs(60)),
-        });
+        };
+        let caps = SessionCaps::new(expiry);
         let a: IpAddr = "192.0.2.1".parse().unwrap();
         let b: IpAddr = "192.0.2.2".parse().unwrap();
         // Created at 0 without a handshake: expires at 60 s.
-        caps.added(Some(a), caps.expiry.at(0, 0, false));
+        let s1: Arc<dyn Expiring> = Arc::new(Fixed(expiry.at(0, 0, false)));
         // Initialized, last active at 10 s: expires at 1810 s.
-        caps.added(Some(b), caps.expiry.at(0, 10_000, true));
+        let s2: Arc<dyn Expiring> = Arc::new(Fixed(expiry.at(0, 10_000, true)));
+        caps.added(
+            &Arc::from("1"),
+            Some(a),
+            Arc::downgrade(&s1),
+            s1.expires_at(&expiry),
+        );
+        caps.added(
+            &Arc::from("2"),
+            Some(b),
+            Arc::downgrade(&s2),
+            s2.expires_at(&expiry),
+        );
         assert_eq!(caps.held_by(a), 1);
         assert_eq!(caps.retry_after_secs(Some(a), 20_000), 40);
         assert_eq!(caps.retry_after_secs(Some(b), 20_000), 1790);
         assert_eq!(caps.retry_after_secs(None, 20_000), 40);
-        caps.removed(Some(a));
+        caps.removed("1", Some(a));
         assert_eq!(caps.held_by(a), 0);
         // Unknown: the shortest timeout.
         assert_eq!(caps.retry_after_secs(Some(a), 20_000), 60);

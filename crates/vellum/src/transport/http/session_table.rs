@@ -29,7 +29,7 @@ use crate::sync::{lock, read, write};
 use super::cluster::{Cluster, spawn};
 use super::live_streams::LiveStreams;
 pub(crate) use super::session_caps::Expiry;
-use super::session_caps::SessionCaps;
+use super::session_caps::{Expiring, SessionCaps};
 use super::session_hooks::{HttpHooks, Owner};
 use super::sse_writer::SseEvent;
 
@@ -106,6 +106,19 @@ impl HttpSession {
             stream: StreamId::STANDALONE,
             seq: self.live.standalone_head(),
         }
+    }
+}
+
+impl Expiring for HttpSession {
+    fn expires_at(&self, expiry: &Expiry) -> Option<u64> {
+        if self.active.load(Ordering::Acquire) != 0 {
+            return None;
+        }
+        expiry.at(
+            self.created,
+            self.last_active.load(Ordering::Acquire),
+            self.core.handshake_complete(),
+        )
     }
 }
 
@@ -258,12 +271,14 @@ impl SessionTable {
         if let Some(o) = &session.owner {
             *lock(&self.per_owner).entry(o.clone()).or_default() += 1;
         }
+        // Busy now (its `initialize` is being answered), idle soon: its expiry if it were.
         let expires = self.caps.expiry.at(
             session.created,
             session.last_active.load(Ordering::Acquire),
             session.core.handshake_complete(),
         );
-        self.caps.added(session.address, expires);
+        let weak: Weak<HttpSession> = Arc::downgrade(&session);
+        self.caps.added(&session.id, session.address, weak, expires);
         session
     }
 
@@ -302,7 +317,7 @@ impl SessionTable {
     fn drop_local(&self, id: &str) -> Option<Arc<HttpSession>> {
         let s = self.write().remove(id)?;
         super::metrics::session_closed(self.now().saturating_sub(s.created));
-        self.caps.removed(s.address);
+        self.caps.removed(&s.id, s.address);
         if let Some(o) = &s.owner {
             let mut per = lock(&self.per_owner);
             if let Some(n) = per.get_mut(o) {
@@ -484,23 +499,12 @@ impl SessionTable {
         let mut ending = Vec::new();
         let mut touching = Vec::new();
         let mut soonest = None::<u64>;
-        let mut per_address = HashMap::new();
         for s in self.read().values() {
             match self.verdict(s, expiry, now) {
                 Some(end) => ending.push((s.id.clone(), end)),
                 None => {
-                    if s.active.load(Ordering::Acquire) == 0
-                        && let Some(at) = expiry.at(
-                            s.created,
-                            s.last_active.load(Ordering::Acquire),
-                            s.core.handshake_complete(),
-                        )
-                    {
+                    if let Some(at) = s.expires_at(&expiry) {
                         soonest = Some(soonest.map_or(at, |x| x.min(at)));
-                        if let Some(a) = s.address {
-                            let e = per_address.entry(a).or_insert(at);
-                            *e = (*e).min(at);
-                        }
                     }
                     // Renew the store's TTL of sessions in use here since the last renewal.
                     let busy = s.active.load(Ordering::Acquire) > 0;
@@ -512,7 +516,7 @@ impl SessionTable {
                 }
             }
         }
-        self.caps.swept(soonest, per_address);
+        self.caps.swept(soonest);
         for (id, end) in ending {
             // Re-check under the write lock: a request may have started meanwhile.
             let still = self
