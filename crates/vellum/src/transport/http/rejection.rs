@@ -67,7 +67,8 @@ pub(crate) enum Rejection {
     /// The caller's rate limit is spent (429, `Retry-After` in whole seconds).
     RateLimited { retry_after_secs: u64 },
     /// The client address's budget of failed authentications is spent (the authorization
-    /// layer's 429, `Retry-After` in whole seconds).
+    /// layer's 429, `Retry-After` in whole seconds; only that layer, feature `auth`, makes it).
+    #[cfg_attr(not(feature = "auth"), allow(dead_code))]
     AuthFailures { retry_after_secs: u64 },
     /// The session has too many requests in flight (429, `Retry-After`).
     TooManyRequests,

@@ -70,7 +70,9 @@ impl SecurityLayer {
         }
     }
 
-    /// How the handler's options tell clients apart by address.
+    /// How the handler's options tell clients apart by address (for the authorization
+    /// layer).
+    #[cfg(feature = "auth")]
     pub(crate) fn client_addresses(&self) -> &ClientAddresses {
         &self.policy.clients
     }
