@@ -99,11 +99,7 @@ async fn options(
     o.max_in_flight_per_session = (args.max_in_flight > 0).then_some(args.max_in_flight);
     o.max_sessions_per_principal = args.max_sessions_per_principal;
     o.max_sessions_per_address = args.max_sessions_per_address.filter(|n| *n > 0);
-    let mut clients = ClientAddresses::default().ipv6_prefix(args.ipv6_prefix);
-    for proxy in &args.trusted_proxy {
-        clients = clients.trust_proxy(*proxy);
-    }
-    o.client_addresses = clients;
+    o.client_addresses = client_addresses(args);
     o.initialize_timeout = (!args.initialize_timeout.is_zero()).then_some(args.initialize_timeout);
     if let Some(rate) = args.rate_limit {
         o.rate_limit = Some(match args.rate_burst {
@@ -131,6 +127,14 @@ async fn options(
     o.request_grace = args.request_grace;
     o.stream_grace = args.stream_grace;
     Ok(o)
+}
+
+/// `--trusted-proxy` and `--ipv6-prefix`: how per-address limits tell clients apart.
+fn client_addresses(args: &HttpArgs) -> ClientAddresses {
+    args.trusted_proxy.iter().fold(
+        ClientAddresses::default().ipv6_prefix(args.ipv6_prefix),
+        |clients, proxy| clients.trust_proxy(*proxy),
+    )
 }
 
 /// Readiness: not draining, and every Redis connection answering.
