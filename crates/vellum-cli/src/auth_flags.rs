@@ -10,6 +10,7 @@ use vellum::auth::{
     AuthLayer, ClientAuth, DpopMode, IntrospectionVerifier, JwksCache, JwtVerifier,
     RedisReplayCache, TokenVerifier,
 };
+use vellum::store::RateLimit;
 use vellum::store::redis::Redis;
 use vellum::transport::http::StreamableHttpOptions;
 
@@ -87,6 +88,18 @@ pub(crate) struct AuthArgs {
     /// `exp` and by the next JWKS change).
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
     auth_token_cache_ttl: u64,
+    /// The failed authentications (401 for an invalid token) one client address may have
+    /// per minute, in bursts of as many; past it the address gets 429 with Retry-After before
+    /// its token is verified (0 = no limit).
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    auth_failures_per_minute: u32,
+    /// Remember up to N tokens that failed verification, so that the same token again gets
+    /// its 401 without a signature check (0 turns it off).
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    auth_failed_token_cache: usize,
+    /// How long a failed token is remembered, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    auth_failed_token_ttl: u64,
     /// The canonical URL of this MCP server in the metadata (default
     /// `http://<listen address>/mcp`, or the `--path` given).
     #[arg(long, value_name = "URL")]
@@ -165,6 +178,15 @@ impl AuthArgs {
             b = b.tool_scope(tool, scope);
         }
         b = b.dpop(self.auth_dpop);
+        let per_minute = self.auth_failures_per_minute;
+        b = b
+            .failed_auth_limit(
+                (per_minute > 0).then(|| RateLimit::new(f64::from(per_minute) / 60.0, per_minute)),
+            )
+            .failed_token_cache(
+                self.auth_failed_token_cache,
+                std::time::Duration::from_secs(self.auth_failed_token_ttl),
+            );
         if let Some(secs) = self.auth_dpop_nonce {
             b = b.dpop_nonce(std::time::Duration::from_secs(secs));
         }

@@ -88,6 +88,12 @@ pub(crate) fn options_line(o: &StreamableHttpOptions) -> String {
             "max-sessions-per-principal",
             n(o.max_sessions_per_principal),
         ),
+        ("max-sessions-per-address", n(o.max_sessions_per_address)),
+        (
+            "trusted-proxies",
+            o.client_addresses.trusted_proxies.len().to_string(),
+        ),
+        ("ipv6-prefix", o.client_addresses.ipv6_prefix.to_string()),
         ("max-body-bytes", o.max_body_bytes.to_string()),
         ("max-batch-entries", o.max_batch_entries.to_string()),
         ("body-timeout", d(o.body_timeout)),

@@ -120,7 +120,8 @@ pub(crate) struct HttpArgs {
     #[arg(long, value_name = "BYTES", default_value_t = StreamableHttpOptions::DEFAULT_MAX_BUFFERED_BODY_BYTES)]
     pub(crate) max_buffered_body_bytes: usize,
     /// On a non-loopback address without --max-sessions and --session-timeout, do not apply
-    /// the network defaults (at most 10,000 sessions, idle ones closed after 30 minutes).
+    /// the network defaults (at most 10,000 sessions, idle ones closed after 30 minutes; at
+    /// most 100 sessions per client address without authentication).
     #[arg(long)]
     pub(crate) no_network_defaults: bool,
     /// The most live sessions (503 with Retry-After beyond it).
@@ -135,6 +136,20 @@ pub(crate) struct HttpArgs {
     /// The most sessions one authenticated principal may hold (503 beyond it).
     #[arg(long, value_name = "N")]
     pub(crate) max_sessions_per_principal: Option<usize>,
+    /// The most sessions one client address may hold without authentication (503 with the
+    /// real wait in Retry-After beyond it; 0 = no cap). Default: 100 on a non-loopback
+    /// address (a network default), else no cap.
+    #[arg(long, value_name = "N")]
+    pub(crate) max_sessions_per_address: Option<usize>,
+    /// Believe `Forwarded` / `X-Forwarded-For` from this proxy (an address or a CIDR range,
+    /// repeatable): the client is the rightmost hop that is not a trusted proxy. From any
+    /// other peer those headers are ignored.
+    #[arg(long, value_name = "ADDR|CIDR", value_parser = parse_trusted_proxy)]
+    pub(crate) trusted_proxy: Vec<ipnet::IpNet>,
+    /// The leading bits of an IPv6 address that make one client for the per-address limits
+    /// (rate limit, sessions, failed authentications); IPv4 addresses count whole.
+    #[arg(long, value_name = "BITS", default_value_t = vellum::transport::http::ClientAddresses::DEFAULT_IPV6_PREFIX, value_parser = clap::value_parser!(u8).range(0..=128))]
+    pub(crate) ipv6_prefix: u8,
     /// Close sessions that never send `notifications/initialized` within this time
     /// (`0s` turns it off).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "60s")]
@@ -206,6 +221,11 @@ pub(crate) struct HttpArgs {
         value_name = "memory|redis://HOST:PORT|redis-cluster://HOST:PORT[,HOST:PORT...]"
     )]
     pub(crate) rate_limit_store: Option<String>,
+    /// The most rate-limit buckets kept in memory (one per client address or principal, and
+    /// per limited method or tool): past it, the least recently used are forgotten (they come
+    /// back full). A Redis store keeps each bucket until it would be full again.
+    #[arg(long, value_name = "N", default_value_t = vellum::store::MemoryRateLimiter::DEFAULT_MAX_KEYS)]
+    pub(crate) rate_limit_keys: usize,
     /// Serve Prometheus metrics (operation and session durations, sessions, GET streams,
     /// refusals, event-store appends) at `http://ADDR/metrics`, on a listener of its own.
     #[arg(long, value_name = "ADDR")]
@@ -287,6 +307,14 @@ pub(crate) fn parse_rate(s: &str) -> Result<f64, String> {
         return Err(format!("{s:?}: the rate must be above zero"));
     }
     Ok(n / secs)
+}
+
+/// `--trusted-proxy`: an address (`10.0.0.1`, one host) or a range (`10.0.0.0/8`).
+pub(crate) fn parse_trusted_proxy(s: &str) -> Result<ipnet::IpNet, String> {
+    let s = s.trim();
+    s.parse::<ipnet::IpNet>()
+        .or_else(|_| s.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+        .map_err(|_| format!("{s:?}: expected an address or a CIDR range (10.0.0.0/8)"))
 }
 
 /// `NAME=N/s` (or `N/m`, `N/h`): a method or tool name and its rate per second.

@@ -7,8 +7,8 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use tower_layer::{Identity, Stack};
 use vellum::transport::http::{
-    ConnectionLimits, CrossOriginProtection, Health, ServeLayer, StreamableHttpHandler,
-    StreamableHttpOptions, TlsConfig,
+    ClientAddresses, ConnectionLimits, CrossOriginProtection, Health, ServeLayer,
+    StreamableHttpHandler, StreamableHttpOptions, TlsConfig,
 };
 
 use crate::http_args::HttpArgs;
@@ -98,6 +98,8 @@ async fn options(
     o.cors = args.cors;
     o.max_in_flight_per_session = (args.max_in_flight > 0).then_some(args.max_in_flight);
     o.max_sessions_per_principal = args.max_sessions_per_principal;
+    o.max_sessions_per_address = args.max_sessions_per_address.filter(|n| *n > 0);
+    o.client_addresses = client_addresses(args);
     o.initialize_timeout = (!args.initialize_timeout.is_zero()).then_some(args.initialize_timeout);
     if let Some(rate) = args.rate_limit {
         o.rate_limit = Some(match args.rate_burst {
@@ -117,10 +119,22 @@ async fn options(
     if let Some(url) = stores.rate_limit_store(limited)? {
         let r = redis.get(url).await?;
         o.rate_limiter = Some(Arc::new(r.rate_limiter()));
+    } else if limited {
+        o.rate_limiter = Some(Arc::new(vellum::store::MemoryRateLimiter::with_max_keys(
+            args.rate_limit_keys,
+        )));
     }
     o.request_grace = args.request_grace;
     o.stream_grace = args.stream_grace;
     Ok(o)
+}
+
+/// `--trusted-proxy` and `--ipv6-prefix`: how per-address limits tell clients apart.
+fn client_addresses(args: &HttpArgs) -> ClientAddresses {
+    args.trusted_proxy.iter().fold(
+        ClientAddresses::default().ipv6_prefix(args.ipv6_prefix),
+        |clients, proxy| clients.trust_proxy(*proxy),
+    )
 }
 
 /// Readiness: not draining, and every Redis connection answering.
@@ -189,6 +203,9 @@ pub(crate) async fn shutdown_signal() {
 
 /// The session cap of a server on a network address that names none.
 const NETWORK_MAX_SESSIONS: usize = 10_000;
+/// The per-address session cap (sessions without authentication) of a server on a network
+/// address that names none.
+const NETWORK_MAX_SESSIONS_PER_ADDRESS: usize = 100;
 /// The idle timeout of a server on a network address that names none.
 const NETWORK_SESSION_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
@@ -200,20 +217,30 @@ fn network_defaults(
     addr: std::net::SocketAddr,
     o: &mut StreamableHttpOptions,
 ) -> Option<String> {
-    if addr.ip().is_loopback()
-        || args.no_network_defaults
-        || args.max_sessions.is_some()
-        || args.session_timeout.is_some()
-        || o.stateless
-    {
+    if addr.ip().is_loopback() || args.no_network_defaults || o.stateless {
         return None;
     }
-    o.max_sessions = Some(NETWORK_MAX_SESSIONS);
-    o.session_timeout = Some(NETWORK_SESSION_TIMEOUT);
+    let mut set = Vec::new();
+    if args.max_sessions.is_none() && args.session_timeout.is_none() {
+        o.max_sessions = Some(NETWORK_MAX_SESSIONS);
+        o.session_timeout = Some(NETWORK_SESSION_TIMEOUT);
+        set.push(format!(
+            "at most {NETWORK_MAX_SESSIONS} sessions, idle ones closed after 30m"
+        ));
+    }
+    if args.max_sessions_per_address.is_none() {
+        o.max_sessions_per_address = Some(NETWORK_MAX_SESSIONS_PER_ADDRESS);
+        set.push(format!(
+            "at most {NETWORK_MAX_SESSIONS_PER_ADDRESS} sessions per client address without \
+             authentication"
+        ));
+    }
+    if set.is_empty() {
+        return None;
+    }
     Some(format!(
-        "network defaults: {addr} is not loopback and no --max-sessions or --session-timeout \
-         was given: at most {NETWORK_MAX_SESSIONS} sessions, idle ones closed after 30m \
-         (--no-network-defaults turns this off)"
+        "network defaults: {addr} is not loopback: {} (--no-network-defaults turns this off)",
+        set.join("; ")
     ))
 }
 

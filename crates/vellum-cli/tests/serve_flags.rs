@@ -469,14 +469,17 @@ async fn network_defaults_on_a_non_loopback_address() {
         .next_line(DEADLINE)
         .expect("a line naming the network defaults");
     assert!(
-        line.contains("at most 10000 sessions") && line.contains("30m"),
+        line.contains("at most 10000 sessions")
+            && line.contains("30m")
+            && line.contains("at most 100 sessions per client address"),
         "{line}"
     );
     // The session cap is live: a client on loopback (the wildcard address covers it).
     let mut c = McpHttp::new(&format!("http://127.0.0.1:{}/mcp", s.addr().port()));
     c.connect("2025-06-18").await;
     // Naming a cap, or the flag, turns them off: the next line is not about them.
-    for extra in [&["--max-sessions", "5"][..], &["--no-network-defaults"]] {
+    let caps = ["--max-sessions", "5", "--max-sessions-per-address", "0"];
+    for extra in [&caps[..], &["--no-network-defaults"]] {
         let s = start(extra);
         let next = s.next_line(Duration::from_millis(500));
         assert!(

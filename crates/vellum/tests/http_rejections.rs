@@ -882,9 +882,8 @@ const INITIALIZE_IN_BATCH: &str = "`initialize` inside a batch";
 const NO_SESSION: &str = "stateful mode, no `Mcp-Session-Id`, body is not `initialize`";
 const UNKNOWN_SESSION: &str = "`Mcp-Session-Id` unknown, expired or deleted";
 const OTHER_PRINCIPAL: &str = "the session belongs to another authenticated principal";
-const MAX_SESSIONS: &str =
-    "`initialize` beyond `max_sessions`, or beyond `max_sessions_per_principal`";
-const RATE_LIMITED: &str = "the caller's `rate_limit` is spent (a token bucket per authenticated principal, else per client IP address; every request to the endpoint takes a token, before its body is read)";
+const MAX_SESSIONS: &str = "`initialize` beyond `max_sessions`, `max_sessions_per_principal`, or `max_sessions_per_address` (sessions without an authenticated caller, per client address)";
+const RATE_LIMITED: &str = "the caller's `rate_limit` is spent (a token bucket per authenticated principal, else per client address as `client_addresses` tells it: the peer, or the client a trusted proxy forwarded, IPv6 by prefix; every request to the endpoint takes a token, before its body is read)";
 const CALL_RATE_LIMITED: &str = "a request of the POST (each entry of a batch) is beyond its method's or its tool's limit in `rate_limits` (a token bucket per caller and configured name; checked once the body is decoded)";
 const DRAINING: &str = "`initialize`, or a session only the session store holds (another instance's), while the handler drains (`start_draining`; SIGTERM under `vellum serve`)";
 const MAX_IN_FLIGHT: &str = "the session already has `max_in_flight_per_session` requests running (default 256), each request of a batch counted, a request whose connection went not counted";
@@ -1216,6 +1215,14 @@ async fn row_max_sessions() {
         c.send(init_as("https://i bob")).await.status,
         StatusCode::OK
     );
+
+    // Per client address (no principal).
+    let mut o = StreamableHttpOptions::default();
+    o.max_sessions_per_address = Some(1);
+    let (_f, srv) = server(o).await;
+    let _one = session(&srv, "2025-06-18").await;
+    let a = srv.client().post(&initialize()).await;
+    check(LEGACY, MAX_SESSIONS, &a, None);
 }
 
 #[tokio::test]

@@ -46,6 +46,8 @@ fn sample(arg: &Arg) -> toml::Value {
         n if n.starts_with("memory|redis://") => "memory",
         n if n.starts_with("redis://") => "redis://127.0.0.1:6379",
         "SERVER" => "everything",
+        "ADDR|CIDR" => "10.0.0.0/8",
+        "BITS" => "56",
         other => panic!(
             "no sample value for --{} (value name {other:?}): add one to config/tests.rs",
             arg.get_long().unwrap_or_default()

@@ -5,10 +5,14 @@
 
 use super::dpop::{DpopMode, DpopReplayCache, DpopSettings, Nonces};
 use super::endpoint::{AuthConfigError, check_scope, check_url};
+use super::failures::{
+    DEFAULT_FAILED_TOKEN_TTL, DEFAULT_FAILED_TOKENS, DEFAULT_FAILURE_LIMIT, FailureGuard,
+};
 use super::verifier::TokenVerifier;
 use crate::jose::{Algorithm, is_asymmetric};
 use crate::protocol::{PROTECTED_RESOURCE_WELL_KNOWN, ProtectedResourceMetadata};
 use crate::server::{ScopeRules, Server};
+use crate::store::RateLimit;
 use crate::transport::http::{SecurityLayer, StreamableHttpOptions};
 use bytes::Bytes;
 use std::sync::Arc;
@@ -31,6 +35,8 @@ pub struct AuthLayerBuilder {
     dpop: DpopSettings,
     nonce_period: Option<Duration>,
     nonce_secret: Option<Vec<u8>>,
+    failure_limit: Option<RateLimit>,
+    failed_tokens: (usize, Duration),
 }
 
 impl std::fmt::Debug for AuthLayerBuilder {
@@ -60,6 +66,8 @@ impl AuthLayer {
             dpop: DpopSettings::new(),
             nonce_period: None,
             nonce_secret: None,
+            failure_limit: Some(DEFAULT_FAILURE_LIMIT),
+            failed_tokens: (DEFAULT_FAILED_TOKENS, DEFAULT_FAILED_TOKEN_TTL),
         }
     }
 }
@@ -133,6 +141,27 @@ impl AuthLayerBuilder {
     #[must_use]
     pub fn request_checks_of(mut self, options: &StreamableHttpOptions) -> Self {
         self.security = SecurityLayer::new(options);
+        self
+    }
+
+    /// The budget of failed authentications of one client address (a token bucket; a 401
+    /// for an invalid token takes a token): an address past it gets 429 with `Retry-After`
+    /// before its token is verified. Addresses are told as the handler's options say
+    /// ([`request_checks_of`](Self::request_checks_of): `client_addresses`, behind trusted
+    /// proxies, IPv6 by prefix). `None`: no budget. Default: 20 a minute, bursts of 20.
+    #[must_use]
+    pub fn failed_auth_limit(mut self, limit: Option<RateLimit>) -> Self {
+        self.failure_limit = limit;
+        self
+    }
+
+    /// Remembers up to `capacity` tokens that failed verification, for `ttl`, by their
+    /// SHA-256: the same token again gets its 401 without a signature check (a token not
+    /// valid yet, or signed by a key not known yet, is not remembered). A capacity of 0 or a
+    /// zero `ttl` remembers none. Default: 10,000 tokens, 60 s.
+    #[must_use]
+    pub fn failed_token_cache(mut self, capacity: usize, ttl: Duration) -> Self {
+        self.failed_tokens = (capacity, ttl);
         self
     }
 
@@ -262,6 +291,11 @@ impl AuthLayerBuilder {
                 dpop_algs: dpop.alg_names().join(" "),
                 dpop,
                 origin,
+                failures: FailureGuard::new(
+                    self.failure_limit,
+                    self.failed_tokens.0,
+                    self.failed_tokens.1,
+                ),
             }),
         })
     }

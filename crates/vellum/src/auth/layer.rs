@@ -8,7 +8,9 @@
 //!    so the handler behind does not check it again.
 //! 3. `OPTIONS` (CORS preflight, which never carries credentials) passes through.
 //! 4. The bearer token: missing → 401 with a challenge; in the query string or twice → 400;
-//!    invalid → 401 `invalid_token`; verifier unreachable → 503 with `Retry-After`.
+//!    from a client address past its budget of failed authentications → 429 with
+//!    `Retry-After`, unverified; invalid (or failed lately: `failures.rs`) → 401
+//!    `invalid_token`; verifier unreachable → 503 with `Retry-After`.
 //! 5. Required scopes: missing → 403 `insufficient_scope` naming all of them.
 //! 6. The [`Principal`] goes into the request's extensions (for handlers), with the neutral
 //!    [`Caller`](crate::server::Caller) (with its scopes) the server core binds sessions and
@@ -34,9 +36,12 @@ use super::Principal;
 use super::challenge::{Challenge, oauth_error, unavailable};
 use super::credentials::{Scheme, credentials};
 use super::dpop::{DpopMode, DpopSettings, ProofRefusal};
+use super::failures::{FailureGuard, Precheck};
 use super::verifier::{TokenVerifier, VerifyError};
 use crate::server::{InsufficientScope, ScopeRules};
-use crate::transport::http::{ResponseBody, SecurityLayer, well_known_not_found};
+use crate::transport::http::{
+    ConnectionInfo, ResponseBody, SecurityLayer, too_many_auth_failures, well_known_not_found,
+};
 
 /// The body of an [`AuthService`] response: the inner service's, or the layer's own
 /// (metadata, challenges).
@@ -64,6 +69,8 @@ pub(super) struct Config {
     pub(super) dpop_algs: String,
     /// `scheme://authority` of the resource: a proof's `htu` is this and the request path.
     pub(super) origin: String,
+    /// Failed authentications per client address, tokens that failed lately.
+    pub(super) failures: FailureGuard,
 }
 
 /// Adds OAuth 2.1 resource-server authorization to a service (usually a
@@ -196,10 +203,22 @@ impl Config {
         scheme: Scheme,
         token: String,
     ) -> Result<Scheme, Response<ResponseBody>> {
+        let address = self
+            .security
+            .client_addresses()
+            .key_of_request(req.headers(), req.extensions().get::<ConnectionInfo>());
+        match self.failures.before(address, &token) {
+            Precheck::Verify => {}
+            Precheck::Known(reason) => return Err(self.refuse_token(scheme, reason.description())),
+            Precheck::Limited { retry_after_secs } => {
+                return Err(too_many_auth_failures(req.method(), retry_after_secs));
+            }
+        }
         let principal = match self.verifier.verify(&token).await {
             Ok(p) => p,
             Err(VerifyError::Invalid(reason)) => {
                 tracing::debug!(reason = reason.description(), "access token refused");
+                self.failures.failed(address, &token, reason);
                 return Err(self.refuse_token(scheme, reason.description()));
             }
             Err(VerifyError::Unavailable) => return Err(unavailable()),

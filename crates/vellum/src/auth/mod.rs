@@ -42,6 +42,8 @@ mod dpop_redis;
 #[cfg(feature = "auth")]
 mod endpoint;
 #[cfg(feature = "auth")]
+mod failures;
+#[cfg(feature = "auth")]
 mod introspection;
 #[cfg(feature = "auth")]
 mod jwks;

@@ -1,6 +1,17 @@
 //! [`MemoryRateLimiter`]: the buckets of one process.
+//!
+//! O(1) per admission at any number of keys, in bounded memory: the keys are spread over
+//! shards by hash (each its own lock, so admissions of different keys rarely wait on each
+//! other), and each shard keeps two generations of buckets. A key is looked up in the
+//! current generation, then in the previous one (and moved to the current one); when the
+//! current generation is full, the previous one is dropped whole and the current one takes
+//! its place. So a shard holds at most its share of the cap, what is forgotten is what was
+//! used least recently (within a generation's granularity), and nothing is ever scanned.
+//! A generation older than the slowest refill seen is dropped too: its buckets are full
+//! again, which is what a forgotten key gets, so an idle map shrinks at no cost to anyone.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -8,15 +19,37 @@ use futures_util::future::BoxFuture;
 
 use super::{Admission, RateLimit, RateLimiter};
 use crate::store::StoreError;
+use crate::sync::lock;
 
-/// Past this many keys, full buckets are forgotten (a full bucket is what a new key gets
-/// anyway), so a stream of new client addresses cannot grow the map without bound.
-const PRUNE_AT: usize = 10_000;
+/// Shards of the map: enough that two cores rarely meet on one lock.
+const SHARDS: usize = 16;
 
-/// Token buckets in this process (each instance limits on its own).
-#[derive(Debug, Default)]
+/// Token buckets in this process (each instance limits on its own), at most
+/// [`max_keys`](MemoryRateLimiter::max_keys) of them.
+///
+/// A key forgotten to make room for new ones comes back with a full bucket, the same as a
+/// key unseen for a whole refill time; so the cap is the number of distinct clients one
+/// limit can tell apart at once. Spread over the shards, it is reached a little early when
+/// keys hash unevenly.
+#[derive(Debug)]
 pub struct MemoryRateLimiter {
-    buckets: Mutex<HashMap<String, Bucket>>,
+    shards: Box<[Mutex<Shard>]>,
+    hasher: RandomState,
+    /// The most keys of one generation of one shard.
+    per_generation: usize,
+    max_keys: usize,
+}
+
+/// One shard: the generation being filled and the one before.
+#[derive(Debug, Default)]
+struct Shard {
+    current: HashMap<String, Bucket>,
+    previous: HashMap<String, Bucket>,
+    /// When `current` started.
+    started: Option<Instant>,
+    /// The longest refill time of a limit seen here: a generation older than this holds
+    /// only full buckets.
+    slowest_refill: Duration,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -25,24 +58,64 @@ struct Bucket {
     at: Instant,
 }
 
+impl Default for MemoryRateLimiter {
+    fn default() -> Self {
+        Self::with_max_keys(Self::DEFAULT_MAX_KEYS)
+    }
+}
+
 impl MemoryRateLimiter {
-    /// No buckets yet.
+    /// The default cap on keys: 100,000 (about 12 MiB of buckets at most).
+    pub const DEFAULT_MAX_KEYS: usize = 100_000;
+
+    /// No buckets yet, at most [`DEFAULT_MAX_KEYS`](Self::DEFAULT_MAX_KEYS) keys.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// No buckets yet, at most `max_keys` keys (at least one per shard).
+    pub fn with_max_keys(max_keys: usize) -> Self {
+        // Two generations per shard share the shard's part of the cap.
+        let per_generation = (max_keys / SHARDS / 2).max(1);
+        MemoryRateLimiter {
+            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
+            hasher: RandomState::new(),
+            per_generation,
+            max_keys: per_generation * 2 * SHARDS,
+        }
+    }
+
+    /// The most keys held at once.
+    pub fn max_keys(&self) -> usize {
+        self.max_keys
+    }
+
+    /// How many keys are held now.
+    pub fn len(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|s| {
+                let s = lock(s);
+                s.current.len() + s.previous.len()
+            })
+            .sum()
+    }
+
+    /// True when no key is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn shard(&self, key: &str) -> &Mutex<Shard> {
+        let i = (self.hasher.hash_one(key) as usize) % SHARDS;
+        &self.shards[i]
     }
 
     /// Takes a token now (the synchronous core of [`RateLimiter::admit`]).
     pub fn admit_now(&self, key: &str, limit: RateLimit) -> Admission {
         let now = Instant::now();
-        let burst = f64::from(limit.burst);
-        let mut map = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
-        if map.len() >= PRUNE_AT && !map.contains_key(key) {
-            map.retain(|_, b| level(b, now, limit) < burst);
-        }
-        let b = map.entry(key.to_owned()).or_insert(Bucket {
-            tokens: burst,
-            at: now,
-        });
+        let mut shard = lock(self.shard(key));
+        let b = shard.bucket(key, limit, now, self.per_generation);
         let tokens = level(b, now, limit);
         if tokens >= 1.0 {
             *b = Bucket {
@@ -53,9 +126,52 @@ impl MemoryRateLimiter {
         } else {
             *b = Bucket { tokens, at: now };
             Admission::Limited {
-                retry_after: Duration::from_secs_f64((1.0 - tokens) / limit.per_second),
+                retry_after: wait(tokens, limit),
             }
         }
+    }
+
+    /// What [`admit_now`](Self::admit_now) would say, taking nothing and keeping nothing
+    /// (an unknown key has a full bucket).
+    pub fn peek_now(&self, key: &str, limit: RateLimit) -> Admission {
+        let now = Instant::now();
+        let shard = lock(self.shard(key));
+        let held = shard.current.get(key).or_else(|| shard.previous.get(key));
+        match held.map(|b| level(b, now, limit)) {
+            Some(tokens) if tokens < 1.0 => Admission::Limited {
+                retry_after: wait(tokens, limit),
+            },
+            _ => Admission::Allowed,
+        }
+    }
+}
+
+impl Shard {
+    /// `key`'s bucket in the current generation (moved there from the previous one, or a
+    /// full one when the key is new), rotating the generations first when due.
+    fn bucket(
+        &mut self,
+        key: &str,
+        limit: RateLimit,
+        now: Instant,
+        per_generation: usize,
+    ) -> &mut Bucket {
+        self.slowest_refill = self.slowest_refill.max(limit.refill_time());
+        let started = *self.started.get_or_insert(now);
+        // What is left in `previous` was last used before `current` started: when that is
+        // longer ago than the slowest refill, those buckets are full and may go.
+        let stale = now.saturating_duration_since(started) > self.slowest_refill;
+        if stale || (self.current.len() >= per_generation && !self.current.contains_key(key)) {
+            self.previous = std::mem::take(&mut self.current);
+            self.started = Some(now);
+        }
+        let previous = &mut self.previous;
+        self.current.entry(key.to_owned()).or_insert_with(|| {
+            previous.remove(key).unwrap_or(Bucket {
+                tokens: f64::from(limit.burst),
+                at: now,
+            })
+        })
     }
 }
 
@@ -63,6 +179,11 @@ impl MemoryRateLimiter {
 fn level(b: &Bucket, now: Instant, limit: RateLimit) -> f64 {
     let flowed = now.saturating_duration_since(b.at).as_secs_f64() * limit.per_second;
     (b.tokens + flowed).min(f64::from(limit.burst))
+}
+
+/// How long until a bucket at `tokens` has one.
+fn wait(tokens: f64, limit: RateLimit) -> Duration {
+    Duration::from_secs_f64(((1.0 - tokens) / limit.per_second).min(86_400.0 * 365.0))
 }
 
 impl RateLimiter for MemoryRateLimiter {
@@ -86,6 +207,7 @@ mod tests {
         let limit = RateLimit::new(0.5, 2);
         assert_eq!(l.admit_now("a", limit), Admission::Allowed);
         assert_eq!(l.admit_now("a", limit), Admission::Allowed);
+        assert!(matches!(l.peek_now("a", limit), Admission::Limited { .. }));
         match l.admit_now("a", limit) {
             Admission::Limited { retry_after } => {
                 assert!(retry_after > Duration::from_millis(1500), "{retry_after:?}");
@@ -94,6 +216,53 @@ mod tests {
             other => panic!("{other:?}"),
         }
         // Another key has its own bucket.
+        assert_eq!(l.peek_now("b", limit), Admission::Allowed);
         assert_eq!(l.admit_now("b", limit), Admission::Allowed);
+    }
+
+    /// 60,000 distinct keys (one request each, a limit of one an hour) against a cap of
+    /// 10,000: the map never holds more than the cap, and a key used all along keeps its
+    /// spent bucket while the flood passes (it is used more recently than the flood's keys).
+    #[test]
+    fn sixty_thousand_keys_stay_within_the_cap() {
+        let l = MemoryRateLimiter::with_max_keys(10_000);
+        let limit = RateLimit::new(1.0 / 3600.0, 1);
+        assert_eq!(l.admit_now("regular", limit), Admission::Allowed);
+        let mut most = 0;
+        for i in 0..60_000u32 {
+            assert_eq!(l.admit_now(&format!("ip:{i}"), limit), Admission::Allowed);
+            if i % 100 == 0 {
+                assert!(
+                    matches!(l.admit_now("regular", limit), Admission::Limited { .. }),
+                    "the regular key lost its bucket at {i}"
+                );
+                most = most.max(l.len());
+            }
+        }
+        assert!(
+            most <= l.max_keys(),
+            "{most} keys held, cap {}",
+            l.max_keys()
+        );
+        assert!(l.len() <= 10_000, "{}", l.len());
+        assert!(l.len() >= 5_000, "too much forgotten: {}", l.len());
+    }
+
+    #[test]
+    fn an_idle_map_empties_in_two_refill_times() {
+        let mut shard = Shard::default();
+        // Refills in 1 s.
+        let limit = RateLimit::new(1.0, 1);
+        let t0 = Instant::now();
+        for i in 0..200 {
+            shard.bucket(&format!("k{i}"), limit, t0, 1_000);
+        }
+        let later = |s| t0 + Duration::from_millis(s);
+        // One key a little over a refill time later: the 200 become the previous generation.
+        shard.bucket("a", limit, later(1_100), 1_000);
+        assert_eq!((shard.current.len(), shard.previous.len()), (1, 200));
+        // Another refill time later: they are full by now, and dropped.
+        shard.bucket("b", limit, later(2_200), 1_000);
+        assert_eq!((shard.current.len(), shard.previous.len()), (1, 1));
     }
 }

@@ -31,6 +31,7 @@ use crate::server::Server;
 
 use super::body::ResponseBody;
 use super::body_reader::{BodyExemption, ConnectionExemption};
+use super::client_address::ClientKey;
 use super::options::StreamableHttpOptions;
 use super::rejection::{Rejection, refused};
 use super::security::ConnectionInfo;
@@ -214,6 +215,13 @@ where
             limits
                 .admit_request(&mut parts, connection.as_ref())
                 .await?;
+        }
+        if parts.method == Method::POST
+            && inner.options.max_sessions_per_address.is_some()
+            && let Some(key) =
+                (inner.options.client_addresses).key_of_request(&parts.headers, connection.as_ref())
+        {
+            parts.extensions.insert(ClientKey(key));
         }
         match parts.method {
             Method::POST => post(&inner, parts, body, exemption).await,

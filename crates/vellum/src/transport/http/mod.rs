@@ -26,6 +26,7 @@ mod answer_budget;
 mod body;
 mod body_reader;
 mod caching;
+mod client_address;
 mod cluster;
 mod connection_limits;
 mod connection_table;
@@ -51,6 +52,7 @@ mod resume_stream;
 mod security;
 mod security_layer;
 mod serve;
+mod session_caps;
 mod session_hooks;
 mod session_routing;
 mod session_table;
@@ -62,6 +64,7 @@ mod trace;
 mod trace_context;
 
 pub use body::ResponseBody;
+pub use client_address::ClientAddresses;
 pub use connection_limits::ConnectionLimits;
 pub use endpoint::{HandlerFuture, StreamableHttpHandler};
 pub use health::{
@@ -74,6 +77,8 @@ pub use metrics::{describe_metrics, names as metric_names};
 pub(crate) use mount::well_known_not_found;
 pub use options::{DEFAULT_SHUTDOWN_GRACE, StreamableHttpOptions};
 pub use rate_limit::RateLimits;
+#[cfg(feature = "auth")]
+pub(crate) use rejection::too_many_auth_failures;
 pub use security::{ConnectionInfo, CrossOriginProtection, InvalidOrigin, is_loopback_host};
 pub use security_layer::{SecurityBody, SecurityFuture, SecurityLayer, SecurityService};
 #[cfg(feature = "http2")]

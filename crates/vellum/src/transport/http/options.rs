@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::protocol::ProtocolVersions;
 use crate::store::{EventStore, MessageBus, RateLimit, RateLimiter, SessionStore};
 
-use super::RateLimits;
+use super::{ClientAddresses, RateLimits};
 
 use super::security::CrossOriginProtection;
 
@@ -114,6 +114,16 @@ pub struct StreamableHttpOptions {
     /// [`Caller`](crate::server::Caller)); more get 503 with `Retry-After`.
     /// Default: none.
     pub max_sessions_per_principal: Option<usize>,
+    /// The most live sessions created without an authenticated caller from one client
+    /// address (as `client_addresses` derives it: IPv6 by prefix); more get 503 with
+    /// `Retry-After` saying when the soonest of them expires. Default: none
+    /// (`vellum serve` sets 100 on a network address).
+    pub max_sessions_per_address: Option<usize>,
+    /// How a client's address is told (the TCP peer, or what a trusted proxy forwarded)
+    /// and keyed (IPv6 by prefix), for every limit counted per address: the rate limit of
+    /// a caller without a principal, `max_sessions_per_address`, and the failed
+    /// authentications of the authorization layer. Default: no trusted proxy, IPv6 /64.
+    pub client_addresses: ClientAddresses,
     /// Close sessions whose client has not sent `notifications/initialized` this long after
     /// `initialize` (abandoned handshakes). Default: 60 s.
     pub initialize_timeout: Option<Duration>,
@@ -277,6 +287,8 @@ impl Default for StreamableHttpOptions {
             cors: false,
             max_in_flight_per_session: Some(256),
             max_sessions_per_principal: None,
+            max_sessions_per_address: None,
+            client_addresses: ClientAddresses::default(),
             initialize_timeout: Some(Duration::from_secs(60)),
             session_store: None,
             bus: None,
@@ -320,6 +332,8 @@ impl std::fmt::Debug for StreamableHttpOptions {
                 "max_sessions_per_principal",
                 &self.max_sessions_per_principal,
             )
+            .field("max_sessions_per_address", &self.max_sessions_per_address)
+            .field("client_addresses", &self.client_addresses)
             .field("initialize_timeout", &self.initialize_timeout)
             .field("session_store", &self.session_store.is_some())
             .field(

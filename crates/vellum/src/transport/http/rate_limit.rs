@@ -4,8 +4,10 @@
 //! request takes its token from, and the 429 when there is none.
 //!
 //! The key is the authenticated principal (the [`Caller`] an authentication layer put on the
-//! request) or, without one, the client's IP address; it is hashed, so a principal's name
-//! never reaches a store and every key has the same short shape. A method or tool bucket's
+//! request) or, without one, the client's address as [`ClientAddresses`] derives it (the TCP
+//! peer, or what a trusted proxy forwarded; IPv6 cut to its prefix, /64 by default); it is
+//! hashed, so a principal's name never reaches a store and every key has the same short
+//! shape, in memory and in Redis alike. A method or tool bucket's
 //! key is the caller's key plus the configured name: only configured names have buckets, so a
 //! client cannot make the store hold a key per invented name.
 //!
@@ -21,6 +23,7 @@ use crate::protocol::{Message, Payload, methods};
 use crate::server::Caller;
 use crate::store::{Admission, RateLimit, RateLimiter};
 
+use super::client_address::ClientAddresses;
 use super::rejection::Rejection;
 use super::security::ConnectionInfo;
 
@@ -89,6 +92,7 @@ pub(super) struct Limits {
     per_caller: Option<RateLimit>,
     calls: RateLimits,
     store: Arc<dyn RateLimiter>,
+    clients: ClientAddresses,
 }
 
 /// The caller's bucket key, computed once per HTTP request and carried in its extensions to
@@ -103,6 +107,7 @@ impl Limits {
         per_caller: Option<RateLimit>,
         calls: &RateLimits,
         store: Option<Arc<dyn RateLimiter>>,
+        clients: &ClientAddresses,
     ) -> Option<Self> {
         if per_caller.is_none() && calls.is_empty() {
             return None;
@@ -111,6 +116,7 @@ impl Limits {
             per_caller,
             calls: calls.clone(),
             store: store.unwrap_or_else(|| Arc::new(crate::store::MemoryRateLimiter::new())),
+            clients: clients.clone(),
         })
     }
 
@@ -121,7 +127,8 @@ impl Limits {
         parts: &mut http::request::Parts,
         connection: Option<&ConnectionInfo>,
     ) -> Result<(), Rejection> {
-        let key = key(parts.extensions.get::<Caller>(), connection);
+        let address = self.clients.key_of_request(&parts.headers, connection);
+        let key = key(parts.extensions.get::<Caller>(), address);
         if let Some(limit) = self.per_caller {
             take(&*self.store, &key, limit).await?;
         }
@@ -191,10 +198,11 @@ async fn take(store: &dyn RateLimiter, key: &str, limit: RateLimit) -> Result<()
     }
 }
 
-/// The caller's key: `p:` + a hash of the principal, or `ip:` + a hash of the address.
-fn key(caller: Option<&Caller>, connection: Option<&ConnectionInfo>) -> String {
+/// The caller's key: `p:` + a hash of the principal, or `ip:` + a hash of the client's
+/// address key (an IPv6 prefix, an IPv4 address).
+fn key(caller: Option<&Caller>, address: Option<std::net::IpAddr>) -> String {
     let mut h = Sha256::new();
-    let kind = match (caller, connection.and_then(|c| c.remote)) {
+    let kind = match (caller, address) {
         (Some(c), _) => {
             h.update(c.issuer.as_bytes());
             h.update([0]);
@@ -202,7 +210,7 @@ fn key(caller: Option<&Caller>, connection: Option<&ConnectionInfo>) -> String {
             "p"
         }
         (None, Some(remote)) => {
-            h.update(remote.ip().to_string().as_bytes());
+            h.update(remote.to_string().as_bytes());
             "ip"
         }
         // A Unix socket: everyone on it shares one bucket.

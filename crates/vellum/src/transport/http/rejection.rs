@@ -59,12 +59,17 @@ pub(crate) enum Rejection {
     MissingSession,
     /// An unknown, expired or deleted session (404).
     UnknownSession,
-    /// Too many live sessions, in all or for this principal (503, `Retry-After`).
-    TooManySessions,
+    /// Too many live sessions, in all, for this principal or for this client address (503,
+    /// `Retry-After`: until the soonest of the sessions counted expires).
+    TooManySessions { retry_after_secs: u64 },
     /// The handler drains: no new sessions here (503, `Retry-After`).
     Draining,
     /// The caller's rate limit is spent (429, `Retry-After` in whole seconds).
     RateLimited { retry_after_secs: u64 },
+    /// The client address's budget of failed authentications is spent (the authorization
+    /// layer's 429, `Retry-After` in whole seconds; only that layer, feature `auth`, makes it).
+    #[cfg_attr(not(feature = "auth"), allow(dead_code))]
+    AuthFailures { retry_after_secs: u64 },
     /// The session has too many requests in flight (429, `Retry-After`).
     TooManyRequests,
     /// The session belongs to another principal (403).
@@ -115,9 +120,10 @@ impl Rejection {
             R::UnsupportedLegacyVersion { .. } => "unsupported_version",
             R::MissingSession => "missing_session",
             R::UnknownSession => "unknown_session",
-            R::TooManySessions => "too_many_sessions",
+            R::TooManySessions { .. } => "too_many_sessions",
             R::Draining => "draining",
             R::RateLimited { .. } => "rate_limited",
+            R::AuthFailures { .. } => "auth_failures",
             R::TooManyRequests => "too_many_requests",
             R::WrongPrincipal => "wrong_principal",
             R::StreamConflict => "stream_conflict",
@@ -249,14 +255,16 @@ impl Rejection {
                 invalid("Session not found"),
                 None,
             ),
-            R::TooManySessions => (
+            R::TooManySessions { retry_after_secs } => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 None,
                 ErrorObject::new(
                     code::INTERNAL_ERROR,
-                    "Service Unavailable: too many sessions",
+                    format!(
+                        "Service Unavailable: too many sessions; retry after {retry_after_secs} s"
+                    ),
                 ),
-                Some((header::RETRY_AFTER, HeaderValue::from_static("1"))),
+                Some((header::RETRY_AFTER, HeaderValue::from(retry_after_secs))),
             ),
             R::Draining => (
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -274,6 +282,18 @@ impl Rejection {
                     code::INTERNAL_ERROR,
                     format!(
                         "Too Many Requests: rate limit exceeded; retry after {retry_after_secs} s"
+                    ),
+                ),
+                Some((header::RETRY_AFTER, HeaderValue::from(retry_after_secs))),
+            ),
+            R::AuthFailures { retry_after_secs } => (
+                StatusCode::TOO_MANY_REQUESTS,
+                None,
+                ErrorObject::new(
+                    code::INTERNAL_ERROR,
+                    format!(
+                        "Too Many Requests: too many failed authentications from this address; \
+                         retry after {retry_after_secs} s"
                     ),
                 ),
                 Some((header::RETRY_AFTER, HeaderValue::from(retry_after_secs))),
@@ -396,6 +416,16 @@ pub(crate) fn refused(
     let resp = rejection.into_response();
     super::metrics::refused(resp.status().as_u16(), reason);
     resp
+}
+
+/// The authorization layer's 429 for a client address past its budget of failed
+/// authentications (counted in the refusals metric like the handler's own refusals).
+#[cfg(feature = "auth")]
+pub(crate) fn too_many_auth_failures(
+    method: &Method,
+    retry_after_secs: u64,
+) -> Response<ResponseBody> {
+    refused(None, method, Rejection::AuthFailures { retry_after_secs })
 }
 
 /// The HTTP status a modern (2026-07-28) error response gets.

@@ -19,6 +19,7 @@ use http::{Extensions, HeaderMap, HeaderValue, Method, Request, Response, Uri, h
 use http_body_util::Either;
 
 use super::body::ResponseBody;
+use super::client_address::ClientAddresses;
 use super::cors;
 use super::options::StreamableHttpOptions;
 use super::rejection::Rejection;
@@ -33,6 +34,9 @@ struct Policy {
     localhost: Option<LocalhostPolicy>,
     origin: CrossOriginProtection,
     cors: bool,
+    /// How clients are told apart by address (kept here so that the authorization layer,
+    /// which takes its checks from the handler's options, counts clients the same way).
+    clients: ClientAddresses,
 }
 
 /// The mark of an admitted request: the settings it was judged by.
@@ -61,8 +65,16 @@ impl SecurityLayer {
                     .then(|| LocalhostPolicy::new(options.local_address, &options.allowed_hosts)),
                 origin: options.cross_origin_protection.clone().unwrap_or_default(),
                 cors: options.cors,
+                clients: options.client_addresses.clone(),
             }),
         }
+    }
+
+    /// How the handler's options tell clients apart by address (for the authorization
+    /// layer).
+    #[cfg(feature = "auth")]
+    pub(crate) fn client_addresses(&self) -> &ClientAddresses {
+        &self.policy.clients
     }
 
     /// Runs one request through the layer: refused (the answer `refuse` makes of the

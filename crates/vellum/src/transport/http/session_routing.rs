@@ -14,6 +14,7 @@ use crate::protocol::{Message, Payload, ProtocolVersion, methods};
 use crate::server::{Caller, ModernMeta, Session, redact_session_id};
 
 use super::body::ResponseBody;
+use super::client_address::ClientKey;
 use super::headers::{names, text};
 use super::rejection::Rejection;
 use super::response::status_only;
@@ -145,7 +146,7 @@ async fn restore(
     let server = (inner.factory)(parts).ok_or(Rejection::NoServer)?;
     let id: Arc<str> = Arc::from(id);
     let core = Session::restore(server, id.clone(), &record);
-    let http = inner.sessions.make(id, core, record.owner.clone());
+    let http = inner.sessions.make(id, core, record.owner.clone(), None);
     inner.sessions.start_sweeper(inner.expiry());
     // Serving it here is activity: renew its time to live at once.
     inner.sessions.cluster.touch(&http.id).await;
@@ -174,24 +175,38 @@ fn new_session_route(inner: &Inner, parts: &http::request::Parts) -> Result<Rout
     if inner.is_draining() {
         return Err(Rejection::Draining);
     }
+    let table = &inner.sessions;
+    let full = |address| Rejection::TooManySessions {
+        retry_after_secs: table.caps.retry_after_secs(address, table.now()),
+    };
     if let Some(max) = inner.options.max_sessions
-        && inner.sessions.len() >= max
+        && table.len() >= max
     {
-        return Err(Rejection::TooManySessions);
+        return Err(full(None));
     }
     let owner = parts
         .extensions
         .get::<Caller>()
         .map(|c| (c.issuer.clone(), c.subject.clone()));
     if let (Some(max), Some(o)) = (inner.options.max_sessions_per_principal, &owner)
-        && inner.sessions.owned_by(o) >= max
+        && table.owned_by(o) >= max
     {
-        return Err(Rejection::TooManySessions);
+        return Err(full(None));
+    }
+    // Without an owner, sessions count against the client's address.
+    let address = match owner {
+        Some(_) => None,
+        None => parts.extensions.get::<ClientKey>().map(|k| k.0),
+    };
+    if let (Some(max), Some(a)) = (inner.options.max_sessions_per_address, address)
+        && table.caps.held_by(a) >= max
+    {
+        return Err(full(Some(a)));
     }
     let server = (inner.factory)(parts).ok_or(Rejection::NoServer)?;
-    let id = new_session_id().map_err(|_| Rejection::TooManySessions)?;
+    let id = new_session_id().map_err(|_| full(None))?;
     let core = Session::new(server, Some(id.clone()), inner.options.protocol_versions);
-    let http = inner.sessions.make(id, core, owner);
+    let http = inner.sessions.make(id, core, owner, address);
     let activity = http.activity(&inner.sessions);
     inner.sessions.start_sweeper(inner.expiry());
     Ok(Route::NewSession(activity))

@@ -10,6 +10,7 @@
 //! and which session a request names (`session_routing.rs`).
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
@@ -27,6 +28,8 @@ use crate::sync::{lock, read, write};
 
 use super::cluster::{Cluster, spawn};
 use super::live_streams::LiveStreams;
+pub(crate) use super::session_caps::Expiry;
+use super::session_caps::{Expiring, SessionCaps};
 use super::session_hooks::{HttpHooks, Owner};
 use super::sse_writer::SseEvent;
 
@@ -44,6 +47,9 @@ pub(crate) struct HttpSession {
     pub(crate) live: Arc<LiveStreams>,
     /// The authenticated principal that created the session, if any.
     pub(crate) owner: Option<Owner>,
+    /// The client address (its key) that created the session, when it has no owner: what
+    /// the per-address session cap counts.
+    address: Option<IpAddr>,
     /// Milliseconds since the table's epoch when the session was created.
     created: u64,
     /// Cancelled when the session ends here; every stream of the session watches it.
@@ -103,6 +109,19 @@ impl HttpSession {
     }
 }
 
+impl Expiring for HttpSession {
+    fn expires_at(&self, expiry: &Expiry) -> Option<u64> {
+        if self.active.load(Ordering::Acquire) != 0 {
+            return None;
+        }
+        expiry.at(
+            self.created,
+            self.last_active.load(Ordering::Acquire),
+            self.core.handshake_complete(),
+        )
+    }
+}
+
 /// Keeps a session "active" (not idle) while held.
 pub(crate) struct ActivityGuard {
     session: Arc<HttpSession>,
@@ -150,15 +169,6 @@ impl Drop for DetachedGuard {
     }
 }
 
-/// When the sweeper closes sessions.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Expiry {
-    /// Idle longer than this (no request, no open stream).
-    pub(crate) idle: Option<Duration>,
-    /// No `notifications/initialized` this long after creation.
-    pub(crate) handshake: Option<Duration>,
-}
-
 /// All live sessions of one handler (with a session store: the ones served here lately).
 pub(crate) struct SessionTable {
     map: RwLock<HashMap<Arc<str>, Arc<HttpSession>>>,
@@ -169,10 +179,12 @@ pub(crate) struct SessionTable {
     sweeper: AtomicBool,
     /// The in-flight cap per session, also the most requests one may run detached.
     max_in_flight: Option<usize>,
+    /// Sessions per client address, and when the soonest expire.
+    pub(crate) caps: SessionCaps,
 }
 
 impl SessionTable {
-    pub(crate) fn new(cluster: Arc<Cluster>, max_in_flight: Option<usize>) -> Self {
+    pub(crate) fn new(cluster: Arc<Cluster>, max_in_flight: Option<usize>, expiry: Expiry) -> Self {
         SessionTable {
             map: RwLock::new(HashMap::new()),
             per_owner: Mutex::new(HashMap::new()),
@@ -180,6 +192,7 @@ impl SessionTable {
             epoch: Instant::now(),
             sweeper: AtomicBool::new(false),
             max_in_flight,
+            caps: SessionCaps::new(expiry),
         }
     }
 
@@ -199,7 +212,8 @@ impl SessionTable {
         self.read().get(id).cloned()
     }
 
-    fn now(&self) -> u64 {
+    /// Milliseconds since the table's epoch.
+    pub(crate) fn now(&self) -> u64 {
         self.epoch.elapsed().as_millis() as u64
     }
 
@@ -209,6 +223,7 @@ impl SessionTable {
         id: Arc<str>,
         core: Arc<Session>,
         owner: Option<Owner>,
+        address: Option<IpAddr>,
     ) -> Arc<HttpSession> {
         let live = Arc::new(LiveStreams::default());
         core.set_hooks(Arc::new(HttpHooks::new(
@@ -222,6 +237,7 @@ impl SessionTable {
             id,
             core,
             live,
+            address: address.filter(|_| owner.is_none()),
             owner,
             created: now,
             closed: CancellationToken::new(),
@@ -255,6 +271,14 @@ impl SessionTable {
         if let Some(o) = &session.owner {
             *lock(&self.per_owner).entry(o.clone()).or_default() += 1;
         }
+        // Busy now (its `initialize` is being answered), idle soon: its expiry if it were.
+        let expires = self.caps.expiry.at(
+            session.created,
+            session.last_active.load(Ordering::Acquire),
+            session.core.handshake_complete(),
+        );
+        let weak: Weak<HttpSession> = Arc::downgrade(&session);
+        self.caps.added(&session.id, session.address, weak, expires);
         session
     }
 
@@ -293,6 +317,7 @@ impl SessionTable {
     fn drop_local(&self, id: &str) -> Option<Arc<HttpSession>> {
         let s = self.write().remove(id)?;
         super::metrics::session_closed(self.now().saturating_sub(s.created));
+        self.caps.removed(&s.id, s.address);
         if let Some(o) = &s.owner {
             let mut per = lock(&self.per_owner);
             if let Some(n) = per.get_mut(o) {
@@ -473,10 +498,14 @@ impl SessionTable {
         let now = self.now();
         let mut ending = Vec::new();
         let mut touching = Vec::new();
+        let mut soonest = None::<u64>;
         for s in self.read().values() {
             match self.verdict(s, expiry, now) {
                 Some(end) => ending.push((s.id.clone(), end)),
                 None => {
+                    if let Some(at) = s.expires_at(&expiry) {
+                        soonest = Some(soonest.map_or(at, |x| x.min(at)));
+                    }
                     // Renew the store's TTL of sessions in use here since the last renewal.
                     let busy = s.active.load(Ordering::Acquire) > 0;
                     let used = s.last_active.load(Ordering::Acquire)
@@ -487,6 +516,7 @@ impl SessionTable {
                 }
             }
         }
+        self.caps.swept(soonest);
         for (id, end) in ending {
             // Re-check under the write lock: a request may have started meanwhile.
             let still = self

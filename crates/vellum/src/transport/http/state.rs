@@ -65,12 +65,17 @@ impl Inner {
             sessions: Arc::new(SessionTable::new(
                 cluster,
                 options.max_in_flight_per_session,
+                Expiry {
+                    idle: options.session_timeout,
+                    handshake: options.initialize_timeout,
+                },
             )),
             bodies: BodyBudget::new(options.max_buffered_body_bytes),
             limits: Limits::new(
                 options.rate_limit,
                 &options.rate_limits,
                 options.rate_limiter.clone(),
+                &options.client_addresses,
             ),
             options,
             shutdown: CancellationToken::new(),
