@@ -9,7 +9,7 @@
 //! sessions (the transport's session table).
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
@@ -18,6 +18,7 @@ use futures_util::future::BoxFuture;
 use serde::Serialize;
 
 use super::Server;
+use super::limits::json_len;
 use super::request::observe::MessageEvent;
 use super::request::outbox::Outbox;
 use crate::error::Error;
@@ -69,6 +70,33 @@ impl Sessions {
             .filter(|s| !s.is_closed() && s.is_initialized())
             .collect()
     }
+}
+
+/// The resource URIs a session subscribed to, and their bytes (what they count against the
+/// session's `max_session_bytes`).
+#[derive(Default)]
+struct Subscriptions {
+    uris: BTreeSet<String>,
+    bytes: usize,
+}
+
+impl Subscriptions {
+    fn replace(&mut self, uris: BTreeSet<String>) {
+        self.bytes = uris.iter().map(String::len).sum();
+        self.uris = uris;
+    }
+}
+
+/// The bytes a session keeps of what its client said in `initialize` (capabilities and
+/// info, as JSON), or `None` when that is more than `max`.
+pub(crate) fn init_bytes(
+    capabilities: &ClientCapabilities,
+    info: Option<&Implementation>,
+    max: usize,
+) -> Option<usize> {
+    let caps = json_len(capabilities, max)?;
+    let info = json_len(&info, max - caps)?;
+    Some(caps + info)
 }
 
 /// What the client said in `initialize`.
@@ -155,8 +183,10 @@ pub(crate) struct Session {
     pending: PendingAnswers<Result<RawJson, ErrorObject>>,
     /// The client's requests being served (for cancellation and duplicate-id detection).
     inflight: InflightRequests<Weak<dyn InflightRequest>>,
+    /// The bytes kept of what the client said in `initialize` (see [`init_bytes`]).
+    init_bytes: AtomicUsize,
     /// Resource URIs the client subscribed to.
-    subscriptions: Mutex<BTreeSet<String>>,
+    subscriptions: Mutex<Subscriptions>,
     hooks: OnceLock<Arc<dyn SessionHooks>>,
     /// Takes no new requests (the transport answers as for a closed session); those in
     /// flight finish.
@@ -227,7 +257,8 @@ impl Session {
             request_ids: RequestIds::new(),
             pending: PendingAnswers::new(),
             inflight: InflightRequests::new(),
-            subscriptions: Mutex::new(BTreeSet::new()),
+            init_bytes: AtomicUsize::new(0),
+            subscriptions: Mutex::default(),
             hooks: OnceLock::new(),
             retiring: AtomicBool::new(false),
             closed: AtomicBool::new(false),
@@ -275,9 +306,14 @@ impl Session {
         self.versions
     }
 
-    /// Records the outcome of `initialize`; false if the session was already initialized.
-    pub(crate) fn set_init(&self, init: ClientInit) -> bool {
-        self.init.set(init).is_ok()
+    /// Records the outcome of `initialize`, which keeps `bytes` (see [`init_bytes`]); false
+    /// if the session was already initialized.
+    pub(crate) fn set_init(&self, init: ClientInit, bytes: usize) -> bool {
+        let set = self.init.set(init).is_ok();
+        if set {
+            self.init_bytes.store(bytes, Ordering::Release);
+        }
+        set
     }
 
     /// True once `initialize` succeeded.
@@ -364,6 +400,14 @@ impl Session {
     /// A session restored from a stored record (served by an instance that did not create
     /// it).
     pub(crate) fn restore(server: Server, id: Arc<str>, record: &SessionRecord) -> Arc<Session> {
+        // A record this deployment wrote, within the limit when it was written: its bytes
+        // count as they are, whatever the limit is now.
+        let bytes = init_bytes(
+            &record.client_capabilities,
+            record.client_info.as_ref(),
+            usize::MAX,
+        )
+        .unwrap_or(0);
         let s = Self::build(
             server,
             Some(id),
@@ -376,6 +420,7 @@ impl Session {
             // Initialized already: nothing left to negotiate.
             ProtocolVersions::ALL,
         );
+        s.init_bytes.store(bytes, Ordering::Release);
         s.apply(record);
         s
     }
@@ -388,7 +433,7 @@ impl Session {
             Some(l) => self.store_log_level(l),
             None => self.log_level.store(0, Ordering::Release),
         }
-        *lock(&self.subscriptions) = record.subscriptions.clone();
+        lock(&self.subscriptions).replace(record.subscriptions.clone());
     }
 
     /// The session's shareable state as a record (`owner` is the transport's business).
@@ -398,7 +443,7 @@ impl Session {
         r.client_info = init.info.clone();
         r.log_level = self.log_level();
         r.initialized = self.handshake_complete();
-        r.subscriptions = lock(&self.subscriptions).clone();
+        r.subscriptions = lock(&self.subscriptions).uris.clone();
         Some(r)
     }
 
@@ -486,15 +531,46 @@ impl Session {
     }
 
     /// Adds a resource subscription; the future finishes once it is shared (nothing to
-    /// wait for if it was there already).
-    pub(crate) fn subscribe(&self, uri: &str) -> Shared {
-        let new = lock(&self.subscriptions).insert(uri.to_owned());
-        if new { self.changed() } else { Shared(None) }
+    /// wait for if it was there already). Refused, nothing kept, when the session would pass
+    /// its `max_subscriptions_per_session` or `max_session_bytes`.
+    pub(crate) fn subscribe(&self, uri: &str) -> Result<Shared, ErrorObject> {
+        let limits = self.server.limits();
+        let mut subs = lock(&self.subscriptions);
+        if subs.uris.contains(uri) {
+            return Ok(Shared(None));
+        }
+        if subs.uris.len() >= limits.max_subscriptions_per_session {
+            return Err(ErrorObject::invalid_params(format!(
+                "Subscription refused: this session is subscribed to {} resources, the most \
+                 this server allows (max_subscriptions_per_session); unsubscribe from one first",
+                subs.uris.len()
+            )));
+        }
+        let kept = self.init_bytes.load(Ordering::Acquire) + subs.bytes;
+        if kept.saturating_add(uri.len()) > limits.max_session_bytes {
+            return Err(ErrorObject::invalid_params(format!(
+                "Subscription refused: a URI of {} bytes would take this session past the \
+                 {} bytes it may keep (max_session_bytes; {kept} kept)",
+                uri.len(),
+                limits.max_session_bytes
+            )));
+        }
+        subs.bytes += uri.len();
+        subs.uris.insert(uri.to_owned());
+        drop(subs);
+        Ok(self.changed())
     }
 
     /// Removes a resource subscription; the future finishes once the removal is shared.
     pub(crate) fn unsubscribe(&self, uri: &str) -> Shared {
-        let removed = lock(&self.subscriptions).remove(uri);
+        let removed = {
+            let mut subs = lock(&self.subscriptions);
+            let removed = subs.uris.remove(uri);
+            if removed {
+                subs.bytes -= uri.len();
+            }
+            removed
+        };
         if removed {
             self.changed()
         } else {
@@ -504,7 +580,7 @@ impl Session {
 
     /// True if the client subscribed to `uri`.
     pub(crate) fn is_subscribed(&self, uri: &str) -> bool {
-        lock(&self.subscriptions).contains(uri)
+        lock(&self.subscriptions).uris.contains(uri)
     }
 
     /// Ends the session: running requests are cancelled, waiting questions fail.
