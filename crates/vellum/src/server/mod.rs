@@ -40,6 +40,7 @@ pub(crate) mod scopes;
 mod server;
 mod session;
 mod session_ref;
+mod subscriptions;
 mod task_ledger;
 mod tasks;
 mod upstream;

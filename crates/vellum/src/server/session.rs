@@ -8,7 +8,7 @@
 //! Not here: serving the session's requests (`request/exchange.rs`, `methods/`), and HTTP's view of
 //! sessions (the transport's session table).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
@@ -21,6 +21,7 @@ use super::Server;
 use super::limits::json_len;
 use super::request::observe::MessageEvent;
 use super::request::outbox::Outbox;
+use super::subscriptions::Subscriptions;
 use crate::error::Error;
 use crate::peer::{
     Cancel, InflightRequests, PendingAnswers, RequestIds, Ticket, Waiter, cancelled_notification,
@@ -69,21 +70,6 @@ impl Sessions {
             .filter_map(Weak::upgrade)
             .filter(|s| !s.is_closed() && s.is_initialized())
             .collect()
-    }
-}
-
-/// The resource URIs a session subscribed to, and their bytes (what they count against the
-/// session's `max_session_bytes`).
-#[derive(Default)]
-struct Subscriptions {
-    uris: BTreeSet<String>,
-    bytes: usize,
-}
-
-impl Subscriptions {
-    fn replace(&mut self, uris: BTreeSet<String>) {
-        self.bytes = uris.iter().map(String::len).sum();
-        self.uris = uris;
     }
 }
 
@@ -443,7 +429,7 @@ impl Session {
         r.client_info = init.info.clone();
         r.log_level = self.log_level();
         r.initialized = self.handshake_complete();
-        r.subscriptions = lock(&self.subscriptions).uris.clone();
+        r.subscriptions = lock(&self.subscriptions).uris().clone();
         Some(r)
     }
 
@@ -534,43 +520,14 @@ impl Session {
     /// wait for if it was there already). Refused, nothing kept, when the session would pass
     /// its `max_subscriptions_per_session` or `max_session_bytes`.
     pub(crate) fn subscribe(&self, uri: &str) -> Result<Shared, ErrorObject> {
-        let limits = self.server.limits();
-        let mut subs = lock(&self.subscriptions);
-        if subs.uris.contains(uri) {
-            return Ok(Shared(None));
-        }
-        if subs.uris.len() >= limits.max_subscriptions_per_session {
-            return Err(ErrorObject::invalid_params(format!(
-                "Subscription refused: this session is subscribed to {} resources, the most \
-                 this server allows (max_subscriptions_per_session); unsubscribe from one first",
-                subs.uris.len()
-            )));
-        }
-        let kept = self.init_bytes.load(Ordering::Acquire) + subs.bytes;
-        if kept.saturating_add(uri.len()) > limits.max_session_bytes {
-            return Err(ErrorObject::invalid_params(format!(
-                "Subscription refused: a URI of {} bytes would take this session past the \
-                 {} bytes it may keep (max_session_bytes; {kept} kept)",
-                uri.len(),
-                limits.max_session_bytes
-            )));
-        }
-        subs.bytes += uri.len();
-        subs.uris.insert(uri.to_owned());
-        drop(subs);
-        Ok(self.changed())
+        let others = self.init_bytes.load(Ordering::Acquire);
+        let new = lock(&self.subscriptions).add(uri, others, &self.server.limits())?;
+        Ok(if new { self.changed() } else { Shared(None) })
     }
 
     /// Removes a resource subscription; the future finishes once the removal is shared.
     pub(crate) fn unsubscribe(&self, uri: &str) -> Shared {
-        let removed = {
-            let mut subs = lock(&self.subscriptions);
-            let removed = subs.uris.remove(uri);
-            if removed {
-                subs.bytes -= uri.len();
-            }
-            removed
-        };
+        let removed = lock(&self.subscriptions).remove(uri);
         if removed {
             self.changed()
         } else {
@@ -580,7 +537,7 @@ impl Session {
 
     /// True if the client subscribed to `uri`.
     pub(crate) fn is_subscribed(&self, uri: &str) -> bool {
-        lock(&self.subscriptions).uris.contains(uri)
+        lock(&self.subscriptions).uris().contains(uri)
     }
 
     /// Ends the session: running requests are cancelled, waiting questions fail.
