@@ -264,6 +264,8 @@ pub(crate) struct HttpArgs {
     #[command(flatten)]
     pub(crate) connections: crate::connection_flags::ConnectionArgs,
     #[command(flatten)]
+    pub(crate) state: crate::state_flags::StateArgs,
+    #[command(flatten)]
     pub(crate) auth: Box<crate::auth_flags::AuthArgs>,
 }
 

@@ -279,6 +279,7 @@ pub(crate) fn configure_server(
         server.set_request_state_key(vellum::server::RequestStateKey::from_key_file(path)?);
     }
     set_cache_hints(args, server);
+    server.set_limits(args.state.limits());
     Ok(())
 }
 

@@ -15,6 +15,7 @@ mod output;
 mod proxy;
 mod redis_flags;
 mod serve;
+mod state_flags;
 mod stores;
 mod target;
 mod telemetry;

@@ -28,6 +28,7 @@
 mod announce;
 mod caller;
 mod handler_error;
+mod limits;
 mod listeners;
 mod methods;
 mod modern_meta;
@@ -40,6 +41,8 @@ pub(crate) mod scopes;
 mod server;
 mod session;
 mod session_ref;
+mod subscriptions;
+mod task_ledger;
 mod tasks;
 mod upstream;
 
@@ -50,6 +53,7 @@ pub use crate::skill_files::{MAX_SKILL_BYTES, MAX_SKILL_FILES, SkillError, Skill
 pub use crate::uri_template;
 pub use caller::Caller;
 pub use handler_error::HandlerError;
+pub use limits::StateLimits;
 pub use mrtr::{RequestStateKey, RequestStateKeyError};
 pub use options::{DEFAULT_CLIENT_REQUEST_TIMEOUT, ServerOptions};
 pub use registry::cache_hints::{CacheHints, Cached};

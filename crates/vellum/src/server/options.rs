@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use super::limits::StateLimits;
 use super::mrtr::RequestStateKey;
 use super::registry::cache_hints::{CacheHints, Cached};
 use crate::protocol::{CacheHint, ServerCapabilities};
@@ -39,6 +40,9 @@ pub struct ServerOptions {
     /// The `ttlMs` and `cacheScope` of the 2026-07-28 lists and `resources/read` (also
     /// their HTTP `Cache-Control`). Default: `ttlMs` 0, `public`.
     pub cache_hints: CacheHints,
+    /// What one client may make the server keep: a legacy session's bytes and
+    /// subscriptions, its tasks (count, TTL, bytes). Default: [`StateLimits::default()`].
+    pub limits: StateLimits,
 }
 
 impl ServerOptions {
@@ -80,6 +84,13 @@ impl ServerOptions {
         self
     }
 
+    /// Sets what one client may make the server keep (see [`StateLimits`]).
+    #[must_use]
+    pub fn with_limits(mut self, limits: StateLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
     /// Sets the page size (at least 1).
     #[must_use]
     pub fn with_page_size(mut self, page_size: usize) -> Self {
@@ -98,6 +109,7 @@ impl Default for ServerOptions {
             request_state_key: None,
             request_state_ttl: Duration::from_secs(600),
             cache_hints: CacheHints::default(),
+            limits: StateLimits::default(),
         }
     }
 }

@@ -19,6 +19,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::announce::Announcer;
+use super::limits::StateLimits;
 use super::listeners::Listeners;
 use super::mrtr::RequestStateKey;
 use super::options::ServerOptions;
@@ -47,6 +48,8 @@ pub(crate) struct ServerInner {
     pub(crate) registry: Registry,
     /// The cache hints of the cacheable results (replaceable: see `set_cache_hint`).
     pub(crate) cache_hints: RwLock<CacheHints>,
+    /// What a client may make the server keep (replaceable: see `set_limits`).
+    limits: RwLock<StateLimits>,
     /// The server's identity as encoded JSON, for the `_meta` of modern results (written
     /// as is into each, never rebuilt).
     pub(crate) info_json: Box<RawValue>,
@@ -105,6 +108,7 @@ impl Server {
                         .unwrap_or_else(RequestStateKey::random),
                 )),
                 cache_hints: RwLock::new(options.cache_hints),
+                limits: RwLock::new(options.limits),
                 options,
                 registry: Registry::default(),
                 info_json,
@@ -153,6 +157,19 @@ impl Server {
     /// The cache hint of one result now.
     pub fn cache_hint(&self, result: Cached) -> CacheHint {
         read(&self.inner.cache_hints).get(result)
+    }
+
+    /// Replaces what a client may make the server keep (sessions' bytes and
+    /// subscriptions, tasks), as [`ServerOptions::with_limits`] does before the server
+    /// exists (for a server built elsewhere, as `vellum serve --max-session-bytes` does
+    /// with the demos). What is kept already stays; later requests meet the new limits.
+    pub fn set_limits(&self, limits: StateLimits) {
+        *write(&self.inner.limits) = limits;
+    }
+
+    /// What a client may make the server keep now.
+    pub fn limits(&self) -> StateLimits {
+        *read(&self.inner.limits)
     }
 
     /// The key `requestState` is signed with now.

@@ -8,8 +8,8 @@
 //! Not here: serving the session's requests (`request/exchange.rs`, `methods/`), and HTTP's view of
 //! sessions (the transport's session table).
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
@@ -18,8 +18,10 @@ use futures_util::future::BoxFuture;
 use serde::Serialize;
 
 use super::Server;
+use super::limits::json_len;
 use super::request::observe::MessageEvent;
 use super::request::outbox::Outbox;
+use super::subscriptions::Subscriptions;
 use crate::error::Error;
 use crate::peer::{
     Cancel, InflightRequests, PendingAnswers, RequestIds, Ticket, Waiter, cancelled_notification,
@@ -69,6 +71,18 @@ impl Sessions {
             .filter(|s| !s.is_closed() && s.is_initialized())
             .collect()
     }
+}
+
+/// The bytes a session keeps of what its client said in `initialize` (capabilities and
+/// info, as JSON), or `None` when that is more than `max`.
+pub(crate) fn init_bytes(
+    capabilities: &ClientCapabilities,
+    info: Option<&Implementation>,
+    max: usize,
+) -> Option<usize> {
+    let caps = json_len(capabilities, max)?;
+    let info = json_len(&info, max - caps)?;
+    Some(caps + info)
 }
 
 /// What the client said in `initialize`.
@@ -155,8 +169,10 @@ pub(crate) struct Session {
     pending: PendingAnswers<Result<RawJson, ErrorObject>>,
     /// The client's requests being served (for cancellation and duplicate-id detection).
     inflight: InflightRequests<Weak<dyn InflightRequest>>,
+    /// The bytes kept of what the client said in `initialize` (see [`init_bytes`]).
+    init_bytes: AtomicUsize,
     /// Resource URIs the client subscribed to.
-    subscriptions: Mutex<BTreeSet<String>>,
+    subscriptions: Mutex<Subscriptions>,
     hooks: OnceLock<Arc<dyn SessionHooks>>,
     /// Takes no new requests (the transport answers as for a closed session); those in
     /// flight finish.
@@ -227,7 +243,8 @@ impl Session {
             request_ids: RequestIds::new(),
             pending: PendingAnswers::new(),
             inflight: InflightRequests::new(),
-            subscriptions: Mutex::new(BTreeSet::new()),
+            init_bytes: AtomicUsize::new(0),
+            subscriptions: Mutex::default(),
             hooks: OnceLock::new(),
             retiring: AtomicBool::new(false),
             closed: AtomicBool::new(false),
@@ -275,9 +292,14 @@ impl Session {
         self.versions
     }
 
-    /// Records the outcome of `initialize`; false if the session was already initialized.
-    pub(crate) fn set_init(&self, init: ClientInit) -> bool {
-        self.init.set(init).is_ok()
+    /// Records the outcome of `initialize`, which keeps `bytes` (see [`init_bytes`]); false
+    /// if the session was already initialized.
+    pub(crate) fn set_init(&self, init: ClientInit, bytes: usize) -> bool {
+        let set = self.init.set(init).is_ok();
+        if set {
+            self.init_bytes.store(bytes, Ordering::Release);
+        }
+        set
     }
 
     /// True once `initialize` succeeded.
@@ -364,6 +386,14 @@ impl Session {
     /// A session restored from a stored record (served by an instance that did not create
     /// it).
     pub(crate) fn restore(server: Server, id: Arc<str>, record: &SessionRecord) -> Arc<Session> {
+        // A record this deployment wrote, within the limit when it was written: its bytes
+        // count as they are, whatever the limit is now.
+        let bytes = init_bytes(
+            &record.client_capabilities,
+            record.client_info.as_ref(),
+            usize::MAX,
+        )
+        .unwrap_or(0);
         let s = Self::build(
             server,
             Some(id),
@@ -376,6 +406,7 @@ impl Session {
             // Initialized already: nothing left to negotiate.
             ProtocolVersions::ALL,
         );
+        s.init_bytes.store(bytes, Ordering::Release);
         s.apply(record);
         s
     }
@@ -388,7 +419,7 @@ impl Session {
             Some(l) => self.store_log_level(l),
             None => self.log_level.store(0, Ordering::Release),
         }
-        *lock(&self.subscriptions) = record.subscriptions.clone();
+        lock(&self.subscriptions).replace(record.subscriptions.clone());
     }
 
     /// The session's shareable state as a record (`owner` is the transport's business).
@@ -398,7 +429,7 @@ impl Session {
         r.client_info = init.info.clone();
         r.log_level = self.log_level();
         r.initialized = self.handshake_complete();
-        r.subscriptions = lock(&self.subscriptions).clone();
+        r.subscriptions = lock(&self.subscriptions).uris().clone();
         Some(r)
     }
 
@@ -486,10 +517,12 @@ impl Session {
     }
 
     /// Adds a resource subscription; the future finishes once it is shared (nothing to
-    /// wait for if it was there already).
-    pub(crate) fn subscribe(&self, uri: &str) -> Shared {
-        let new = lock(&self.subscriptions).insert(uri.to_owned());
-        if new { self.changed() } else { Shared(None) }
+    /// wait for if it was there already). Refused, nothing kept, when the session would pass
+    /// its `max_subscriptions_per_session` or `max_session_bytes`.
+    pub(crate) fn subscribe(&self, uri: &str) -> Result<Shared, ErrorObject> {
+        let others = self.init_bytes.load(Ordering::Acquire);
+        let new = lock(&self.subscriptions).add(uri, others, &self.server.limits())?;
+        Ok(if new { self.changed() } else { Shared(None) })
     }
 
     /// Removes a resource subscription; the future finishes once the removal is shared.
@@ -504,7 +537,7 @@ impl Session {
 
     /// True if the client subscribed to `uri`.
     pub(crate) fn is_subscribed(&self, uri: &str) -> bool {
-        lock(&self.subscriptions).contains(uri)
+        lock(&self.subscriptions).uris().contains(uri)
     }
 
     /// Ends the session: running requests are cancelled, waiting questions fail.

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 use tokio::sync::{Notify, broadcast};
 use tokio_util::sync::CancellationToken;
 
+use super::task_ledger::TaskLedger;
 use crate::store::{MemoryTaskStore, TaskEvent, TaskStore};
 use crate::sync::{lock, read, write};
 
@@ -29,6 +30,8 @@ pub(crate) struct Tasks {
     store: RwLock<Arc<dyn TaskStore>>,
     local: Mutex<HashMap<String, Local>>,
     listening: AtomicBool,
+    /// The tasks this instance keeps, counted against the server's limits.
+    pub(crate) ledger: TaskLedger,
 }
 
 impl Default for Tasks {
@@ -37,6 +40,7 @@ impl Default for Tasks {
             store: RwLock::new(Arc::new(MemoryTaskStore::new())),
             local: Mutex::default(),
             listening: AtomicBool::new(false),
+            ledger: TaskLedger::default(),
         }
     }
 }
@@ -62,9 +66,10 @@ impl Tasks {
         local
     }
 
-    /// A task stopped running here.
+    /// A task stopped running here (its charge in the ledger lapses with its TTL).
     pub(crate) fn done_here(&self, id: &str) {
         lock(&self.local).remove(id);
+        self.ledger.stopped(id);
     }
 
     /// Acts on the store's signals for the tasks running here (started once).

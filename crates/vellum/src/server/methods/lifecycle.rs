@@ -13,7 +13,7 @@ use crate::protocol::{
 };
 use crate::server::request::reply::{Outcome, cacheable, complete, empty};
 use crate::server::request::request::{RequestShared, Scope};
-use crate::server::session::{ClientInit, Session};
+use crate::server::session::{ClientInit, Session, init_bytes};
 use crate::server::session_ref::SessionRef;
 
 /// The legacy session of a request (the table only routes legacy methods here).
@@ -49,6 +49,8 @@ pub(super) async fn initialize(
         })));
     };
     let server = &shared.server;
+    // Before anything is kept or opened (an upstream's session, a gateway's child).
+    let kept = kept_by_initialize(server.limits().max_session_bytes, &p)?;
     let (version, mut result) = match server.upstream() {
         Some(up) => {
             let client_info = p.client_info.clone();
@@ -89,7 +91,7 @@ pub(super) async fn initialize(
         }
     };
     let v = version.version;
-    if !session.set_init(version) {
+    if !session.set_init(version, kept) {
         return Err(already_initialized());
     }
     result.protocol_version = v.as_str().to_owned();
@@ -102,6 +104,17 @@ pub(super) async fn initialize(
     }
     result.meta = None;
     Ok(complete(shared, result))
+}
+
+/// The bytes the session will keep of `p` (its capabilities and client info), refused past
+/// `max` (`max_session_bytes`).
+fn kept_by_initialize(max: usize, p: &InitializeParams) -> Result<usize, ErrorObject> {
+    init_bytes(&p.capabilities, Some(&p.client_info), max).ok_or_else(|| {
+        ErrorObject::invalid_params(format!(
+            "Initialize refused: the client's capabilities and clientInfo take more than the \
+             {max} bytes a session may keep on this server (max_session_bytes)"
+        ))
+    })
 }
 
 fn already_initialized() -> ErrorObject {
@@ -171,7 +184,7 @@ pub(super) async fn subscribe(
 ) -> Result<Outcome, ErrorObject> {
     let session = session_of(shared)?;
     let change = if on {
-        session.subscribe(&p.uri)
+        session.subscribe(&p.uri)?
     } else {
         session.unsubscribe(&p.uri)
     };

@@ -26,7 +26,11 @@ use crate::server::request::request::RequestShared;
 use crate::store::{TaskOutcome, TaskStore};
 
 /// How a call runs: as a task when it has the `task` param (and the tool allows it).
-pub(super) fn plan(support: TaskSupport, request: &CallToolRequest) -> Result<Plan, ErrorObject> {
+pub(super) fn plan(
+    shared: &RequestShared,
+    support: TaskSupport,
+    request: &CallToolRequest,
+) -> Result<Plan, ErrorObject> {
     match (support, &request.task) {
         (TaskSupport::Forbidden, Some(_)) => Err(ErrorObject::new(
             code::METHOD_NOT_FOUND,
@@ -39,7 +43,7 @@ pub(super) fn plan(support: TaskSupport, request: &CallToolRequest) -> Result<Pl
                 request.name
             ),
         )),
-        (_, Some(t)) => Ok(Plan::Task(granted_ttl(t.ttl))),
+        (_, Some(t)) => Ok(Plan::Task(granted_ttl(shared, t.ttl))),
         (_, None) => Ok(Plan::InPlace),
     }
 }
@@ -51,7 +55,7 @@ pub(super) async fn start(
     request: CallToolRequest,
     ttl: Duration,
 ) -> Outcome {
-    let created = match run::create(shared, ttl, InputResponses::new()).await {
+    let created = match run::create(shared, &request, ttl, InputResponses::new()).await {
         Ok(created) => created,
         Err(e) => return Outcome::Error(e),
     };
@@ -95,7 +99,13 @@ async fn run_once(
             }
         }
     };
-    run::apply(&store, &id, run::ended(&shared, outcome), session.as_ref()).await;
+    run::apply(
+        &store,
+        &id,
+        run::ended(&shared, &id, outcome),
+        session.as_ref(),
+    )
+    .await;
 }
 
 /// `tasks/get`.

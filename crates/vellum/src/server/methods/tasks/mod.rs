@@ -44,7 +44,7 @@ pub(super) fn plan(
     if shared.is_modern() {
         modern::plan(shared, support, entry)
     } else {
-        legacy::plan(support, request)
+        legacy::plan(shared, support, request)
     }
 }
 

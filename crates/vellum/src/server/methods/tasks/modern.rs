@@ -19,8 +19,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::records::{
-    DEFAULT_TTL, JsonResult, RECHECK, empty, granted_ttl, modern_json, not_found, now,
-    store_failed, visible,
+    JsonResult, RECHECK, empty, granted_ttl, modern_json, not_found, now, store_failed, visible,
 };
 use super::run::{self, Plan, Run, ToolOutput, run_tool};
 use crate::protocol::{
@@ -46,7 +45,7 @@ pub(super) fn plan(
     match (support, declared) {
         (TaskSupport::Forbidden, _) => Ok(Plan::InPlace),
         (_, true) if entry.tool.input_before_task => Ok(Plan::MayBecomeTask),
-        (_, true) => Ok(Plan::Task(granted_ttl(None))),
+        (_, true) => Ok(Plan::Task(granted_ttl(shared, None))),
         (TaskSupport::Optional, false) => Ok(Plan::InPlace),
         (TaskSupport::Required, false) => Err(ErrorObject::new(
             code::MISSING_REQUIRED_CLIENT_CAPABILITY,
@@ -89,7 +88,15 @@ pub(crate) async fn in_place_until_task(
     }
     // The answers it got by multi round-trip are its task's too (for the later rounds).
     let answers = shared.used_answers();
-    let task = start_with(shared, entry, kept, DEFAULT_TTL, answers, Some(run)).await;
+    let task = start_with(
+        shared,
+        entry,
+        kept,
+        granted_ttl(shared, None),
+        answers,
+        Some(run),
+    )
+    .await;
     Ok(ToolOutput::Task(task))
 }
 
@@ -103,7 +110,7 @@ async fn start_with(
     answers: InputResponses,
     first: Option<Run>,
 ) -> Outcome {
-    let created = match run::create(shared, ttl, answers).await {
+    let created = match run::create(shared, &request, ttl, answers).await {
         Ok(created) => created,
         Err(e) => return Outcome::Error(e),
     };
@@ -143,7 +150,7 @@ impl Rounds {
                 Some(run) => (self.origin.clone(), run),
                 None => self.next_round().await,
             };
-            let change = run::ended(&shared, run.await);
+            let change = run::ended(&shared, &self.id, run.await);
             let asking = matches!(change, TaskTransition::Ask(_));
             if !run::apply(&self.store, &self.id, change, None).await || !asking {
                 return;

@@ -17,22 +17,22 @@ use crate::server::request::reply::{HasMeta, Outcome, complete};
 use crate::server::request::request::{RequestShared, Scope};
 use crate::store::{StoreError, TaskOutcome, TaskRecord, iso8601};
 
-/// How long a task is kept when the client names no ttl: one hour.
-pub(super) const DEFAULT_TTL: Duration = Duration::from_secs(3600);
-/// The longest ttl granted.
-pub(super) const MAX_TTL: Duration = Duration::from_secs(24 * 3600);
+/// How long a task is kept when the client names no ttl: one hour (or the server's
+/// `max_task_ttl`, if shorter).
+const DEFAULT_TTL: Duration = Duration::from_secs(3600);
 /// The polling interval suggested to clients.
 pub(super) const POLL_INTERVAL_MS: u64 = 500;
 /// How often a waiter re-reads a task even without a signal (a lost pub/sub message, a
 /// store that cannot signal).
 pub(super) const RECHECK: Duration = Duration::from_secs(1);
 
-/// The ttl granted for a requested one (milliseconds; none: the default).
-pub(super) fn granted_ttl(requested: Option<u64>) -> Duration {
+/// The ttl granted for a requested one (milliseconds; none: the default), clamped to the
+/// server's `max_task_ttl`: what the task then reports.
+pub(super) fn granted_ttl(shared: &RequestShared, requested: Option<u64>) -> Duration {
     requested
         .map(Duration::from_millis)
         .unwrap_or(DEFAULT_TTL)
-        .min(MAX_TTL)
+        .min(shared.server.limits().max_task_ttl)
 }
 
 /// Who may see a task: its session (legacy), or its caller (modern: the authenticated

@@ -17,10 +17,12 @@ use crate::protocol::{
     CallToolResult, ErrorObject, InputResponses, Task, TaskStatus, encode_notification,
 };
 use crate::server::handler_error::{HandlerError, Served, WireFailure};
+use crate::server::limits::json_len;
 use crate::server::registry::tool::{CallToolRequest, ToolEntry, execute_tool};
 use crate::server::request::reply::Outcome;
 use crate::server::request::request::{QuestionsVerdict, RequestShared};
 use crate::server::session::Session;
+use crate::server::task_ledger::{Over, Payer};
 use crate::server::tasks::{Local, Tasks};
 use crate::store::{TaskEvent, TaskOutcome, TaskRecord, TaskSignal, TaskStore, TaskTransition};
 
@@ -66,10 +68,12 @@ pub(super) struct Created {
     runtime: tokio::runtime::Handle,
 }
 
-/// Creates the record of a task for `shared`'s call (working, kept for `ttl`, with the
-/// `answers` its handler already has).
+/// Creates the record of a task for `shared`'s call `request` (working, kept for `ttl`,
+/// with the `answers` its handler already has), unless it would pass a cap of the server's
+/// `StateLimits` (then nothing is kept).
 pub(super) async fn create(
     shared: &RequestShared,
+    request: &CallToolRequest,
     ttl: Duration,
     answers: InputResponses,
 ) -> Result<Created, ErrorObject> {
@@ -87,6 +91,19 @@ pub(super) async fn create(
         poll_interval: Some(POLL_INTERVAL_MS),
     };
     let tasks = shared.server.inner.tasks.clone();
+    let limits = shared.server.limits();
+    // Its input is kept while it runs (each round of a 2026-07-28 task runs it again).
+    let input = json_len(&request.arguments, limits.max_task_bytes)
+        .and_then(|a| Some(a + json_len(&answers, limits.max_task_bytes)?))
+        .ok_or(Over::Bytes(limits.max_task_bytes))
+        .and_then(|input| {
+            tasks
+                .ledger
+                .reserve(&id, payer_of(shared), input, ttl, &limits)
+        });
+    if let Err(over) = input {
+        return Err(refused(over));
+    }
     let store = tasks.store();
     let mut record = TaskRecord::new(
         task,
@@ -99,6 +116,7 @@ pub(super) async fn create(
     let local = tasks.run_here(&id);
     if let Err(e) = store.create(&record, ttl).await {
         tasks.done_here(&id);
+        tasks.ledger.release(&id);
         return Err(store_failed(e));
     }
     Ok(Created {
@@ -108,6 +126,22 @@ pub(super) async fn create(
         tasks,
         runtime,
     })
+}
+
+/// Who a task of `shared` is charged to.
+fn payer_of(shared: &RequestShared) -> Payer {
+    Payer {
+        session: shared
+            .session()
+            .filter(|s| !s.is_temporary())
+            .map(|s| s.registry_key()),
+        principal: shared.principal_digest(),
+    }
+}
+
+/// The error of a task refused by a cap.
+fn refused(over: Over) -> ErrorObject {
+    ErrorObject::invalid_params(format!("Task refused: {over}; nothing was kept"))
 }
 
 impl Created {
@@ -133,9 +167,48 @@ impl Created {
     }
 }
 
-/// What the end of a run (`shared`'s) does to its task: the result (a failed tool is a
-/// result the model reads, as without a task), the failure, or its questions.
+/// What the end of a run (`shared`'s, of task `id`) does to its task: the result (a failed
+/// tool is a result the model reads, as without a task), the failure, or its questions. An
+/// outcome past the task byte budgets is not kept: the task fails saying so.
 pub(super) fn ended(
+    shared: &RequestShared,
+    id: &str,
+    outcome: Result<CallToolResult, HandlerError>,
+) -> TaskTransition {
+    let change = transition_of(shared, outcome);
+    let TaskTransition::Finish {
+        outcome: Some(kept),
+        ..
+    } = &change
+    else {
+        return change;
+    };
+    let limits = shared.server.limits();
+    let charged = json_len(kept, limits.max_task_bytes)
+        .ok_or(Over::Bytes(limits.max_task_bytes))
+        .and_then(|bytes| {
+            shared
+                .server
+                .inner
+                .tasks
+                .ledger
+                .add_bytes(id, bytes, &limits)
+        });
+    match charged {
+        Ok(()) => change,
+        Err(over) => {
+            let e = ErrorObject::invalid_params(format!("The task's result was not kept: {over}"));
+            finish(
+                TaskStatus::Failed,
+                Some(e.message.to_string()),
+                TaskOutcome::Error(e),
+            )
+        }
+    }
+}
+
+/// [`ended`] before the byte budgets.
+fn transition_of(
     shared: &RequestShared,
     outcome: Result<CallToolResult, HandlerError>,
 ) -> TaskTransition {
