@@ -262,6 +262,7 @@ impl AuthLayerBuilder {
                 dpop_algs: dpop.alg_names().join(" "),
                 dpop,
                 origin,
+                resource_path: uri.path().to_owned(),
             }),
         })
     }
