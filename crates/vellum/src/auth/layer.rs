@@ -2,6 +2,8 @@
 //!
 //! Order of a request through [`AuthService`]:
 //! 1. `GET`/`HEAD` of the metadata paths answer the Protected Resource Metadata (public).
+//!    Under a router that strips a prefix those paths never arrive here: the application
+//!    mounts [`AuthLayer::metadata_service`] at [`AuthLayer::metadata_path`] itself.
 //! 2. The handler's [`SecurityLayer`] (Host and Origin checks, with the handler's settings),
 //!    so a hostile page is refused with the same 403 whether or not it sends a token: a 401
 //!    never tells a rebinding page more than the 403 would. The request is marked admitted,
