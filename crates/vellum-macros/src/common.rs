@@ -26,6 +26,9 @@ pub(crate) struct Options {
     pub(crate) icons: Vec<LitStr>,
     /// `task_support = "optional"`.
     pub(crate) task_support: Option<LitStr>,
+    /// `map_tool = path::to::fn`: a `FnOnce(Tool) -> Tool` applied to the described tool
+    /// (what `ToolRoute::map_tool` does for a free tool, and the one way for a method's).
+    pub(crate) map_tool: Option<Expr>,
 }
 
 /// The hints `annotations(...)` takes.
@@ -163,6 +166,10 @@ impl Options {
                     allowed.join(", ")
                 ),
             ));
+        }
+        if key == "map_tool" {
+            self.map_tool = Some(nv.value.clone());
+            return Ok(());
         }
         let Expr::Lit(ExprLit {
             lit: Lit::Str(value),

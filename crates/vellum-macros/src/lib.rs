@@ -121,6 +121,12 @@ fn free(kind: Kind, attr: TokenStream, item: TokenStream) -> TokenStream {
 /// function's and the description its doc comment. `scope = "calendar:write"` (repeat it for
 /// more: a call needs all of them) is `Tool::requires_scope`: over HTTP, a caller without the
 /// scope gets 403 `insufficient_scope` (OAuth step-up) before the function runs.
+/// `annotations(read_only, destructive, idempotent, open_world = false)`, `icons("https://…")`
+/// and `task_support = "optional"` set those fields. `map_tool = path::to::fn` applies a
+/// `fn(Tool) -> Tool` (or any `FnOnce(Tool) -> Tool` expression) to the described tool, for
+/// what the options do not cover (`_meta`, a schema tweak): what `.map_tool(..)` on a free
+/// tool's route does, and the way to do it for a `#[tools]` method (`map_tool =
+/// Self::adjust`), whose routes are registered together.
 ///
 /// Arguments, in any order: `&RequestContext`, `&CallToolRequest`, `Caller` /
 /// `Option<Caller>` or `Principal` / `Option<Principal>` (the caller), `Extension<T>`, `State<T>` (the route builder takes the

@@ -16,6 +16,7 @@ pub(crate) const OPTIONS: &[&str] = &[
     "annotations",
     "icons",
     "task_support",
+    "map_tool",
 ];
 
 /// True for one OAuth scope token (RFC 6749 §3.3: printable ASCII but space, `"` and `\\`).
@@ -135,13 +136,20 @@ pub(crate) fn route(
     // result is reported there.
     let convert =
         quote_spanned!(output.span()=> ::vellum::handler::__private::tool_result::<#output>(#out));
+    let mut describe = quote! {
+        ::vellum::handler::__private::tool(#name, #description, #title, #input_schema, #output_schema)
+            #(.requires_scope(#scopes))*
+            #extras
+    };
+    if let Some(map) = &options.map_tool {
+        // Spanned at the function given: one that is not `FnOnce(Tool) -> Tool` is
+        // reported there.
+        describe =
+            quote_spanned!(map.span()=> ::vellum::handler::__private::map_tool(#describe, #map));
+    }
     let route = Route {
         kind: "tool",
-        describe: quote! {
-            ::vellum::handler::__private::tool(#name, #description, #title, #input_schema, #output_schema)
-                #(.requires_scope(#scopes))*
-                #extras
-        },
+        describe,
         label: name,
         route_ty: quote!(::vellum::handler::ToolRoute<impl ::vellum::handler::ToolHandler>),
         request_ty,

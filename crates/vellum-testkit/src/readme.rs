@@ -1,11 +1,17 @@
-//! The README's Rust snippets, compiled: they are doc tests of this crate (`cargo test
-//! --doc` fails when one breaks), and the quick start must be the seed's example file as
-//! it is, so the README can never show a program that differs from the one that runs.
+//! The README's Rust snippets and docs/production.md's, compiled: they are doc tests of
+//! this crate (`cargo test --doc` fails when one breaks), and the quick start must be the
+//! seed's example file as it is, so the README can never show a program that differs from
+//! the one that runs.
 
 /// Every Rust snippet of the README, as doc tests.
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 struct ReadmeSnippets;
+
+/// Every Rust snippet of the production guide, as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/production.md")]
+struct ProductionGuide;
 
 #[cfg(test)]
 mod tests {

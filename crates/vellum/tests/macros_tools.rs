@@ -290,3 +290,130 @@ async fn macro_server_lists_and_answers_exactly_as_the_closure_server() {
     // Arguments that break the schema never reach the handler.
     assert_eq!(by_macros[12]["isError"], true);
 }
+
+/// Tools adjusted past what the options say, with `map_tool`: the one way for `#[tools]`
+/// methods, whose route builders are hidden and registered together.
+struct Greeter {
+    prefix: String,
+}
+
+#[tools]
+impl Greeter {
+    /// Says hello.
+    #[tool(map_tool = Self::with_ui)]
+    async fn hello(
+        &self,
+        /** Who to greet. */
+        name: String,
+    ) -> String {
+        format!("{}{name}", self.prefix)
+    }
+
+    /// Says goodbye.
+    #[tool(
+        annotations(read_only),
+        map_tool = |t: Tool| Tool { title: Some("Goodbye".into()), ..t }
+    )]
+    async fn bye(&self) -> String {
+        "bye".to_owned()
+    }
+}
+
+impl Greeter {
+    /// A UI for the tool (`_meta`) and a bound on its argument, which no option says.
+    fn with_ui(mut tool: Tool) -> Tool {
+        let mut meta = vellum::protocol::Meta::default();
+        meta.insert("ui/resourceUri", "ui://hello");
+        tool.meta = Some(meta);
+        if let Some(name) = tool
+            .input_schema
+            .get_mut("properties")
+            .and_then(|p| p.get_mut("name"))
+            .and_then(Value::as_object_mut)
+        {
+            name.insert("maxLength".into(), json!(40));
+        }
+        tool
+    }
+}
+
+/// A free tool takes `map_tool` too (as its route's `.map_tool(..)` would).
+#[tool(map_tool = loud)]
+async fn shout(
+    /** What to shout. */
+    text: String,
+) -> String {
+    text.to_uppercase()
+}
+
+fn loud(tool: Tool) -> Tool {
+    Tool {
+        title: Some("SHOUT".into()),
+        ..tool
+    }
+}
+
+#[tokio::test]
+async fn map_tool_adjusts_methods_and_free_tools_over_http() {
+    let server = Server::new(
+        Implementation::new("greeter", "1"),
+        ServerOptions::default(),
+    );
+    (
+        Greeter {
+            prefix: "Hello, ".into(),
+        },
+        shout_tool(),
+    )
+        .register(&server)
+        .unwrap();
+    let srv = TestHttpServer::serve(server).await;
+    let legacy = Legacy::connect(&srv.url).await;
+    let list = legacy.request(1, "tools/list", json!({})).await;
+    let tools = list.result()["tools"].as_array().unwrap().clone();
+    let tool = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {tools:?}"))
+            .clone()
+    };
+    let hello = tool("hello");
+    assert_eq!(hello["_meta"], json!({"ui/resourceUri": "ui://hello"}));
+    assert_eq!(hello["inputSchema"]["properties"]["name"]["maxLength"], 40);
+    assert_eq!(
+        hello["inputSchema"]["properties"]["name"]["description"],
+        "Who to greet."
+    );
+    let bye = tool("bye");
+    assert_eq!(bye["title"], "Goodbye");
+    assert_eq!(bye["annotations"], json!({"readOnlyHint": true}));
+    assert_eq!(tool("shout")["title"], "SHOUT");
+
+    // The adjusted schema is the one calls are checked against; the handlers are unchanged.
+    let long = "x".repeat(41);
+    let r = legacy
+        .request(
+            2,
+            "tools/call",
+            json!({"name": "hello", "arguments": {"name": long}}),
+        )
+        .await;
+    assert_eq!(r.result()["isError"], true, "{:?}", r.result());
+    let r = legacy
+        .request(
+            3,
+            "tools/call",
+            json!({"name": "hello", "arguments": {"name": "Ada"}}),
+        )
+        .await;
+    assert_eq!(r.result()["content"][0]["text"], "Hello, Ada");
+    let r = legacy
+        .request(
+            4,
+            "tools/call",
+            json!({"name": "shout", "arguments": {"text": "hi"}}),
+        )
+        .await;
+    assert_eq!(r.result()["content"][0]["text"], "HI");
+}

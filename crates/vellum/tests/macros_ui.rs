@@ -24,6 +24,7 @@ fn mistakes_fail_with_messages_that_say_how_to_fix_them() {
         "prompt_json",
         "invalid_scope",
         "unknown_hint",
+        "map_tool_not_a_function",
     ] {
         t.compile_fail(format!("tests/ui/{case}.rs"));
     }

@@ -296,6 +296,7 @@ impl AuthLayerBuilder {
                     self.failed_tokens.0,
                     self.failed_tokens.1,
                 ),
+                resource_path: uri.path().to_owned(),
             }),
         })
     }

@@ -2,6 +2,8 @@
 //!
 //! Order of a request through [`AuthService`]:
 //! 1. `GET`/`HEAD` of the metadata paths answer the Protected Resource Metadata (public).
+//!    Under a router that strips a prefix those paths never arrive here: the application
+//!    mounts [`AuthLayer::metadata_service`] at [`AuthLayer::metadata_path`] itself.
 //! 2. The handler's [`SecurityLayer`] (Host and Origin checks, with the handler's settings),
 //!    so a hostile page is refused with the same 403 whether or not it sends a token: a 401
 //!    never tells a rebinding page more than the 403 would. The request is marked admitted,
@@ -67,10 +69,13 @@ pub(super) struct Config {
     pub(super) dpop: DpopSettings,
     /// `algs` of DPoP challenges.
     pub(super) dpop_algs: String,
-    /// `scheme://authority` of the resource: a proof's `htu` is this and the request path.
+    /// `scheme://authority` of the resource: a proof's `htu` is this and the request path
+    /// (see [`Config::htu`]).
     pub(super) origin: String,
     /// Failed authentications per client address, tokens that failed lately.
     pub(super) failures: FailureGuard,
+    /// The resource identifier's path (`/mcp` for `https://mcp.example.com/mcp`).
+    pub(super) resource_path: String,
 }
 
 /// Adds OAuth 2.1 resource-server authorization to a service (usually a
@@ -102,9 +107,67 @@ impl std::fmt::Debug for AuthLayer {
 }
 
 impl AuthLayer {
-    /// The absolute URL of the Protected Resource Metadata (path-aware form).
+    /// The absolute URL of the Protected Resource Metadata (path-aware form), the one every
+    /// challenge names: made from the configured resource identifier, never from a request.
     pub fn metadata_url(&self) -> &str {
         &self.config.metadata_url
+    }
+
+    /// The path of the Protected Resource Metadata (path-aware form, RFC 9728 §3.1):
+    /// `/.well-known/oauth-protected-resource/mcp` for the resource
+    /// `https://mcp.example.com/mcp`. Where to mount [`metadata_service`](Self::metadata_service)
+    /// when the layer is not at the root of the host.
+    pub fn metadata_path(&self) -> &str {
+        &self.config.metadata_paths[0]
+    }
+
+    /// The Protected Resource Metadata as a service of its own, answering `GET`, `HEAD` and
+    /// `OPTIONS` on whatever path it is mounted at (other methods: 405).
+    ///
+    /// The layer answers the metadata paths itself only when it sees them, i.e. when it wraps
+    /// the whole host. Under a router that strips a prefix (axum's `nest_service("/mcp", …)`)
+    /// the well-known path never reaches it: mount this service at
+    /// [`metadata_path`](Self::metadata_path) (and, if the host serves one resource, at
+    /// [`PROTECTED_RESOURCE_WELL_KNOWN`](crate::protocol::PROTECTED_RESOURCE_WELL_KNOWN)):
+    ///
+    /// ```ignore
+    /// let app = axum::Router::new()
+    ///     .route_service(auth.metadata_path(), auth.metadata_service())
+    ///     .nest_service("/mcp", auth.layer(handler));
+    /// ```
+    pub fn metadata_service(&self) -> MetadataService {
+        MetadataService {
+            config: self.config.clone(),
+        }
+    }
+}
+
+/// The Protected Resource Metadata of an [`AuthLayer`] as a tower service: see
+/// [`AuthLayer::metadata_service`].
+#[derive(Clone)]
+pub struct MetadataService {
+    config: Arc<Config>,
+}
+
+impl std::fmt::Debug for MetadataService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MetadataService")
+            .field("metadata_url", &self.config.metadata_url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<B> tower_service::Service<Request<B>> for MetadataService {
+    type Response = Response<ResponseBody>;
+    type Error = std::convert::Infallible;
+    type Future = std::future::Ready<Result<Response<ResponseBody>, std::convert::Infallible>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        std::future::ready(Ok(self.config.metadata_response(req.method())))
     }
 }
 
@@ -185,6 +248,23 @@ impl Config {
         Gate::Verify(scheme, token)
     }
 
+    /// The URL a DPoP proof must name (`htu`) for a request whose path, as this layer sees
+    /// it, is `path`. A request at or under the resource's path: the resource's origin and
+    /// `path` (the layer sees the whole path). Any other path is one a router stripped of its
+    /// prefix (axum's `nest_service`): the layer cannot know the prefix, so the proof names
+    /// the configured resource identifier, which is the URL clients send MCP requests to.
+    fn htu(&self, path: &str) -> String {
+        let resource = self.resource_path.trim_end_matches('/');
+        let under = path
+            .strip_prefix(resource)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'));
+        if under {
+            format!("{}{path}", self.origin)
+        } else {
+            format!("{}{}", self.origin, self.resource_path)
+        }
+    }
+
     /// 401 `invalid_token`.
     fn refuse_token(&self, scheme: Scheme, description: &'static str) -> Response<ResponseBody> {
         self.challenge(
@@ -237,7 +317,7 @@ impl Config {
                 return Err(self.refuse_token(scheme, "The access token is not DPoP-bound"));
             }
             (Scheme::Dpop, Some(jkt)) => {
-                let url = format!("{}{}", self.origin, req.uri().path());
+                let url = self.htu(req.uri().path());
                 let checked = self
                     .dpop
                     .check(req.headers(), req.method().as_str(), &url, &token, jkt)

@@ -73,7 +73,7 @@ pub use jwks::JwksCache;
 #[cfg(feature = "auth")]
 pub use jwt::JwtVerifier;
 #[cfg(feature = "auth")]
-pub use layer::{AuthBody, AuthFuture, AuthLayer, AuthService};
+pub use layer::{AuthBody, AuthFuture, AuthLayer, AuthService, MetadataService};
 // The document lives with the protocol types: the OAuth client reads it too.
 #[cfg(feature = "auth")]
 pub use crate::protocol::{PROTECTED_RESOURCE_WELL_KNOWN, ProtectedResourceMetadata};

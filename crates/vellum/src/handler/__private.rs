@@ -91,6 +91,11 @@ pub fn tool(
     tool
 }
 
+/// `#[tool(map_tool = f)]`: the described tool, changed by `f`.
+pub fn map_tool(tool: Tool, f: impl FnOnce(Tool) -> Tool) -> Tool {
+    f(tool)
+}
+
 /// A tool's behaviour hints, as `#[tool(annotations(...))]` names them.
 pub fn annotations(
     read_only: Option<bool>,

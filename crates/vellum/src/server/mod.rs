@@ -64,6 +64,7 @@ pub use registry::tool::{
     schema_for,
 };
 pub use request::context::RequestContext;
+pub use request::elicit::Elicited;
 pub use request::middleware::{self, IncomingRequest, MessageEvent, Next};
 pub use request::reply::Outcome;
 pub use scopes::{InsufficientScope, ScopeRules};

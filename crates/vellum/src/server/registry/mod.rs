@@ -8,6 +8,7 @@
 //! libraries the entries use (`crate::uri_template`, `crate::schema`, `crate::skill_files`).
 
 pub(super) mod cache_hints;
+pub(super) mod derive;
 pub(super) mod list_kind;
 pub(super) mod pagination;
 pub(super) mod prompt;

@@ -11,10 +11,9 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 use schemars::JsonSchema;
-use schemars::generate::SchemaSettings;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::protocol::{
     CallToolResult, ContentBlock, ErrorObject, InvalidParamHeader, JsonObject, Meta, ParamHeader,
@@ -22,6 +21,7 @@ use crate::protocol::{
 };
 use crate::schema::Validator;
 use crate::server::handler_error::HandlerError;
+pub use crate::server::registry::derive::schema_for;
 use crate::server::request::context::RequestContext;
 use crate::server::request::request::RequestShared;
 
@@ -97,40 +97,6 @@ impl<T: Serialize + JsonSchema + Send + 'static> IntoToolResult for Structured<T
 #[derive(Debug, Clone, Copy, Default, serde::Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NoArgs {}
-
-/// Derives a JSON Schema (2020-12) for a Rust type: doc comments become `description`,
-/// non-`Option` fields are `required`, subschemas are inlined (clients handle `$defs`
-/// poorly), and the root's `$schema` and `title` (and, for inputs, `description`) are
-/// dropped.
-pub fn schema_for<T: JsonSchema>(for_input: bool) -> JsonObject {
-    let settings = SchemaSettings::draft2020_12().with(|s| s.inline_subschemas = true);
-    let settings = if for_input {
-        settings.for_deserialize()
-    } else {
-        settings.for_serialize()
-    };
-    let schema = settings.into_generator().into_root_schema_for::<T>();
-    let mut obj = match schema.to_value() {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    };
-    obj.remove("$schema");
-    obj.remove("title");
-    if for_input {
-        // The tool's own description says what it does; the Rust type's doc is for Rust.
-        obj.remove("description");
-    }
-    if for_input && !obj.contains_key("type") {
-        obj.insert("type".into(), Value::String("object".into()));
-    }
-    if for_input
-        && obj.get("type") == Some(&Value::String("object".into()))
-        && !obj.contains_key("properties")
-    {
-        obj.insert("properties".into(), Value::Object(Map::new()));
-    }
-    obj
-}
 
 /// Why a tool cannot be registered.
 #[derive(Debug, thiserror::Error)]

@@ -17,12 +17,13 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::elicit::Elicited;
 use super::request::{RequestShared, Scope};
 use crate::error::Error;
 use crate::protocol::encode_notification;
 use crate::protocol::{
-    ClientCapabilities, CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult,
-    Implementation, InputRequest, InputRequiredResult, ListRootsResult, LoggingLevel,
+    ClientCapabilities, CreateMessageParams, CreateMessageResult, ElicitFormParams, ElicitParams,
+    ElicitResult, Implementation, InputRequest, InputRequiredResult, ListRootsResult, LoggingLevel,
     LoggingMessageParams, Meta, ProgressParams, ProgressToken, ProtocolVersion, RequestId, methods,
 };
 use crate::server::Server;
@@ -376,6 +377,48 @@ impl RequestContext {
             super::elicit::accept_content(&schema, &mut answer)?;
         }
         Ok(answer)
+    }
+
+    /// Asks the user to fill in a form made from `T`, and returns their answer as a `T`.
+    ///
+    /// `T`'s schema (its `JsonSchema` derive: doc comments become descriptions) must fit
+    /// what a form may ask: a struct of strings (with `email`, `uri`, `date`, `date-time`
+    /// formats), numbers, integers, booleans, unit enums (variant docs become titles) and
+    /// `Vec`s of unit enums (multi-select); `Option` fields are optional properties. Another
+    /// `T` (a nested struct, a free list, a recursive type) is refused with
+    /// [`Error::Unsupported`] naming the property, before anything is asked. The schema is
+    /// made once per type.
+    ///
+    /// Asked like [`elicit`](Self::elicit), in both eras (so in 2026-07-28 the handler
+    /// runs again for the answer, see above).
+    ///
+    /// ```no_run
+    /// use vellum::prelude::*;
+    /// use vellum::server::Elicited;
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Booking {
+    ///     /// Number of guests.
+    ///     guests: u32,
+    ///     /// Anything we should know.
+    ///     note: Option<String>,
+    /// }
+    ///
+    /// async fn book(ctx: &RequestContext) -> Result<String, vellum::Error> {
+    ///     Ok(match ctx.elicit_form::<Booking>("Book a table").await? {
+    ///         Elicited::Accept(b) => format!("{} guests", b.guests),
+    ///         Elicited::Decline | Elicited::Cancel => "not booked".to_owned(),
+    ///     })
+    /// }
+    /// ```
+    pub async fn elicit_form<T>(&self, message: impl Into<String>) -> Result<Elicited<T>, Error>
+    where
+        T: schemars::JsonSchema + DeserializeOwned + 'static,
+    {
+        let schema = super::elicit::form_schema_of::<T>()?;
+        let params = ElicitFormParams::new(message, (*schema).clone());
+        let answer = self.elicit(ElicitParams::Form(params)).await?;
+        super::elicit::typed_answer(answer)
     }
 
     /// Asks the client for its roots (`roots/list`).
