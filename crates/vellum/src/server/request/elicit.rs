@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use crate::error::Error;
+use crate::error::{Error, Unsupported, Violation};
 use crate::protocol::{ElicitAction, ElicitResult, JsonObject};
 use crate::schema::Validator;
 
@@ -17,7 +17,9 @@ pub(crate) struct FormSchema {
 }
 
 fn invalid(why: impl std::fmt::Display) -> Error {
-    Error::Unsupported(format!("invalid elicitation schema: {why}"))
+    Error::unsupported(Unsupported::ElicitationSchema {
+        why: why.to_string(),
+    })
 }
 
 /// Checks that a form schema is one the spec allows, and compiles it.
@@ -71,9 +73,9 @@ pub(crate) fn accept_content(form: &FormSchema, answer: &mut ElicitResult) -> Re
     }
     let value = Value::Object(content.clone());
     if let Some(e) = form.validator.violations(&value, 1).first() {
-        return Err(Error::Protocol(format!(
-            "the accepted elicitation content does not match the requested schema: {e}"
-        )));
+        return Err(Error::protocol(Violation::ElicitationContent {
+            why: e.to_string(),
+        }));
     }
     Ok(())
 }
