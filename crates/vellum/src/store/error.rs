@@ -1,5 +1,5 @@
 //! [`StoreError`]: why an operation of any store failed: the server's event store, session
-//! store, task store and bus, and the client's token store.
+//! store, task store and bus, the DPoP replay cache, and the client's token store.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -9,7 +9,8 @@ use crate::protocol::RequestId;
 /// Why a store operation failed.
 ///
 /// The one error of every store trait of the crate (the server's [`EventStore`],
-/// [`SessionStore`], task store and [`MessageBus`], the OAuth client's token store), so an
+/// [`SessionStore`], task store and [`MessageBus`], the DPoP replay cache, the OAuth client's
+/// token store), so an
 /// implementation written for one reads like one written for another. Cheap to clone:
 /// sources are shared.
 ///
@@ -31,6 +32,10 @@ pub enum StoreError {
         /// The requests of the stream that will never be answered.
         requests: Vec<RequestId>,
     },
+    /// The store holds as many entries as it may (e.g. the DPoP replay cache, flooded with
+    /// fresh proofs): new entries are refused until old ones expire.
+    #[error("the store is full")]
+    Full,
     /// The backend failed (connection lost, no answer within the store timeout, a reply it
     /// cannot read, …): worth retrying later. The source says why; make one with
     /// [`StoreError::backend`].

@@ -317,6 +317,7 @@ impl Rejection {
                 ),
                 StoreError::Backend(_)
                 | StoreError::WriterGone { .. }
+                | StoreError::Full
                 | StoreError::Io { .. }
                 | StoreError::Format { .. } => (
                     StatusCode::SERVICE_UNAVAILABLE,
