@@ -481,6 +481,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn one_word_whose_predicates_and_accessors_answer() {
+        // A `Result<T, Error>` stays small on the hot path.
+        assert_eq!(std::mem::size_of::<Error>(), std::mem::size_of::<usize>());
+        let e = Error::rpc(ErrorObject::invalid_params("nope"));
+        assert!(e.is_rpc() && !e.is_transport() && e.status().is_none());
+        assert_eq!(e.rpc_error().map(|o| o.code), Some(-32602));
+        let e = Error::timeout(Duration::from_secs(2));
+        assert_eq!(e.timeout_after(), Some(Duration::from_secs(2)));
+        assert!(e.into_rpc_error().is_err_and(|e| e.is_timeout()));
+        let e = Error::unsupported(Unsupported::ProgressNotIncreasing {
+            progress: 1.0,
+            last: 2.0,
+        });
+        assert!(e.is_unsupported());
+        assert_eq!(e.to_string(), "progress must increase: 1 after 2");
+        let e = Error::event_store(StoreError::Evicted);
+        assert!(e.is_event_store());
+        assert_eq!(
+            std::error::Error::source(&e).map(ToString::to_string),
+            Some(StoreError::Evicted.to_string())
+        );
+    }
+
+    #[test]
     fn texts_are_specific_and_sources_reachable() {
         let e = Error::from(TransportError::HttpStatus {
             status: http::StatusCode::UNAUTHORIZED,
