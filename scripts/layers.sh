@@ -37,7 +37,7 @@ RULES = {
     "skill_files": {"protocol"},                 # Agent Skills' files, checked (feature skills)
     "server":    {"protocol", "error", "sync", "store", "peer", "schema", "uri_template",
                   "skill_files"},
-    "client":    {"protocol", "error", "sync", "peer", "jose"},
+    "client":    {"protocol", "error", "sync", "store", "peer", "jose"},
     "transport": {"protocol", "error", "sync", "store", "peer", "server", "client"},
     "auth":      {"protocol", "error", "sync", "store", "server", "transport", "jose"},
     # extractors, results and routes of handler functions (what the macros expand to)

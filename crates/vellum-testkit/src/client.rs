@@ -151,7 +151,7 @@ pub async fn exercise(client: &Client, seen: &Seen, modern: bool) {
         other => panic!("{other:?}"),
     }
     let e = client.read_resource("test://nope").await.unwrap_err();
-    assert!(matches!(e, vellum::Error::Remote(_)), "{e:?}");
+    assert!(e.is_rpc(), "{e:?}");
     let prompts = client.list_all_prompts().await.unwrap();
     assert_eq!(prompts[0].name, "greet");
     let p = client
@@ -178,8 +178,5 @@ pub async fn exercise(client: &Client, seen: &Seen, modern: bool) {
         .call_tool("no_such_tool", json!({}))
         .await
         .unwrap_err();
-    assert!(
-        matches!(e, vellum::Error::Remote(ref o) if o.code == -32602),
-        "{e:?}"
-    );
+    assert!(e.rpc_error().is_some_and(|o| o.code == -32602), "{e:?}");
 }

@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use http::{HeaderValue, StatusCode};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use vellum::Error;
 use vellum::client::{Client, ProtocolChoice, TransportError};
 use vellum::transport::http_client::StreamableHttpClientTransport;
 use vellum::transport::stdio::ChildProcessTransport;
@@ -55,8 +54,9 @@ async fn a_closed_port_is_a_connect_error_without_the_url_or_token() {
     )
     .await
     .unwrap_err();
+    assert!(e.is_connect(), "{e:?}");
     assert!(
-        matches!(e, Error::Transport(TransportError::Connect(_))),
+        matches!(e.transport(), Some(TransportError::Connect(_))),
         "{e:?}"
     );
     let text = format!("{} / {e:?}", chain(&e));
@@ -109,8 +109,9 @@ async fn an_error_status_carries_its_code_and_detail() {
     )
     .await
     .unwrap_err();
-    match &e {
-        Error::Transport(t @ TransportError::HttpStatus { status, detail }) => {
+    assert_eq!(e.status(), Some(StatusCode::UNAUTHORIZED));
+    match e.transport() {
+        Some(t @ TransportError::HttpStatus { status, detail }) => {
             assert_eq!(*status, StatusCode::UNAUTHORIZED);
             assert_eq!(detail, "token expired");
             assert_eq!(t.status(), Some(StatusCode::UNAUTHORIZED));
@@ -128,8 +129,8 @@ async fn an_error_status_carries_its_code_and_detail() {
 async fn a_stdio_server_that_exits_fails_the_handshake_with_its_exit_status() {
     let transport = ChildProcessTransport::from_command_line("sh -c 'exit 3'").unwrap();
     let e = within(Client::connect(transport)).await.unwrap_err();
-    match e {
-        Error::Transport(TransportError::ProcessExited { status: Some(s) }) => {
+    match e.transport() {
+        Some(TransportError::ProcessExited { status: Some(s) }) => {
             assert_eq!(s.code(), Some(3));
         }
         other => panic!("expected the exit of the server process, got {other:?}"),
@@ -157,8 +158,8 @@ exit 7"#;
     assert_eq!(client.server_info().unwrap().name, "brief");
     for attempt in ["the call the server exits on", "a later call"] {
         let e = within(client.list_tools(None)).await.unwrap_err();
-        match e {
-            Error::Transport(TransportError::ProcessExited { status: Some(s) }) => {
+        match e.transport() {
+            Some(TransportError::ProcessExited { status: Some(s) }) => {
                 assert_eq!(s.code(), Some(7), "{attempt}");
             }
             other => panic!("{attempt}: expected the exit of the server process, got {other:?}"),

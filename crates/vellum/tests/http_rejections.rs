@@ -1406,7 +1406,7 @@ impl EventStore for DownOnReplay {
         _session: &str,
         _after: EventId,
     ) -> BoxFuture<'static, Result<Vec<StoredEvent>, StoreError>> {
-        Box::pin(async { Err(StoreError::Backend("connection refused".into())) })
+        Box::pin(async { Err(StoreError::backend("connection refused")) })
     }
     fn session_closed(&self, session: &str) -> BoxFuture<'static, Result<(), StoreError>> {
         self.0.session_closed(session)

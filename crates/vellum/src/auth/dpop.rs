@@ -17,6 +17,7 @@ use hmac::{Hmac, KeyInit as _, Mac as _};
 use sha2::Sha256;
 
 use crate::jose::{Algorithm, DpopCheck, DpopError, sha256_b64url, verify_dpop_proof};
+use crate::store::StoreError;
 
 /// How the auth layer treats DPoP-bound tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -47,22 +48,8 @@ impl std::str::FromStr for DpopMode {
     }
 }
 
-/// Why the replay cache could not answer.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ReplayCacheError {
-    /// The cache holds as many live proof ids as it may (a flood of fresh proofs): new
-    /// proofs are refused (503) until old ids expire, rather than forgetting ids early.
-    #[error("the DPoP replay cache is full")]
-    Full,
-    /// The shared backend (e.g. Redis) is unreachable.
-    #[error("the DPoP replay cache is unreachable: {0}")]
-    Backend(String),
-}
-
 /// The future of [`DpopReplayCache::first_use`].
-pub type ReplayFuture<'a> =
-    Pin<Box<dyn Future<Output = Result<bool, ReplayCacheError>> + Send + 'a>>;
+pub type ReplayFuture<'a> = Pin<Box<dyn Future<Output = Result<bool, StoreError>> + Send + 'a>>;
 
 /// Remembers the DPoP proofs a resource server accepted, so each is accepted once.
 ///
@@ -105,7 +92,7 @@ impl MemoryReplayCache {
         }
     }
 
-    fn record(&self, key: &str, ttl: Duration, now: Instant) -> Result<bool, ReplayCacheError> {
+    fn record(&self, key: &str, ttl: Duration, now: Instant) -> Result<bool, StoreError> {
         let mut seen = crate::sync::lock(&self.inner);
         while let Some((at, _)) = seen.order.front()
             && *at <= now
@@ -118,7 +105,9 @@ impl MemoryReplayCache {
             return Ok(false);
         }
         if seen.expiry.len() >= self.capacity {
-            return Err(ReplayCacheError::Full);
+            // A flood of fresh proofs: new ones are refused (503) until old ids expire,
+            // rather than forgetting ids early.
+            return Err(StoreError::Full);
         }
         let at = now + ttl;
         seen.expiry.insert(key.to_owned(), at);
@@ -348,15 +337,14 @@ mod tests {
         let c = MemoryReplayCache::new(2);
         let t0 = Instant::now();
         let ttl = Duration::from_secs(10);
-        assert_eq!(c.record("a", ttl, t0), Ok(true));
-        assert_eq!(c.record("a", ttl, t0), Ok(false));
-        assert_eq!(c.record("b", ttl, t0), Ok(true));
-        assert_eq!(c.record("c", ttl, t0), Err(ReplayCacheError::Full));
+        assert!(matches!(c.record("a", ttl, t0), Ok(true)));
+        assert!(matches!(c.record("a", ttl, t0), Ok(false)));
+        assert!(matches!(c.record("b", ttl, t0), Ok(true)));
+        assert!(matches!(c.record("c", ttl, t0), Err(StoreError::Full)));
         let later = t0 + ttl + Duration::from_secs(1);
-        assert_eq!(c.record("c", ttl, later), Ok(true));
-        assert_eq!(
-            c.record("a", ttl, later),
-            Ok(true),
+        assert!(matches!(c.record("c", ttl, later), Ok(true)));
+        assert!(
+            matches!(c.record("a", ttl, later), Ok(true)),
             "expired ids are forgotten"
         );
     }

@@ -13,7 +13,8 @@
 
 use std::time::Duration;
 
-use super::dpop::{DpopReplayCache, ReplayCacheError, ReplayFuture};
+use super::dpop::{DpopReplayCache, ReplayFuture};
+use crate::store::StoreError;
 use crate::store::redis::{Redis, RedisOptions};
 
 /// A [`DpopReplayCache`] in Redis: several resource-server instances given the same Redis
@@ -47,17 +48,17 @@ impl std::fmt::Debug for RedisReplayCache {
 impl RedisReplayCache {
     /// Connects to `url` (any Redis URL the stores take: `redis://`, `rediss://`,
     /// `redis-cluster://…`, `redis-sentinel://…/MASTER_NAME`); keys are
-    /// `<prefix>:dpop:{<digest>}`. Fails at once ([`ReplayCacheError::Backend`], with the
+    /// `<prefix>:dpop:{<digest>}`. Fails at once ([`StoreError::Backend`], with the
     /// reason) when the URL is not a Redis URL or Redis does not answer; later outages make
     /// proofs wait for the store timeout (2 s) and then get 503, never an unchecked pass.
-    pub async fn connect(url: &str, prefix: &str) -> Result<Self, ReplayCacheError> {
+    pub async fn connect(url: &str, prefix: &str) -> Result<Self, StoreError> {
         let options = RedisOptions {
             prefix: prefix.to_owned(),
             ..RedisOptions::default()
         };
         let redis = Redis::connect(url, options)
             .await
-            .map_err(|e| ReplayCacheError::Backend(e.to_string()))?;
+            .map_err(StoreError::backend)?;
         Ok(Self::on(&redis, prefix))
     }
 
@@ -82,10 +83,7 @@ impl DpopReplayCache for RedisReplayCache {
         Box::pin(async move {
             // At least a millisecond: PX 0 is an error.
             let ttl = ttl.max(Duration::from_millis(1));
-            self.redis
-                .set_if_absent(&self.key(key), ttl)
-                .await
-                .map_err(|e| ReplayCacheError::Backend(e.to_string()))
+            self.redis.set_if_absent(&self.key(key), ttl).await
         })
     }
 }

@@ -61,7 +61,7 @@ pub use builder::AuthLayerBuilder;
 #[cfg(feature = "auth")]
 pub use challenge::Challenge;
 #[cfg(feature = "auth")]
-pub use dpop::{DpopMode, DpopReplayCache, MemoryReplayCache, ReplayCacheError, ReplayFuture};
+pub use dpop::{DpopMode, DpopReplayCache, MemoryReplayCache, ReplayFuture};
 #[cfg(all(feature = "auth", feature = "redis"))]
 pub use dpop_redis::RedisReplayCache;
 #[cfg(feature = "auth")]

@@ -13,7 +13,7 @@ use super::call_options::CallOptions;
 use super::engine::to_object;
 use super::handle::Client;
 use super::mirror::param_headers;
-use crate::error::Error;
+use crate::error::{Error, Unsupported};
 use crate::protocol::{
     CallToolParams, CallToolResult, CompleteParams, CompleteResult, CompletionArgument,
     CompletionReference, DiscoverResult, GetPromptParams, GetPromptResult, ListPromptsResult,
@@ -130,9 +130,7 @@ impl Client {
             Value::Object(m) => Some(m),
             Value::Null => None,
             _ => {
-                return Err(Error::Unsupported(
-                    "tool arguments must be a JSON object".into(),
-                ));
+                return Err(Error::unsupported(Unsupported::ArgumentsNotObject));
             }
         };
         let params = CallToolParams {

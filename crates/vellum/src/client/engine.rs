@@ -17,7 +17,7 @@ use super::call_options::CallOptions;
 use super::handle::{CallMeta, Client};
 use super::mirror::mirror_values;
 use crate::client::transport::{OutgoingKind, OutgoingMessage};
-use crate::error::{Error, TransportError};
+use crate::error::{Error, TransportError, Unsupported};
 use crate::peer::{Waiter, cancelled_notification};
 use crate::protocol::{
     Meta, ProtocolVersion, RawJson, RequestId, encode_notification, encode_request, meta_keys,
@@ -54,7 +54,10 @@ impl Client {
             .call_once(method, params, opts, Era::Session, None)
             .await
         {
-            Err(Error::Transport(TransportError::SessionExpired)) if !self.is_modern() => {
+            Err(e)
+                if matches!(e.transport(), Some(TransportError::SessionExpired))
+                    && !self.is_modern() =>
+            {
                 self.reinitialize(generation).await?;
                 self.call_once(method, params, opts, Era::Session, None)
                     .await
@@ -134,11 +137,11 @@ impl Client {
         loop {
             tokio::select! {
                 answer = call.waiter.answer() => {
-                    return answer.unwrap_or(Err(Error::SessionClosed));
+                    return answer.unwrap_or(Err(Error::session_closed()));
                 }
                 () = alive.notified() => continue,
                 // The guard tells the server, as it does when the caller drops the call.
-                () = tokio::time::sleep(timeout) => return Err(Error::Timeout(timeout)),
+                () = tokio::time::sleep(timeout) => return Err(Error::timeout(timeout)),
             }
         }
     }
@@ -241,7 +244,7 @@ pub(super) fn to_object<P: Serialize + ?Sized>(params: &P) -> Result<Map<String,
     match serde_json::to_value(params)? {
         Value::Object(m) => Ok(m),
         Value::Null => Ok(Map::new()),
-        _ => Err(Error::Unsupported("params must be a JSON object".into())),
+        _ => Err(Error::unsupported(Unsupported::ParamsNotObject)),
     }
 }
 

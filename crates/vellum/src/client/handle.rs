@@ -88,11 +88,11 @@ impl Inner {
     /// transport ended.
     pub(super) fn end_error(&self) -> Option<Error> {
         if self.closed.load(Ordering::Acquire) {
-            return Some(Error::SessionClosed);
+            return Some(Error::session_closed());
         }
         self.ended.get().map(|reason| match reason {
-            Some(e) => Error::Transport(e.clone()),
-            None => Error::SessionClosed,
+            Some(e) => Error::from(e.clone()),
+            None => Error::session_closed(),
         })
     }
 
@@ -100,7 +100,7 @@ impl Inner {
     /// stops answering the server.
     pub(super) fn fail_all(&self) {
         self.pending
-            .fail_all(|| Err(self.end_error().unwrap_or(Error::SessionClosed)));
+            .fail_all(|| Err(self.end_error().unwrap_or(Error::session_closed())));
         self.listen_acks.clear();
         self.serving.cancel_all();
         self.gone.cancel();
@@ -177,7 +177,7 @@ impl Client {
     /// exited, say; or [`close`](Self::close) was called), and says why.
     pub async fn closed(&self) -> Error {
         self.inner.gone.cancelled().await;
-        self.inner.end_error().unwrap_or(Error::SessionClosed)
+        self.inner.end_error().unwrap_or(Error::session_closed())
     }
 
     /// True once no call can be made any more (see [`closed`](Self::closed)): already while

@@ -12,7 +12,7 @@ use super::config::ProtocolChoice;
 use super::engine::{Era, to_object};
 use super::handle::{Client, SessionState};
 use super::input_rounds::complete_result;
-use crate::error::Error;
+use crate::error::{Error, Violation};
 use crate::protocol::{
     DiscoverResult, ErrorObject, Implementation, InitializeParams, InitializeResult,
     ProtocolVersion, SetLevelParams, code, meta_keys, methods,
@@ -27,10 +27,10 @@ impl Client {
             ProtocolChoice::Modern => self.discover(ProtocolVersion::LATEST.as_str()).await,
             ProtocolChoice::Auto => match self.discover(ProtocolVersion::LATEST.as_str()).await {
                 Ok(()) => Ok(()),
-                Err(Error::Remote(e)) if is_modern_error(&e) => {
+                Err(err) if err.rpc_error().is_some_and(is_modern_error) => {
                     // A modern server that wants another version: take the newest both speak.
-                    let Some(v) = pick_version(&e) else {
-                        return Err(Error::Remote(e));
+                    let Some(v) = err.rpc_error().and_then(pick_version) else {
+                        return Err(err);
                     };
                     if ProtocolVersion::parse(&v).is_some_and(|v| v.is_modern()) {
                         self.discover(&v).await
@@ -64,10 +64,10 @@ impl Client {
             .await?;
         let result: DiscoverResult = complete_result(&raw)?;
         if !result.supported_versions.iter().any(|v| v == version) {
-            return Err(Error::Protocol(format!(
-                "the server's server/discover does not list {version} (it lists {:?})",
-                result.supported_versions
-            )));
+            return Err(Error::protocol(Violation::DiscoverWithout {
+                version: version.to_owned(),
+                listed: result.supported_versions,
+            }));
         }
         let server_info = result
             .meta
@@ -112,9 +112,7 @@ impl Client {
         let known = ProtocolVersion::parse(&version).is_some_and(|v| !v.is_modern())
             || version == "2024-11-05";
         if !known {
-            return Err(Error::Protocol(format!(
-                "the server chose protocol version {version:?}, which this client does not speak"
-            )));
+            return Err(Error::protocol(Violation::UnknownVersion { version }));
         }
         self.set_state(SessionState {
             modern: false,

@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use super::answers::answer_input;
 use super::call_options::CallOptions;
 use super::handle::Client;
-use crate::error::Error;
+use crate::error::{Error, Unsupported, Violation};
 use crate::protocol::{InputRequests, RawJson, ResultType};
 
 impl Client {
@@ -64,18 +64,16 @@ impl Client {
                 }
                 ResultType::Task if accept_task => return Ok(raw),
                 ResultType::Task => {
-                    return Err(Error::Unsupported(
-                        "the server answered with a task, which this client did not ask for".into(),
-                    ));
+                    return Err(Error::unsupported(Unsupported::UnrequestedTask));
                 }
                 ResultType::Other(t) => {
-                    return Err(Error::Protocol(format!("unknown resultType {t:?}")));
+                    return Err(Error::protocol(Violation::UnknownResultType {
+                        result_type: t,
+                    }));
                 }
             }
         }
-        Err(Error::Protocol(format!(
-            "the server still needed input after {rounds} rounds"
-        )))
+        Err(Error::protocol(Violation::InputRounds { rounds }))
     }
 
     /// Answers a modern server's input requests with the client's callbacks.
@@ -84,7 +82,7 @@ impl Client {
         for (key, request) in requests {
             let answer = answer_input(&self.inner.config, request)
                 .await
-                .map_err(Error::Remote)?;
+                .map_err(Error::rpc)?;
             out.insert(key, answer);
         }
         Ok(out)
@@ -109,9 +107,8 @@ pub(super) fn complete_result<R: DeserializeOwned>(raw: &RawJson) -> Result<R, E
     let head: ResultHead = raw.parse()?;
     match head.result_type.unwrap_or_default() {
         ResultType::Complete => Ok(raw.parse()?),
-        other => Err(Error::Protocol(format!(
-            "unexpected resultType {:?}",
-            other.as_str()
-        ))),
+        other => Err(Error::protocol(Violation::NotComplete {
+            result_type: other.as_str().to_owned(),
+        })),
     }
 }

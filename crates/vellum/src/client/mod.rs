@@ -16,7 +16,7 @@
 //! of a modern multi round-trip request.
 //!
 //! Errors are [`crate::Error`]; what went wrong moving the messages is a typed
-//! [`TransportError`] inside [`Error::Transport`](crate::Error::Transport).
+//! [`TransportError`], read with [`Error::transport`](crate::Error::transport).
 //!
 //! ## Layout
 //! Imports run downward through this list (each file uses only those below it, plus

@@ -38,7 +38,7 @@ pub(super) async fn read_loop(
         match incoming {
             Incoming::Message(Message::Response(r)) => deliver(&inner, r),
             Incoming::Failed { id, error } => {
-                inner.pending.resolve(&id, Err(Error::Transport(error)));
+                inner.pending.resolve(&id, Err(Error::from(error)));
             }
             Incoming::Message(Message::Notification(n)) => on_notification(&inner, n),
             Incoming::Message(Message::Request(r)) => serve_request(&inner, r),
@@ -67,7 +67,7 @@ fn deliver(inner: &Inner, r: Response) {
         );
         return;
     };
-    if !inner.pending.resolve(&id, r.outcome.map_err(Error::Remote)) {
+    if !inner.pending.resolve(&id, r.outcome.map_err(Error::rpc)) {
         tracing::debug!(%id, "a response to no waiting call (late or duplicate); ignored");
     }
 }

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use super::call_options::CallOptions;
 use super::engine::{Era, to_object};
 use super::handle::Client;
-use crate::error::Error;
+use crate::error::{Error, Unsupported};
 use crate::protocol::{SubscribeParams, SubscriptionFilter, methods};
 
 impl Client {
@@ -26,9 +26,9 @@ impl Client {
 
     async fn subscription(&self, method: &str, uri: &str) -> Result<(), Error> {
         if self.is_modern() {
-            return Err(Error::Unsupported(format!(
-                "{method} does not exist in 2026-07-28; use Client::listen"
-            )));
+            return Err(Error::unsupported(Unsupported::SubscribeInModern {
+                method: method.to_owned(),
+            }));
         }
         let params = SubscribeParams {
             uri: uri.to_owned(),
@@ -46,9 +46,7 @@ impl Client {
     /// filter the server honours.
     pub async fn listen(&self, filter: SubscriptionFilter) -> Result<Listen, Error> {
         if !self.is_modern() {
-            return Err(Error::Unsupported(
-                "subscriptions/listen needs the 2026-07-28 era; use subscribe_resource".into(),
-            ));
+            return Err(Error::unsupported(Unsupported::ListenInLegacy));
         }
         let id = self.inner.ids.next(None);
         // Registered before the request leaves: the acknowledgement may beat the answer.
@@ -73,16 +71,16 @@ impl Client {
                 )
                 .await;
             let e = match r {
-                Ok(_) => Error::SessionClosed,
+                Ok(_) => Error::session_closed(),
                 Err(e) => e,
             };
             let _ = end_tx.send(e);
         });
         let timeout = self.inner.config.request_timeout;
         let outcome = tokio::select! {
-            r = ack.answer() => r.ok_or(Error::SessionClosed),
-            r = end_rx => Err(r.unwrap_or(Error::SessionClosed)),
-            () = tokio::time::sleep(timeout) => Err(Error::Timeout(timeout)),
+            r = ack.answer() => r.ok_or(Error::session_closed()),
+            r = end_rx => Err(r.unwrap_or(Error::session_closed())),
+            () = tokio::time::sleep(timeout) => Err(Error::timeout(timeout)),
         };
         drop(ack);
         match outcome {

@@ -76,7 +76,7 @@ pub enum Incoming {
     /// The transport ended for good (the server process exited, say): every call still
     /// waiting, and every later one, fails with `error`. A transport that ends without a
     /// reason to give just returns `None` from [`recv`](Transport::recv); the calls then
-    /// fail with [`Error::SessionClosed`](crate::Error::SessionClosed).
+    /// fail with an error that [`is_session_closed`](crate::Error::is_session_closed).
     Ended(TransportError),
 }
 

@@ -163,7 +163,7 @@ async fn answer_round(
                 answers.insert(key, v);
             }
             // Every pending question is in the request's attempt: one error carries them.
-            Err(Error::InputRequired(r)) => pending = Some(Error::InputRequired(r)),
+            Err(e) if e.is_input_required() => pending = Some(e),
             Err(e) => return Err(e),
         }
     }
@@ -207,18 +207,23 @@ fn plain_result(
 /// error as it is, else an internal error saying what happened to the backend.
 pub(super) fn call_error(link: &Link, e: Error) -> HandlerError {
     let label = link.label();
-    let message = match e {
-        Error::Remote(obj) | Error::Rpc(obj) => return HandlerError::Protocol(obj),
-        Error::InputRequired(r) => return HandlerError::InputRequired(r),
-        Error::Timeout(d) => format!("{label} did not answer within {}s", d.as_secs_f64()),
-        Error::Transport(TransportError::StreamLost(why)) => format!(
+    if e.is_rpc() || e.is_input_required() {
+        return HandlerError::from(e);
+    }
+    let message = if let Some(d) = e.timeout_after() {
+        format!("{label} did not answer within {}s", d.as_secs_f64())
+    } else if let Some(TransportError::StreamLost(why)) = e.transport() {
+        format!(
             "the answer of {label} was lost ({}); if it lost the session, the next call starts \
              a new one; this call may or may not have run",
-            crate::error::chain(&*why)
-        ),
-        Error::Transport(t) => format!("{label} failed: {}", crate::error::chain(&t)),
-        Error::SessionClosed => format!("{label} is closed"),
-        other => format!("{label}: {}", crate::error::chain(&other)),
+            crate::error::chain(&**why)
+        )
+    } else if let Some(t) = e.transport() {
+        format!("{label} failed: {}", crate::error::chain(t))
+    } else if e.is_session_closed() {
+        format!("{label} is closed")
+    } else {
+        format!("{label}: {}", crate::error::chain(&e))
     };
     HandlerError::Protocol(ErrorObject::internal(message))
 }

@@ -493,8 +493,8 @@ pub(super) fn queue(events: &mpsc::Sender<Event>, event: Event) {
 fn settle<T>(answer: Result<T, Error>, events: &mpsc::Sender<Event>) -> Result<T, ErrorObject> {
     match answer {
         Ok(v) => Ok(v),
-        Err(Error::InputRequired(r)) => {
-            queue(events, Event::Abort(HandlerError::InputRequired(r)));
+        Err(e) if e.is_input_required() => {
+            queue(events, Event::Abort(HandlerError::from(e)));
             Err(ErrorObject::internal(
                 "the question went to the client as an input round; the call is retried with its answer",
             ))
@@ -510,13 +510,12 @@ fn asked<T>(answer: Result<T, Error>) -> Result<T, ErrorObject> {
 
 /// What the backend hears when its question could not be answered.
 fn question_error(e: Error) -> ErrorObject {
-    match e {
-        Error::Remote(obj) | Error::Rpc(obj) => obj,
-        other => ErrorObject::internal(format!(
+    e.into_rpc_error().unwrap_or_else(|other| {
+        ErrorObject::internal(format!(
             "the client could not be asked: {}",
             crate::error::chain(&other)
-        )),
-    }
+        ))
+    })
 }
 
 /// Unregisters a front request from its link when it ends.

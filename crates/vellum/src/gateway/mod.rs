@@ -159,7 +159,7 @@ impl Gateway {
             self.backends
                 .fill_pool()
                 .await
-                .map_err(crate::error::Error::Rpc)?;
+                .map_err(crate::error::Error::rpc)?;
         }
         Ok(())
     }

@@ -15,8 +15,8 @@ use crate::protocol::{ErrorObject, InputRequiredResult};
 /// [`HandlerError::failed`] (or `map_err(HandlerError::failed)`). In a tool, a failure
 /// becomes a tool error result (`isError: true`, the error's text as content) that the model
 /// can read; in a resource or prompt handler, a JSON-RPC internal error. An [`ErrorObject`]
-/// (or an [`Error::Remote`] / [`Error::Rpc`]) becomes that JSON-RPC error, and
-/// [`Error::InputRequired`] (from asking the client in the 2026-07-28 era) becomes an
+/// (or an [`Error`] that [`is_rpc`](Error::is_rpc)) becomes that JSON-RPC error, and
+/// an [`Error`] that [`is_input_required`](Error::is_input_required) (from asking the client in the 2026-07-28 era) becomes an
 /// `InputRequiredResult`.
 #[derive(Debug, thiserror::Error)]
 pub enum HandlerError {
@@ -40,10 +40,13 @@ impl HandlerError {
 
 impl From<Error> for HandlerError {
     fn from(e: Error) -> Self {
-        match e {
-            Error::InputRequired(r) => HandlerError::InputRequired(r),
-            Error::Remote(obj) | Error::Rpc(obj) => HandlerError::Protocol(obj),
-            other => HandlerError::Failed(other.to_string()),
+        let e = match e.into_input_required() {
+            Ok(r) => return HandlerError::InputRequired(r),
+            Err(e) => e,
+        };
+        match e.into_rpc_error() {
+            Ok(obj) => HandlerError::Protocol(obj),
+            Err(other) => HandlerError::Failed(other.to_string()),
         }
     }
 }
@@ -144,16 +147,16 @@ mod tests {
         let rpc = ErrorObject::invalid_params("nope");
         assert!(matches!(HandlerError::from(rpc.clone()), HandlerError::Protocol(e) if e == rpc));
         assert!(matches!(
-            HandlerError::from(Error::Rpc(rpc.clone())),
+            HandlerError::from(Error::rpc(rpc.clone())),
             HandlerError::Protocol(e) if e == rpc
         ));
         assert!(matches!(
-            HandlerError::from(Error::InputRequired(Box::default())),
+            HandlerError::from(Error::input_required(InputRequiredResult::default())),
             HandlerError::InputRequired(_)
         ));
         assert!(matches!(
-            HandlerError::from(Error::Cancelled),
-            HandlerError::Failed(m) if m == Error::Cancelled.to_string()
+            HandlerError::from(Error::cancelled()),
+            HandlerError::Failed(m) if m == Error::cancelled().to_string()
         ));
         let io = std::io::Error::other("disk");
         assert!(matches!(HandlerError::from(io), HandlerError::Failed(m) if m == "disk"));

@@ -5,7 +5,7 @@
 //! A handler runs from the start on every retry. A question is keyed by the name the handler
 //! gave it (`ctx.with_input_key("user_name")`), else by its number among the attempt's unnamed
 //! questions (`"1"`, `"2"`, …). A question without an answer fails with
-//! `Error::InputRequired`; when the handler ends, every question it left unanswered (several
+//! an input-required `Error`; when the handler ends, every question it left unanswered (several
 //! when it asked them concurrently, e.g. with `tokio::join!`) goes into one
 //! `InputRequiredResult`, with a `requestState` (every round, the first included) that carries
 //! the answers the attempt used. The retry brings the new answers in `inputResponses` and the

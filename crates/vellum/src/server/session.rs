@@ -22,7 +22,7 @@ use super::limits::json_len;
 use super::request::observe::MessageEvent;
 use super::request::outbox::Outbox;
 use super::subscriptions::Subscriptions;
-use crate::error::Error;
+use crate::error::{Error, Unsupported};
 use crate::peer::{
     Cancel, InflightRequests, PendingAnswers, RequestIds, Ticket, Waiter, cancelled_notification,
 };
@@ -436,13 +436,11 @@ impl Session {
     /// Sends a message that belongs to no request (list changes, resource updates).
     pub(crate) async fn send_unrelated(&self, message: Bytes) -> Result<(), Error> {
         if self.is_closed() {
-            return Err(Error::SessionClosed);
+            return Err(Error::session_closed());
         }
         match self.hooks.get() {
             Some(hooks) => hooks.send(message).await,
-            None => Err(Error::Unsupported(
-                "this session has no stream for unsolicited messages".into(),
-            )),
+            None => Err(Error::unsupported(Unsupported::NoUnsolicitedStream)),
         }
     }
 
@@ -487,12 +485,10 @@ impl Session {
         timeout: Duration,
     ) -> Result<RawJson, Error> {
         if self.temporary {
-            return Err(Error::Unsupported(
-                "a stateless server cannot send requests to the client".into(),
-            ));
+            return Err(Error::unsupported(Unsupported::StatelessServerRequest));
         }
         if self.is_closed() {
-            return Err(Error::SessionClosed);
+            return Err(Error::session_closed());
         }
         let prefix = self.hooks.get().and_then(|h| h.request_id_prefix());
         let id = self.request_ids.next(prefix);
@@ -500,7 +496,10 @@ impl Session {
         // Dropping the waiter (the handler gave up) forgets the question.
         let waiter = self.pending.wait_for(id, ());
         match outbox {
-            Some(o) => o.send(message).await.map_err(|_| Error::RequestFinished)?,
+            Some(o) => o
+                .send(message)
+                .await
+                .map_err(|_| Error::request_finished())?,
             None => self.send_unrelated(message).await?,
         }
         let mut question = Question {
@@ -509,10 +508,10 @@ impl Session {
             session: self,
         };
         match tokio::time::timeout(timeout, question.waiter.answer()).await {
-            Ok(Some(outcome)) => outcome.map_err(Error::Remote),
-            Ok(None) => Err(Error::SessionClosed),
+            Ok(Some(outcome)) => outcome.map_err(Error::rpc),
+            Ok(None) => Err(Error::session_closed()),
             // The guard tells the client.
-            Err(_) => Err(Error::Timeout(timeout)),
+            Err(_) => Err(Error::timeout(timeout)),
         }
     }
 

@@ -62,7 +62,7 @@ impl SessionRef {
         self.session
             .upgrade()
             .filter(|s| !s.is_closed())
-            .ok_or(Error::SessionClosed)
+            .ok_or(Error::session_closed())
     }
 
     /// A number naming this session among the server's sessions (stable for its life; a

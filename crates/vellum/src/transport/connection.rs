@@ -59,7 +59,7 @@ impl SessionHooks for OutSink {
         Box::pin(async move {
             tx.send(message)
                 .await
-                .map_err(|_| Error::Transport(crate::error::TransportError::Closed))
+                .map_err(|_| Error::from(crate::error::TransportError::Closed))
         })
     }
 }

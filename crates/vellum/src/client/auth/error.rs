@@ -1,10 +1,10 @@
 //! [`AuthError`]: why the client could not get (or keep) authorization. No variant carries a
 //! credential: tokens, secrets, codes and verifiers never appear in the fields or the text.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::jose::JoseError;
+use crate::store::StoreError;
 
 /// Why authorization failed.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -128,38 +128,12 @@ pub enum AuthError {
         /// How many authorizations were made for the request.
         attempts: u32,
     },
-    /// The token store failed.
+    /// The token store failed (the crate's one [`StoreError`]).
     #[error("token store: {0}")]
     Store(#[from] StoreError),
     /// A key or signature could not be made.
     #[error("JOSE: {0}")]
     Jose(#[from] JoseError),
-}
-
-/// Why a store could not read or write.
-#[derive(Debug, Clone, thiserror::Error)]
-#[non_exhaustive]
-pub enum StoreError {
-    /// A file could not be read or written.
-    #[error("{}: {source}", path.display())]
-    Io {
-        /// The file or directory.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: Arc<std::io::Error>,
-    },
-    /// A file is not a record (the detail says where, never what it holds).
-    #[error("{}: not a token record ({detail})", path.display())]
-    Format {
-        /// The file.
-        path: PathBuf,
-        /// Where the parse failed.
-        detail: String,
-    },
-    /// Another store's failure.
-    #[error("{0}")]
-    Other(String),
 }
 
 fn description_suffix(d: &Option<String>) -> String {

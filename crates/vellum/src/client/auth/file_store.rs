@@ -19,8 +19,8 @@ use std::sync::Arc;
 
 use sha2::{Digest as _, Sha256};
 
-use super::error::StoreError;
 use super::store::{AuthRecord, StoreFuture, StoreKey, TokenStore};
+use crate::store::StoreError;
 
 /// Records in files under one directory.
 #[derive(Debug, Clone)]
@@ -98,9 +98,9 @@ impl FileTokenStore {
         create_private_dir(&self.dir).map_err(|e| Self::io(&self.dir, e))?;
         let path = self.path_of(&record.key());
         let json = serde_json::to_vec_pretty(record)
-            .map_err(|e| StoreError::Other(format!("encoding a record: {:?}", e.classify())))?;
+            .map_err(|e| StoreError::backend(format!("encoding a record: {:?}", e.classify())))?;
         // A name of its own per write: two writers never share a temporary file.
-        let unique = crate::jose::random_b64url(9).map_err(|e| StoreError::Other(e.to_string()))?;
+        let unique = crate::jose::random_b64url(9).map_err(StoreError::backend)?;
         let tmp = self.dir.join(format!(
             ".{}.{unique}.tmp",
             path.file_name()
@@ -213,7 +213,7 @@ async fn blocking<T: Send + 'static>(
 ) -> Result<T, StoreError> {
     tokio::task::spawn_blocking(f)
         .await
-        .map_err(|e| StoreError::Other(format!("file store task: {e}")))?
+        .map_err(|e| StoreError::backend(format!("file store task: {e}")))?
 }
 
 impl TokenStore for FileTokenStore {

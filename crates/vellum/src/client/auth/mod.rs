@@ -46,7 +46,7 @@ mod urls;
 pub use challenge::{AuthChallenge, parse_challenges};
 pub use config::{AssertionSource, DpopMode, EnterpriseConfig, Grant, OAuthBuilder};
 pub use discovery::{AuthorizationServerMetadata, Discovery};
-pub use error::{AuthError, StoreError};
+pub use error::AuthError;
 pub use file_store::FileTokenStore;
 pub use oauth::{AuthAttempt, AuthStatus, OAuth};
 pub use redirect::{

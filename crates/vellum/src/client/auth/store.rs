@@ -12,9 +12,9 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 
 use super::Secret;
-use super::error::StoreError;
 use super::registration::ClientRegistration;
 use super::token::TokenSet;
+use crate::store::StoreError;
 
 /// A boxed future of a [`TokenStore`].
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;

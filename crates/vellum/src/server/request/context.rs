@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use super::elicit::Elicited;
 use super::request::{RequestShared, Scope};
-use crate::error::Error;
+use crate::error::{Error, Unsupported};
 use crate::protocol::encode_notification;
 use crate::protocol::{
     ClientCapabilities, CreateMessageParams, CreateMessageResult, ElicitFormParams, ElicitParams,
@@ -44,7 +44,7 @@ use crate::sync::lock;
 /// - in a legacy (2025) session the question is a request on the stream and the call
 ///   waits for its answer: the handler runs once;
 /// - in 2026-07-28 (multi round-trip) a question without an answer yet returns
-///   `Err(Error::InputRequired)` at once, the request answers with the question, and the
+///   an error that [`is_input_required`](Error::is_input_required) at once, the request answers with the question, and the
 ///   client sends the request again with the answer: **the handler runs again from the
 ///   start on every round**, and this time the same question returns the answer. Work
 ///   done before a question (writes, payments, messages) is therefore done once per round:
@@ -89,7 +89,7 @@ impl RequestContext {
     /// elicitation, roots, [`send_request`](Self::send_request)); the default is
     /// [`ServerOptions::client_request_timeout`](crate::server::ServerOptions::client_request_timeout).
     /// On expiry a legacy session sends `notifications/cancelled` for the question and the
-    /// call fails with [`Error::Timeout`]. (In the 2026-07-28 era the client answers by
+    /// call fails with an error that [`is_timeout`](Error::is_timeout). (In the 2026-07-28 era the client answers by
     /// retrying, so there is nothing to wait for.)
     #[must_use]
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
@@ -237,7 +237,7 @@ impl RequestContext {
         self.shared
             .send(msg)
             .await
-            .map_err(|_| Error::RequestFinished)
+            .map_err(|_| Error::request_finished())
     }
 
     /// Reports progress, if the client asked for it (sent a progress token); otherwise does
@@ -253,9 +253,10 @@ impl RequestContext {
         };
         let last = f64::from_bits(self.shared.last_progress.load(Ordering::Acquire));
         if !last.is_nan() && progress <= last {
-            return Err(Error::Unsupported(format!(
-                "progress must increase: {progress} after {last}"
-            )));
+            return Err(Error::unsupported(Unsupported::ProgressNotIncreasing {
+                progress,
+                last,
+            }));
         }
         self.shared
             .last_progress
@@ -311,10 +312,10 @@ impl RequestContext {
 
     /// The error for a capability the client did not declare: in the 2026-07-28 era the
     /// request fails with -32021 (naming the capability); in a legacy session the handler
-    /// gets [`Error::MissingCapability`] (a tool reports it as a tool error).
+    /// gets an error naming it ([`Error::missing_capability_name`]) (a tool reports it as a tool error).
     fn missing(&self, capability: &'static str) -> Error {
         if !matches!(self.shared.scope, Scope::Modern(_)) {
-            return Error::MissingCapability(capability);
+            return Error::missing_capability(capability);
         }
         let required = match capability {
             "sampling.tools" => serde_json::json!({ "sampling": { "tools": {} } }),
@@ -322,7 +323,7 @@ impl RequestContext {
             "elicitation.url" => serde_json::json!({ "elicitation": { "url": {} } }),
             other => serde_json::json!({ other: {} }),
         };
-        Error::Rpc(
+        Error::rpc(
             crate::protocol::ErrorObject::new(
                 crate::protocol::code::MISSING_REQUIRED_CLIENT_CAPABILITY,
                 format!("Missing required client capability: {capability}"),
@@ -354,7 +355,7 @@ impl RequestContext {
     /// A form's schema must be the flat object of primitive properties the spec allows
     /// (checked before asking). When the user accepts, missing properties get their schema
     /// `default`, and the content is validated against the schema: an answer that does not
-    /// match is an [`Error::Protocol`], so the handler never sees it.
+    /// match is an error that [`is_protocol`](Error::is_protocol), so the handler never sees it.
     pub async fn elicit(&self, params: ElicitParams) -> Result<ElicitResult, Error> {
         let caps = self.client_capabilities();
         match &params {
@@ -459,7 +460,7 @@ impl RequestContext {
                             "inputResponses: not an answer to {method}: {e}"
                         ));
                         self.shared.refuse_answer(refused.clone());
-                        Error::Rpc(refused)
+                        Error::rpc(refused)
                     }),
                     // Pending now: when the handler ends, the request's answer asks every
                     // pending question at once (`RequestShared::input_required`). This
@@ -467,11 +468,11 @@ impl RequestContext {
                     NextAnswer::Ask(key) => {
                         let mut requests = std::collections::BTreeMap::new();
                         requests.insert(key, request);
-                        Err(Error::InputRequired(Box::new(InputRequiredResult {
+                        Err(Error::input_required(InputRequiredResult {
                             input_requests: Some(requests),
                             request_state: None,
                             meta: None,
-                        })))
+                        }))
                     }
                 }
             }
@@ -529,9 +530,7 @@ impl RequestContext {
                     .await?;
                 Ok(raw.parse()?)
             }
-            Scope::Modern(_) => Err(Error::Unsupported(
-                "2026-07-28 servers cannot send requests to the client".into(),
-            )),
+            Scope::Modern(_) => Err(Error::unsupported(Unsupported::ModernServerRequest)),
         }
     }
 }

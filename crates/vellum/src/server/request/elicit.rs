@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use schemars::JsonSchema;
 use serde_json::{Map, Value};
 
-use crate::error::Error;
+use crate::error::{Error, Unsupported, Violation};
 use crate::protocol::{ElicitAction, ElicitResult, JsonObject};
 use crate::schema::Validator;
 use crate::server::registry::derive::schema_for;
@@ -257,7 +257,9 @@ pub(crate) struct FormSchema {
 }
 
 fn invalid(why: impl std::fmt::Display) -> Error {
-    Error::Unsupported(format!("invalid elicitation schema: {why}"))
+    Error::unsupported(Unsupported::ElicitationSchema {
+        why: why.to_string(),
+    })
 }
 
 /// Checks that a form schema is one the spec allows, and compiles it.
@@ -311,9 +313,9 @@ pub(crate) fn accept_content(form: &FormSchema, answer: &mut ElicitResult) -> Re
     }
     let value = Value::Object(content.clone());
     if let Some(e) = form.validator.violations(&value, 1).first() {
-        return Err(Error::Protocol(format!(
-            "the accepted elicitation content does not match the requested schema: {e}"
-        )));
+        return Err(Error::protocol(Violation::ElicitationContent {
+            why: e.to_string(),
+        }));
     }
     Ok(())
 }

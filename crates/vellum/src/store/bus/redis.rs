@@ -34,7 +34,7 @@ impl MessageBus for RedisBus {
             message,
         });
         Box::pin(async move {
-            let env = env.map_err(|e| StoreError::Backend(e.to_string()))?;
+            let env = env.map_err(|e| StoreError::backend(e.to_string()))?;
             // Sharded pub/sub on a cluster (see the `redis` module's `target.rs`).
             let verb = if cluster { "SPUBLISH" } else { "PUBLISH" };
             let _: i64 = retrying(conn, |mut c| {

@@ -145,7 +145,7 @@ impl EventStore for RedisEventStore {
 
 fn parse_replay(v: Value, stream: StreamId) -> Result<Vec<StoredEvent>, StoreError> {
     let Value::Array(items) = v else {
-        return Err(StoreError::Backend("unexpected replay reply".into()));
+        return Err(StoreError::backend("unexpected replay reply"));
     };
     let mut it = items.into_iter();
     match it.next() {
@@ -156,9 +156,9 @@ fn parse_replay(v: Value, stream: StreamId) -> Result<Vec<StoredEvent>, StoreErr
     let mut out = Vec::new();
     while let (Some(seq), Some(msg)) = (it.next(), it.next()) {
         let seq: u64 =
-            redis::from_redis_value(seq).map_err(|e| StoreError::Backend(e.to_string()))?;
+            redis::from_redis_value(seq).map_err(|e| StoreError::backend(e.to_string()))?;
         let msg: Vec<u8> =
-            redis::from_redis_value(msg).map_err(|e| StoreError::Backend(e.to_string()))?;
+            redis::from_redis_value(msg).map_err(|e| StoreError::backend(e.to_string()))?;
         out.push(StoredEvent {
             id: EventId { stream, seq },
             message: Bytes::from(msg),
@@ -339,7 +339,7 @@ fn contiguous(after: u64, events: Vec<StoredEvent>) -> Result<Vec<StoredEvent>, 
 
 fn parse_range(v: Value, stream: StreamId) -> Result<Vec<StoredEvent>, StoreError> {
     let reply: redis::streams::StreamRangeReply =
-        redis::from_redis_value(v).map_err(|e| StoreError::Backend(e.to_string()))?;
+        redis::from_redis_value(v).map_err(|e| StoreError::backend(e.to_string()))?;
     reply
         .ids
         .into_iter()
@@ -352,13 +352,13 @@ fn stored_event(id: redis::streams::StreamId, stream: StreamId) -> Result<Stored
         .id
         .rsplit_once('-')
         .and_then(|(_, s)| s.parse().ok())
-        .ok_or_else(|| StoreError::Backend(format!("unexpected stream id {}", id.id)))?;
+        .ok_or_else(|| StoreError::backend(format!("unexpected stream id {}", id.id)))?;
     let message: Vec<u8> = id
         .map
         .get("m")
         .map(|v| redis::from_redis_value(v.clone()))
         .transpose()
-        .map_err(|e| StoreError::Backend(e.to_string()))?
+        .map_err(|e| StoreError::backend(e.to_string()))?
         .unwrap_or_default();
     Ok(StoredEvent {
         id: EventId { stream, seq },
@@ -368,7 +368,7 @@ fn stored_event(id: redis::streams::StreamId, stream: StreamId) -> Result<Stored
 
 fn parse_xread(v: Value, stream: StreamId) -> Result<Vec<StoredEvent>, StoreError> {
     let reply: Option<redis::streams::StreamReadReply> =
-        redis::from_redis_value(v).map_err(|e| StoreError::Backend(e.to_string()))?;
+        redis::from_redis_value(v).map_err(|e| StoreError::backend(e.to_string()))?;
     let mut out = Vec::new();
     for key in reply.map(|r| r.keys).unwrap_or_default() {
         for id in key.ids {

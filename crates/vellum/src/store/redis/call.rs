@@ -15,7 +15,7 @@ use crate::store::error::StoreError;
 
 /// A Redis failure as a store error.
 pub(in crate::store) fn backend(e: redis::RedisError) -> StoreError {
-    StoreError::Backend(e.to_string())
+    StoreError::backend(e.to_string())
 }
 
 /// Runs `op` within the store timeout. When the link fails (lost, refused, a node mid
@@ -39,7 +39,7 @@ where
                 Ok(r) => r,
                 Err(_) => {
                     conn.note_timeout();
-                    return Err(StoreError::Backend(format!(
+                    return Err(StoreError::backend(format!(
                         "Redis did not answer within the store timeout ({timeout:?})"
                     )));
                 }

@@ -210,7 +210,7 @@ impl Redis {
             Ok(r) => r.map(|_| ()).map_err(backend),
             Err(_) => {
                 self.inner.conn.note_timeout();
-                Err(StoreError::Backend(format!(
+                Err(StoreError::backend(format!(
                     "Redis did not answer within the store timeout ({timeout:?})"
                 )))
             }

@@ -35,7 +35,7 @@ impl SessionStore for RedisSessionStore {
         let json = serde_json::to_string(record);
         let wait = self.0.wait();
         Box::pin(async move {
-            let json = json.map_err(|e| StoreError::Backend(e.to_string()))?;
+            let json = json.map_err(|e| StoreError::backend(e.to_string()))?;
             let ms = ttl.as_millis() as u64;
             // `NX`: run twice (a retry over a lost answer), the second finds it there.
             retrying(conn, |mut c| {
@@ -82,7 +82,7 @@ impl SessionStore for RedisSessionStore {
                 None => Ok(None),
                 Some(j) => serde_json::from_str(&j)
                     .map(Some)
-                    .map_err(|e| StoreError::Backend(format!("corrupt session record: {e}"))),
+                    .map_err(|e| StoreError::backend(format!("corrupt session record: {e}"))),
             }
         })
     }
@@ -96,7 +96,7 @@ impl SessionStore for RedisSessionStore {
         let key = format!("{}:session", self.0.base(id));
         let json = serde_json::to_string(record);
         Box::pin(async move {
-            let json = json.map_err(|e| StoreError::Backend(e.to_string()))?;
+            let json = json.map_err(|e| StoreError::backend(e.to_string()))?;
             let ok: Option<String> = retrying(conn, |mut c| {
                 let (key, json) = (key.clone(), json.clone());
                 async move {

@@ -125,7 +125,7 @@ fn status_name(s: TaskStatus) -> String {
 }
 
 fn corrupt(e: serde_json::Error) -> StoreError {
-    StoreError::Backend(format!("corrupt task record: {e}"))
+    StoreError::backend(format!("corrupt task record: {e}"))
 }
 
 impl Redis {
@@ -276,7 +276,7 @@ impl Shared {
                 return Ok(Some(r));
             }
         }
-        Err(StoreError::Backend(format!(
+        Err(StoreError::backend(format!(
             "task {id}: too many concurrent writers"
         )))
     }

@@ -335,7 +335,11 @@ impl Rejection {
                     invalid("Bad Request: Last-Event-ID names no stream of this session"),
                     None,
                 ),
-                StoreError::Backend(_) | StoreError::WriterGone { .. } => (
+                StoreError::Backend(_)
+                | StoreError::WriterGone { .. }
+                | StoreError::Full
+                | StoreError::Io { .. }
+                | StoreError::Format { .. } => (
                     StatusCode::SERVICE_UNAVAILABLE,
                     None,
                     ErrorObject::internal("Service Unavailable: the event store is unreachable"),

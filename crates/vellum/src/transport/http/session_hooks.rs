@@ -89,7 +89,7 @@ impl SessionHooks for HttpHooks {
         Box::pin(async move {
             let id = match stored {
                 Some(f) => {
-                    let id = f.await.map_err(Error::EventStore)?;
+                    let id = f.await.map_err(Error::event_store)?;
                     live.advance_standalone(id.seq);
                     Some(id)
                 }

@@ -39,9 +39,9 @@ async fn authorized(
     loop {
         // Bodies here are bytes, so a request can always be copied for another try.
         let Some(mut req) = request.try_clone() else {
-            return Err(TransportError::Protocol(
-                "a streaming request body cannot be sent again with new credentials".into(),
-            ));
+            return Err(TransportError::Protocol {
+                detail: "a streaming request body cannot be sent again with new credentials".into(),
+            });
         };
         let headers = oauth
             .headers(&mut attempt, req.method(), &url)

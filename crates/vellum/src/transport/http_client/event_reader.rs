@@ -167,7 +167,9 @@ fn broken(e: sse_stream::Error) -> TransportError {
             },
             Err(other) => TransportError::Body(Arc::from(other)),
         },
-        other => TransportError::Protocol(format!("a malformed event stream ({other})")),
+        other => TransportError::Protocol {
+            detail: format!("a malformed event stream ({other})"),
+        },
     }
 }
 

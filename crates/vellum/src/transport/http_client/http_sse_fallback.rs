@@ -46,22 +46,27 @@ pub(super) async fn open(shared: &Arc<Shared>) -> Result<Arc<FallbackConnection>
     let mut cursor = Cursor::default();
     let first = tokio::time::timeout(ENDPOINT_TIMEOUT, reader.next(&mut cursor))
         .await
-        .map_err(|_| TransportError::Protocol("no endpoint event within 10 s".into()))?
+        .map_err(|_| TransportError::Protocol {
+            detail: "no endpoint event within 10 s".into(),
+        })?
         .map_err(|end| Lost { end, resume: None }.into_error())?;
     if first.event.as_deref() != Some("endpoint") {
-        return Err(TransportError::Protocol(
-            "the first event of the HTTP+SSE stream is not an endpoint event".into(),
-        ));
+        return Err(TransportError::Protocol {
+            detail: "the first event of the HTTP+SSE stream is not an endpoint event".into(),
+        });
     }
     // The endpoint's URL carries the session id (a bearer secret): no error shows it.
-    let endpoint = shared.url.join(first.data.trim()).map_err(|e| {
-        TransportError::Protocol(format!("the endpoint event holds an invalid URL ({e})"))
-    })?;
+    let endpoint = shared
+        .url
+        .join(first.data.trim())
+        .map_err(|e| TransportError::Protocol {
+            detail: format!("the endpoint event holds an invalid URL ({e})"),
+        })?;
     if endpoint.origin() != shared.url.origin() {
         // Posting our messages to another origin would hand them to a third party.
-        return Err(TransportError::Protocol(
-            "the endpoint event names another origin".into(),
-        ));
+        return Err(TransportError::Protocol {
+            detail: "the endpoint event names another origin".into(),
+        });
     }
     let waiting: Arc<Mutex<HashSet<RequestId>>> = Arc::default();
     let (shared2, waiting2) = (shared.clone(), waiting.clone());

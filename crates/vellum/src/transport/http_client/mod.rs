@@ -76,7 +76,7 @@ pub enum HttpClientError {
 
 impl From<HttpClientError> for Error {
     fn from(e: HttpClientError) -> Self {
-        Error::Transport(TransportError::Setup(Arc::new(e)))
+        Error::from(TransportError::Setup(Arc::new(e)))
     }
 }
 
@@ -207,10 +207,8 @@ impl Transport for StreamableHttpClientTransport {
                             () = stop.cancelled() => {}
                         }
                     });
-                    started.map_err(|_| {
-                        TransportError::Protocol(format!(
-                            "request id {id} is already waiting for its answer"
-                        ))
+                    started.map_err(|_| TransportError::Protocol {
+                        detail: format!("request id {id} is already waiting for its answer"),
                     })
                 }
                 OutgoingKind::Notification

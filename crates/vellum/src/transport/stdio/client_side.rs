@@ -149,7 +149,10 @@ impl Lines {
                     let text = String::from_utf8_lossy(&bytes[..bytes.len().min(120)]).into_owned();
                     let why =
                         format!("the server wrote a line that is not JSON-RPC ({e}): {text:?}");
-                    end_with(&mut self.ready, Some(TransportError::Protocol(why)))
+                    end_with(
+                        &mut self.ready,
+                        Some(TransportError::Protocol { detail: why }),
+                    )
                 }
             },
             Ok(Some(Line::Message(bytes))) => {
@@ -158,7 +161,10 @@ impl Lines {
             }
             Ok(Some(Line::TooLong)) if strict => {
                 let why = format!("the server wrote a line longer than {max} bytes");
-                end_with(&mut self.ready, Some(TransportError::Protocol(why)))
+                end_with(
+                    &mut self.ready,
+                    Some(TransportError::Protocol { detail: why }),
+                )
             }
             Ok(Some(Line::TooLong)) => {
                 tracing::warn!("the server sent a line longer than {max} bytes; skipped");
@@ -243,7 +249,7 @@ pub(crate) fn split_command_line(line: &str) -> Result<(String, Vec<String>), St
 
 impl From<StdioCommandError> for Error {
     fn from(e: StdioCommandError) -> Self {
-        Error::Transport(TransportError::Setup(Arc::new(e)))
+        Error::from(TransportError::Setup(Arc::new(e)))
     }
 }
 
