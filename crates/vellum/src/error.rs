@@ -79,6 +79,11 @@ pub(crate) enum Unsupported {
     NoUnsolicitedStream,
     #[error("invalid elicitation schema: {why}")]
     ElicitationSchema { why: String },
+    #[error("{type_name} cannot be an elicitation form: {why}")]
+    FormType {
+        type_name: &'static str,
+        why: String,
+    },
     #[cfg(feature = "client")]
     #[error("tool arguments must be a JSON object")]
     ArgumentsNotObject,
@@ -101,6 +106,11 @@ pub(crate) enum Unsupported {
 pub(crate) enum Violation {
     #[error("the accepted elicitation content does not match the requested schema: {why}")]
     ElicitationContent { why: String },
+    #[error("the accepted elicitation content is not a {type_name}: {why}")]
+    FormAnswer {
+        type_name: &'static str,
+        why: String,
+    },
     #[cfg(feature = "client")]
     #[error("the server's server/discover does not list {version} (it lists {listed:?})")]
     DiscoverWithout {

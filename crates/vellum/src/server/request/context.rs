@@ -387,7 +387,7 @@ impl RequestContext {
     /// formats), numbers, integers, booleans, unit enums (variant docs become titles) and
     /// `Vec`s of unit enums (multi-select); `Option` fields are optional properties. Another
     /// `T` (a nested struct, a free list, a recursive type) is refused with
-    /// [`Error::Unsupported`] naming the property, before anything is asked. The schema is
+    /// an error ([`Error::is_unsupported`]) naming the property, before anything is asked. The schema is
     /// made once per type.
     ///
     /// Asked like [`elicit`](Self::elicit), in both eras (so in 2026-07-28 the handler

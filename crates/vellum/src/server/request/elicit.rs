@@ -36,7 +36,7 @@ pub enum Elicited<T> {
 /// The form schema of each type asked for so far, or why it cannot be one.
 type FormCache = Mutex<HashMap<TypeId, Result<Arc<JsonObject>, String>>>;
 
-/// The form schema of `T`, made once per type: `Err` ([`Error::Unsupported`]) names the type
+/// The form schema of `T`, made once per type: `Err` ([`Error::is_unsupported`]) names the type
 /// and why it is not a flat object of primitive properties.
 pub(crate) fn form_schema_of<T: JsonSchema + 'static>() -> Result<Arc<JsonObject>, Error> {
     static CACHE: OnceLock<FormCache> = OnceLock::new();
@@ -53,10 +53,10 @@ pub(crate) fn form_schema_of<T: JsonSchema + 'static>() -> Result<Arc<JsonObject
         }
     };
     made.map_err(|why| {
-        Error::Unsupported(format!(
-            "{} cannot be an elicitation form: {why}",
-            std::any::type_name::<T>()
-        ))
+        Error::unsupported(Unsupported::FormType {
+            type_name: std::any::type_name::<T>(),
+            why,
+        })
     })
 }
 
@@ -241,10 +241,10 @@ pub(crate) fn typed_answer<T: serde::de::DeserializeOwned>(
         ElicitAction::Accept => {
             let content = Value::Object(answer.content.unwrap_or_default());
             T::deserialize(content).map(Elicited::Accept).map_err(|e| {
-                Error::Protocol(format!(
-                    "the accepted elicitation content is not a {}: {e}",
-                    std::any::type_name::<T>()
-                ))
+                Error::protocol(Violation::FormAnswer {
+                    type_name: std::any::type_name::<T>(),
+                    why: e.to_string(),
+                })
             })
         }
     }
@@ -491,7 +491,7 @@ mod tests {
             panic!("{} was accepted", std::any::type_name::<T>());
         };
         let text = e.to_string();
-        assert!(matches!(e, Error::Unsupported(_)), "{text}");
+        assert!(e.is_unsupported(), "{text}");
         assert!(text.contains(std::any::type_name::<T>()), "{text}");
         assert!(text.contains(why), "{text}");
     }
