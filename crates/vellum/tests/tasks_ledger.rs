@@ -11,18 +11,23 @@ use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, broadcast};
 use vellum::prelude::*;
-use vellum::protocol::{InputResponses, TaskSupport};
+use vellum::protocol::{ElicitFormParams, ElicitParams, InputResponses, TaskSupport};
 use vellum::server::StateLimits;
 use vellum::store::{
     Answered, MemoryTaskStore, StoreError, TaskRecord, TaskSignal, TaskStore, TaskTransition,
 };
 use vellum_testkit::DEADLINE;
-use vellum_testkit::http::{Legacy, TestHttpServer};
+use vellum_testkit::http::{Legacy, Modern, TestHttpServer};
 
 /// A server whose sessions may keep one task each, with a tool that panics and one that
 /// answers at once.
 fn server() -> Server {
-    let limits = StateLimits::default().with_max_tasks_per_session(1);
+    server_with(StateLimits::default().with_max_tasks_per_session(1))
+}
+
+/// A server with these limits and the tools `boom` (panics), `quick` (answers at once) and
+/// `ask` (asks the user a question).
+fn server_with(limits: StateLimits) -> Server {
     let s = Server::new(
         Implementation::new("ledger", "1"),
         ServerOptions::default().with_limits(limits),
@@ -41,6 +46,16 @@ fn server() -> Server {
         Tool::new("quick", "Answers at once").with_task_support(TaskSupport::Required),
         |_ctx: RequestContext, _req: CallToolRequest, _: NoArgs| async move {
             Ok::<_, HandlerError>("done")
+        },
+    )
+    .unwrap();
+    s.add_tool(
+        Tool::new("ask", "Asks the user").with_task_support(TaskSupport::Required),
+        |ctx: RequestContext, _req: CallToolRequest, _: NoArgs| async move {
+            let schema = json!({"type": "object", "properties": {"name": {"type": "string"}}});
+            let form = ElicitFormParams::new("Name?", schema.as_object().unwrap().clone());
+            let r = ctx.elicit(ElicitParams::Form(form)).await?;
+            Ok::<_, HandlerError>(format!("{}", r.content.unwrap_or_default()["name"]))
         },
     )
     .unwrap();
@@ -175,4 +190,59 @@ async fn a_task_call_cancelled_while_its_record_is_stored_gives_its_slot_back() 
     let task = call_until_admitted(&c, 8, "quick").await;
     assert_eq!(task["status"], "working");
     pending.abort();
+}
+
+/// Answers sent with `tasks/update` are kept with the task: counted against the task byte
+/// budgets, refused past them (and then not kept: the question is still open).
+#[tokio::test]
+async fn answers_past_the_task_byte_budget_are_refused() {
+    let limits = StateLimits::default().with_max_task_bytes(64 * 1024);
+    let srv = TestHttpServer::serve(server_with(limits)).await;
+    let mut c = Modern::new(&srv.url);
+    c.capabilities["extensions"] = json!({"io.modelcontextprotocol/tasks": {}});
+    let created = c
+        .request(1, "tools/call", json!({"name": "ask", "arguments": {}}))
+        .await;
+    let id = created.result()["taskId"].as_str().unwrap().to_owned();
+    let start = Instant::now();
+    let key = loop {
+        let t = c.request(2, "tasks/get", json!({"taskId": id})).await;
+        if let Some(asked) = t.result()["inputRequests"].as_object() {
+            break asked.keys().next().unwrap().clone();
+        }
+        assert!(start.elapsed() < DEADLINE, "never asked: {}", t.response);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    let answer = |name: String| json!({"taskId": id, "inputResponses": {&key: {"action": "accept", "content": {"name": name}}}});
+
+    let big = c
+        .request(3, "tasks/update", answer("x".repeat(80 * 1024)))
+        .await;
+    assert_eq!(big.error_code(), -32602, "{}", big.response);
+    let message = big.response["error"]["message"].as_str().unwrap();
+    assert!(message.contains("max_task_bytes"), "{message}");
+    let still = c.request(4, "tasks/get", json!({"taskId": id})).await;
+    assert_eq!(
+        still.result()["status"],
+        "input_required",
+        "{}",
+        still.response
+    );
+
+    let ok = c.request(5, "tasks/update", answer("Lin".into())).await;
+    assert_eq!(ok.result()["resultType"], "complete", "{}", ok.response);
+    let start = Instant::now();
+    loop {
+        let t = c.request(6, "tasks/get", json!({"taskId": id})).await;
+        if t.result()["status"] == "completed" {
+            assert_eq!(t.result()["result"]["content"][0]["text"], "\"Lin\"");
+            break;
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "never completed: {}",
+            t.response
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }

@@ -231,6 +231,31 @@ pub(super) fn ended(
     }
 }
 
+/// Charges the `answers` a `tasks/update` keeps for task `id` to its payer: refused (and
+/// then not kept) past a task byte budget.
+pub(super) fn charge_answers(
+    shared: &RequestShared,
+    id: &str,
+    answers: &InputResponses,
+) -> Result<(), ErrorObject> {
+    let limits = shared.server.limits();
+    // A task charged by another instance (shared store) is charged nothing here: one update
+    // still keeps no more than the server-wide budget.
+    json_len(answers, limits.max_task_bytes)
+        .ok_or(Over::Bytes(limits.max_task_bytes))
+        .and_then(|bytes| {
+            shared
+                .server
+                .inner
+                .tasks
+                .ledger
+                .add_bytes(id, bytes, &limits)
+        })
+        .map_err(|over| {
+            ErrorObject::invalid_params(format!("Answers refused: {over}; nothing was kept"))
+        })
+}
+
 /// [`ended`] before the byte budgets.
 fn transition_of(
     shared: &RequestShared,
