@@ -241,6 +241,69 @@ fn big_initializes_are_refused_and_keep_nothing() {
     );
 }
 
+/// An `initialize` whose experimental capability holds `n` tiny members (`"a0000":0`, 10
+/// bytes of JSON each, many times that as a parsed `serde_json::Value`).
+fn tiny_nodes_initialize(n: usize) -> String {
+    let members: serde_json::Map<String, Value> =
+        (0..n).map(|i| (format!("a{i:04}"), 0.into())).collect();
+    json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"experimental": {"t": members}},
+            "clientInfo": {"name": "attacker", "version": "1"}
+        }
+    })
+    .to_string()
+}
+
+/// What one session may keep in memory for what its `initialize` said and its own fixed
+/// cost, at the default `max_session_bytes` (64 KiB): documented in docs/security.md.
+const SESSION_RSS_BOUND_KIB: u64 = 192;
+
+/// `max_session_bytes` counts an estimate of memory, not JSON bytes: an `initialize` of
+/// 60 KB of tiny nodes (under the 64 KiB cap as JSON, ~0.8 MB parsed) is refused, and the
+/// tiny-node initializes that fit keep each session within [`SESSION_RSS_BOUND_KIB`].
+#[test]
+fn initializes_of_tiny_nodes_are_counted_near_their_memory() {
+    const SESSIONS: usize = 45;
+    let s = serve("bench", &[]);
+    refused_initializes(&s, 4, 3_900_000);
+    assert_fresh_client_served(&s, HELLO.0, &HELLO.1(), "warm-up");
+    let before = s.rss_kib();
+    let mut kept = Vec::new();
+    let mut refused = 0;
+    for members in [6_000, 400] {
+        let body = tiny_nodes_initialize(members);
+        assert!(body.len() < 64 * 1024, "{} bytes", body.len());
+        for _ in 0..SESSIONS {
+            let mut c = Client::new(&s);
+            let r = c.initialize_with(&body);
+            if r.header("mcp-session-id").is_some() {
+                kept.push(c);
+                continue;
+            }
+            let j = r.json();
+            assert_eq!(j["error"]["code"], -32602, "{j}");
+            refused += 1;
+        }
+    }
+    assert_fresh_client_served(&s, HELLO.0, &HELLO.1(), "the tiny-node sessions");
+    let grew = s.rss_kib().saturating_sub(before);
+    eprintln!(
+        "{} initializes of tiny nodes (60 KB and 4 KB of JSON): {} kept, {refused} refused, \
+         RSS +{grew} KiB ({} KiB per session opened)",
+        2 * SESSIONS,
+        kept.len(),
+        grew / (2 * SESSIONS) as u64
+    );
+    assert!(
+        grew < 2 * SESSIONS as u64 * SESSION_RSS_BOUND_KIB,
+        "RSS grew {grew} KiB for {} sessions",
+        kept.len()
+    );
+}
+
 /// Redis's `used_memory` (bytes).
 fn redis_used_memory(redis: &RedisServer) -> u64 {
     let port = redis.url().rsplit(':').next().unwrap().to_owned();

@@ -77,8 +77,9 @@ struct Usage {
 struct Charge {
     payer: Payer,
     bytes: usize,
-    /// When its TTL passes.
-    deadline: Instant,
+    /// When its TTL passes; none when that is past what an `Instant` holds (then it is
+    /// kept: never dropped early).
+    deadline: Option<Instant>,
     /// Its key in `State::ending`, once it stopped running here.
     ending: Option<(Instant, u64)>,
 }
@@ -181,7 +182,7 @@ impl TaskLedger {
             Charge {
                 payer,
                 bytes: input,
-                deadline: now.checked_add(ttl).unwrap_or(now),
+                deadline: now.checked_add(ttl),
                 ending: None,
             },
         );
@@ -222,7 +223,10 @@ impl TaskLedger {
         if c.ending.is_some() {
             return;
         }
-        let key = (c.deadline.max(now), seq);
+        let Some(deadline) = c.deadline else {
+            return;
+        };
+        let key = (deadline.max(now), seq);
         c.ending = Some(key);
         st.ending.insert(key, id.to_owned());
         st.purge(now);
@@ -324,5 +328,17 @@ mod tests {
             l.reserve("b", session(2), 60, Duration::ZERO, &limits)
                 .is_ok()
         );
+    }
+
+    #[test]
+    fn a_ttl_past_what_an_instant_holds_keeps_the_charge() {
+        let limits = StateLimits::default();
+        let l = TaskLedger::default();
+        assert!(
+            l.reserve("a", session(1), 10, Duration::MAX, &limits)
+                .is_ok()
+        );
+        l.stopped("a");
+        assert_eq!(l.total(), (1, 10));
     }
 }

@@ -252,12 +252,16 @@ pub(crate) async fn update(
     p: TaskUpdateParams,
 ) -> Result<Outcome, ErrorObject> {
     gate(shared)?;
-    visible(shared, &p.task_id).await?;
+    let record = visible(shared, &p.task_id).await?;
     let store = shared.server.inner.tasks.store();
     // Answers to keys not currently asked are ignored; an answered key is no longer asked
     // (tasks/get shows what is still missing: partial fulfillment).
+    let mut answers = p.input_responses;
+    let asked = record.input_requests.unwrap_or_default();
+    answers.retain(|key, _| asked.contains_key(key));
+    run::charge_answers(shared, &p.task_id, &answers)?;
     let answered = store
-        .answer(&p.task_id, p.input_responses)
+        .answer(&p.task_id, answers)
         .await
         .map_err(store_failed)?;
     match answered {

@@ -64,8 +64,28 @@ pub(super) struct Created {
     pub(super) record: TaskRecord,
     pub(super) store: Arc<dyn TaskStore>,
     pub(super) local: Local,
-    tasks: Arc<Tasks>,
+    here: RunningHere,
     runtime: tokio::runtime::Handle,
+}
+
+/// A task's hold on this instance, from its charge in the ledger until its work ends
+/// however it ends (finished, cancelled, panicked, or dropped with the request before it
+/// started): dropping it unregisters the task here, so its charge lapses with its TTL, or
+/// goes at once if its record was never stored.
+struct RunningHere {
+    tasks: Arc<Tasks>,
+    id: String,
+    /// Whether its record is in the store (else nothing is kept, so nothing is charged).
+    stored: bool,
+}
+
+impl Drop for RunningHere {
+    fn drop(&mut self) {
+        self.tasks.done_here(&self.id);
+        if !self.stored {
+            self.tasks.ledger.release(&self.id);
+        }
+    }
 }
 
 /// Creates the record of a task for `shared`'s call `request` (working, kept for `ttl`,
@@ -104,6 +124,13 @@ pub(super) async fn create(
     if let Err(over) = input {
         return Err(refused(over));
     }
+    // From here, a return or the request being dropped at an await below gives the charge
+    // back.
+    let mut here = RunningHere {
+        tasks: tasks.clone(),
+        id: id.clone(),
+        stored: false,
+    };
     let store = tasks.store();
     let mut record = TaskRecord::new(
         task,
@@ -114,16 +141,13 @@ pub(super) async fn create(
     record.answers = answers;
     // Registered before the record exists, so a cancellation that comes at once finds it.
     let local = tasks.run_here(&id);
-    if let Err(e) = store.create(&record, ttl).await {
-        tasks.done_here(&id);
-        tasks.ledger.release(&id);
-        return Err(store_failed(e));
-    }
+    store.create(&record, ttl).await.map_err(store_failed)?;
+    here.stored = true;
     Ok(Created {
         record,
         store,
         local,
-        tasks,
+        here,
         runtime,
     })
 }
@@ -151,17 +175,17 @@ impl Created {
         let Created {
             record,
             local,
-            tasks,
+            here,
             runtime,
             ..
         } = self;
-        let id = record.task.task_id.clone();
         runtime.spawn(async move {
+            // Dropped when this ends, also by a panic of the handler.
+            let _here = here;
             tokio::select! {
                 () = work => {}
                 () = local.cancel.cancelled() => {}
             }
-            tasks.done_here(&id);
         });
         record
     }
@@ -205,6 +229,31 @@ pub(super) fn ended(
             )
         }
     }
+}
+
+/// Charges the `answers` a `tasks/update` keeps for task `id` to its payer: refused (and
+/// then not kept) past a task byte budget.
+pub(super) fn charge_answers(
+    shared: &RequestShared,
+    id: &str,
+    answers: &InputResponses,
+) -> Result<(), ErrorObject> {
+    let limits = shared.server.limits();
+    // A task charged by another instance (shared store) is charged nothing here: one update
+    // still keeps no more than the server-wide budget.
+    json_len(answers, limits.max_task_bytes)
+        .ok_or(Over::Bytes(limits.max_task_bytes))
+        .and_then(|bytes| {
+            shared
+                .server
+                .inner
+                .tasks
+                .ledger
+                .add_bytes(id, bytes, &limits)
+        })
+        .map_err(|over| {
+            ErrorObject::invalid_params(format!("Answers refused: {over}; nothing was kept"))
+        })
 }
 
 /// [`ended`] before the byte budgets.
