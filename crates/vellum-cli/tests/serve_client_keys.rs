@@ -136,7 +136,12 @@ async fn a_client_cannot_choose_its_key_with_the_header_the_proxy_does_not_write
     let s = vellum_serve(
         &[
             &rate[..],
-            &["--trusted-proxy", "127.0.0.0/8", "--forwarded-header", "forwarded"],
+            &[
+                "--trusted-proxy",
+                "127.0.0.0/8",
+                "--forwarded-header",
+                "forwarded",
+            ],
         ]
         .concat(),
     );

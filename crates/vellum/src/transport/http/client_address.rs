@@ -117,7 +117,10 @@ impl ClientAddresses {
         if !self.is_trusted(client) {
             return client;
         }
-        for hop in forwarded_hops(headers, self.forwarded_header).into_iter().rev() {
+        for hop in forwarded_hops(headers, self.forwarded_header)
+            .into_iter()
+            .rev()
+        {
             let Some(hop) = hop else { return client };
             client = hop.to_canonical();
             if !self.is_trusted(client) {
