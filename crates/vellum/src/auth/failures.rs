@@ -70,11 +70,20 @@ impl FailureGuard {
         }
     }
 
-    /// Before verifying `token` of a request from `address`.
-    pub(crate) fn before(&self, address: Option<IpAddr>, token: &str) -> Precheck {
+    /// Before verifying `token` of a request from `address`; `known_valid` says whether the
+    /// verifier knows the token valid (asked only of an address past its budget: such a
+    /// token is verified, as a shared address's forged tokens must not lock out its valid
+    /// users).
+    pub(crate) fn before(
+        &self,
+        address: Option<IpAddr>,
+        token: &str,
+        known_valid: impl FnOnce() -> bool,
+    ) -> Precheck {
         if let (Some(limit), Some(a)) = (self.limit, address)
             && let Admission::Limited { retry_after } =
                 self.by_address.peek_now(&a.to_string(), limit)
+            && !known_valid()
         {
             return Precheck::Limited {
                 retry_after_secs: retry_after.as_secs_f64().ceil().max(1.0) as u64,
@@ -188,16 +197,22 @@ mod tests {
         let a: IpAddr = "192.0.2.1".parse().unwrap();
         let b: IpAddr = "192.0.2.2".parse().unwrap();
         guard.failed(Some(a), "x", InvalidToken::BadSignature);
-        assert!(matches!(guard.before(Some(a), "y"), Precheck::Verify));
+        assert!(matches!(
+            guard.before(Some(a), "y", || false),
+            Precheck::Verify
+        ));
         guard.failed(Some(a), "y", InvalidToken::Expired);
         assert!(
-            matches!(guard.before(Some(a), "z"), Precheck::Limited { retry_after_secs } if retry_after_secs > 1)
+            matches!(guard.before(Some(a), "z", || false), Precheck::Limited { retry_after_secs } if retry_after_secs > 1)
         );
         assert!(matches!(
-            guard.before(Some(b), "x"),
+            guard.before(Some(b), "x", || false),
             Precheck::Known(InvalidToken::BadSignature)
         ));
         // Without an address nothing is limited.
-        assert!(matches!(guard.before(None, "z"), Precheck::Verify));
+        assert!(matches!(
+            guard.before(None, "z", || false),
+            Precheck::Verify
+        ));
     }
 }
