@@ -94,6 +94,10 @@ pub(crate) fn options_line(o: &StreamableHttpOptions) -> String {
             o.client_addresses.trusted_proxies.len().to_string(),
         ),
         ("ipv6-prefix", o.client_addresses.ipv6_prefix.to_string()),
+        (
+            "forwarded-header",
+            format!("{:?}", o.client_addresses.forwarded_header),
+        ),
         ("max-body-bytes", o.max_body_bytes.to_string()),
         ("max-batch-entries", o.max_batch_entries.to_string()),
         ("body-timeout", d(o.body_timeout)),

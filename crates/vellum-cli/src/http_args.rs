@@ -141,11 +141,15 @@ pub(crate) struct HttpArgs {
     /// address (a network default), else no cap.
     #[arg(long, value_name = "N")]
     pub(crate) max_sessions_per_address: Option<usize>,
-    /// Believe `Forwarded` / `X-Forwarded-For` from this proxy (an address or a CIDR range,
-    /// repeatable): the client is the rightmost hop that is not a trusted proxy. From any
-    /// other peer those headers are ignored.
+    /// Believe the forwarded header (`--forwarded-header`) from this proxy (an address or a
+    /// CIDR range, repeatable): the client is the rightmost hop that is not a trusted proxy.
+    /// From any other peer the header is ignored.
     #[arg(long, value_name = "ADDR|CIDR", value_parser = parse_trusted_proxy)]
     pub(crate) trusted_proxy: Vec<ipnet::IpNet>,
+    /// The header a trusted proxy appends the client to: the other one is never read (the
+    /// proxy passes the client's own copy of it through).
+    #[arg(long, value_name = "HEADER", value_enum, default_value_t = ForwardedHeaderArg::XForwardedFor)]
+    pub(crate) forwarded_header: ForwardedHeaderArg,
     /// The leading bits of an IPv6 address that make one client for the per-address limits
     /// (rate limit, sessions, failed authentications); IPv4 addresses count whole.
     #[arg(long, value_name = "BITS", default_value_t = vellum::transport::http::ClientAddresses::DEFAULT_IPV6_PREFIX, value_parser = clap::value_parser!(u8).range(0..=128))]
@@ -309,6 +313,15 @@ pub(crate) fn parse_rate(s: &str) -> Result<f64, String> {
         return Err(format!("{s:?}: the rate must be above zero"));
     }
     Ok(n / secs)
+}
+
+/// `--forwarded-header`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ForwardedHeaderArg {
+    /// `X-Forwarded-For` (nginx, AWS ALB, most ingresses).
+    XForwardedFor,
+    /// `Forwarded` (RFC 7239).
+    Forwarded,
 }
 
 /// `--trusted-proxy`: an address (`10.0.0.1`, one host) or a range (`10.0.0.0/8`).

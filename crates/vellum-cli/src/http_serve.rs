@@ -7,11 +7,11 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use tower_layer::{Identity, Stack};
 use vellum::transport::http::{
-    ClientAddresses, ConnectionLimits, CrossOriginProtection, Health, ServeLayer,
+    ClientAddresses, ConnectionLimits, CrossOriginProtection, ForwardedHeader, Health, ServeLayer,
     StreamableHttpHandler, StreamableHttpOptions, TlsConfig,
 };
 
-use crate::http_args::HttpArgs;
+use crate::http_args::{ForwardedHeaderArg, HttpArgs};
 use crate::redis_flags::RedisPool;
 
 /// `--list-ttl`, `--read-ttl` and `--cache-scope` as the server's cache hints (what a flag
@@ -129,10 +129,17 @@ async fn options(
     Ok(o)
 }
 
-/// `--trusted-proxy` and `--ipv6-prefix`: how per-address limits tell clients apart.
+/// `--trusted-proxy`, `--forwarded-header` and `--ipv6-prefix`: how per-address limits tell
+/// clients apart.
 fn client_addresses(args: &HttpArgs) -> ClientAddresses {
+    let header = match args.forwarded_header {
+        ForwardedHeaderArg::XForwardedFor => ForwardedHeader::XForwardedFor,
+        ForwardedHeaderArg::Forwarded => ForwardedHeader::Forwarded,
+    };
     args.trusted_proxy.iter().fold(
-        ClientAddresses::default().ipv6_prefix(args.ipv6_prefix),
+        ClientAddresses::default()
+            .ipv6_prefix(args.ipv6_prefix)
+            .forwarded_header(header),
         |clients, proxy| clients.trust_proxy(*proxy),
     )
 }

@@ -1,7 +1,7 @@
 //! `vellum serve`'s per-address limits on a real child process (issue 27, items 6 and 7):
 //! the network default of 100 sessions per client address without authentication (the
-//! 101st refused with the real wait, another address served), `--trusted-proxy` and
-//! `--ipv6-prefix` for the rate limit's keys, and `--auth-failures-per-minute`.
+//! 101st refused with the real wait, another address served), `--trusted-proxy`,
+//! `--forwarded-header` and `--ipv6-prefix` for the rate limit's keys, and `--auth-failures-per-minute`.
 
 // Test code: a panic is how a test fails (clippy.toml allows it only inside #[test] fns).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -107,6 +107,49 @@ async fn trusted_proxy_and_ipv6_prefix_set_the_rate_limit_keys() {
     let c = McpHttp::new(&s.mcp_url());
     assert!(!limited(&c, "203.0.113.1").await);
     assert!(limited(&c, "203.0.113.2").await);
+}
+
+/// A GET with the header `name: value`: true when the rate limit refuses it.
+async fn limited_by(c: &McpHttp, name: &str, value: &str) -> bool {
+    let r = c
+        .http
+        .get(&c.url)
+        .header("accept", "text/event-stream")
+        .header(name, value)
+        .send()
+        .await
+        .unwrap();
+    r.status() == StatusCode::TOO_MANY_REQUESTS
+}
+
+#[tokio::test]
+async fn a_client_cannot_choose_its_key_with_the_header_the_proxy_does_not_write() {
+    let rate = ["--rate-limit", "1/h", "--rate-burst", "1"];
+    // The proxy appends to X-Forwarded-For (the default) and passes `Forwarded` through: a
+    // new `Forwarded: for=` on each request is not a new client.
+    let s = vellum_serve(&[&rate[..], &["--trusted-proxy", "127.0.0.0/8"]].concat());
+    let c = McpHttp::new(&s.mcp_url());
+    assert!(!limited_by(&c, "forwarded", "for=198.51.100.1").await);
+    assert!(limited_by(&c, "forwarded", "for=198.51.100.2").await);
+    assert!(limited_by(&c, "forwarded", "for=198.51.100.3").await);
+    // `--forwarded-header forwarded`: the other way round.
+    let s = vellum_serve(
+        &[
+            &rate[..],
+            &[
+                "--trusted-proxy",
+                "127.0.0.0/8",
+                "--forwarded-header",
+                "forwarded",
+            ],
+        ]
+        .concat(),
+    );
+    let c = McpHttp::new(&s.mcp_url());
+    assert!(!limited_by(&c, "x-forwarded-for", "198.51.100.1").await);
+    assert!(limited_by(&c, "x-forwarded-for", "198.51.100.2").await);
+    assert!(!limited_by(&c, "forwarded", "for=198.51.100.3").await);
+    assert!(limited_by(&c, "forwarded", "for=198.51.100.3").await);
 }
 
 #[tokio::test]

@@ -2,7 +2,8 @@
 //! the rate-limit buckets of 60,000 client addresses stay within the limiter's cap;
 //! `X-Forwarded-For` is believed only from a trusted proxy (the rightmost untrusted hop);
 //! IPv6 clients are keyed by their /64; sessions without authentication are capped per
-//! address, with a `Retry-After` that says when the soonest of them expires.
+//! address, with a `Retry-After` that says when the soonest of them expires, and the
+//! `initialize` still being answered count against that cap.
 
 // Test code: a panic is how a test fails (clippy.toml allows it only inside #[test] fns).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -214,4 +215,115 @@ async fn sessions_per_address_are_capped_with_the_real_wait() {
     // A session that ends makes room at once.
     assert_eq!(held[0].delete().await, StatusCode::NO_CONTENT);
     McpHttp::new(&s.url).connect("2025-11-25").await;
+}
+
+/// A session store whose `create` waits for the gate: a new session stays between its
+/// routing and the table for as long as the test wants.
+struct GatedStore {
+    inner: vellum::store::MemorySessionStore,
+    gate: tokio::sync::watch::Receiver<bool>,
+    creating: Arc<std::sync::atomic::AtomicUsize>,
+    changed: Arc<tokio::sync::Notify>,
+}
+
+impl vellum::store::SessionStore for GatedStore {
+    fn create(
+        &self,
+        id: &str,
+        record: &vellum::store::SessionRecord,
+        ttl: Duration,
+    ) -> futures_util::future::BoxFuture<'static, Result<(), vellum::store::StoreError>> {
+        let (done, mut gate) = (self.inner.create(id, record, ttl), self.gate.clone());
+        self.creating
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.changed.notify_one();
+        Box::pin(async move {
+            let _ = gate.wait_for(|open| *open).await;
+            done.await
+        })
+    }
+    fn load(
+        &self,
+        id: &str,
+    ) -> futures_util::future::BoxFuture<
+        'static,
+        Result<Option<vellum::store::SessionRecord>, vellum::store::StoreError>,
+    > {
+        self.inner.load(id)
+    }
+    fn save(
+        &self,
+        id: &str,
+        record: &vellum::store::SessionRecord,
+    ) -> futures_util::future::BoxFuture<'static, Result<bool, vellum::store::StoreError>> {
+        self.inner.save(id, record)
+    }
+    fn touch(
+        &self,
+        id: &str,
+        ttl: Duration,
+    ) -> futures_util::future::BoxFuture<'static, Result<bool, vellum::store::StoreError>> {
+        self.inner.touch(id, ttl)
+    }
+    fn delete(
+        &self,
+        id: &str,
+    ) -> futures_util::future::BoxFuture<'static, Result<bool, vellum::store::StoreError>> {
+        self.inner.delete(id)
+    }
+}
+
+#[tokio::test]
+async fn initializes_under_way_count_against_the_per_address_cap() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    const CAP: usize = 3;
+    const SENT: usize = 24;
+    let (open, gate) = tokio::sync::watch::channel(false);
+    let creating = Arc::new(AtomicUsize::new(0));
+    let refused = Arc::new(AtomicUsize::new(0));
+    let changed = Arc::new(tokio::sync::Notify::new());
+    let store = Arc::new(GatedStore {
+        inner: vellum::store::MemorySessionStore::new(),
+        gate,
+        creating: creating.clone(),
+        changed: changed.clone(),
+    });
+    let bus = vellum::store::MemoryBus::new();
+    let mut o =
+        StreamableHttpOptions::default().shared_sessions(store, Arc::new(bus.endpoint("a")));
+    o.max_sessions_per_address = Some(CAP);
+    let s = TestHttpServer::start(test_server().server, o).await;
+    // SENT initialize at once from one address, each on its own connection; none of them
+    // enters the table until the gate opens.
+    let tasks: Vec<_> = (0..SENT)
+        .map(|_| {
+            let (url, refused, changed) = (s.url.clone(), refused.clone(), changed.clone());
+            tokio::spawn(async move {
+                let status = initialize(&mut McpHttp::new(&url)).await.status;
+                if status == StatusCode::SERVICE_UNAVAILABLE {
+                    refused.fetch_add(1, Ordering::SeqCst);
+                    changed.notify_one();
+                }
+                status
+            })
+        })
+        .collect();
+    // Every request was either refused or is creating its session.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while creating.load(Ordering::SeqCst) + refused.load(Ordering::SeqCst) < SENT {
+        let left = deadline.saturating_duration_since(Instant::now());
+        assert!(
+            tokio::time::timeout(left, changed.notified()).await.is_ok(),
+            "creating {}, refused {}",
+            creating.load(Ordering::SeqCst),
+            refused.load(Ordering::SeqCst)
+        );
+    }
+    open.send_replace(true);
+    let mut ok = 0;
+    for t in tasks {
+        ok += usize::from(t.await.unwrap() == StatusCode::OK);
+    }
+    assert_eq!(ok, CAP, "sessions given to one address");
+    assert_eq!(creating.load(Ordering::SeqCst), CAP);
 }

@@ -21,20 +21,29 @@ use vellum_testkit::http::TestHttpServer;
 
 use auth_support::{INIT, ISSUER, WHOAMI, mcp_server, open_session, post, whoami};
 
-/// Accepts `valid-<name>` as the principal `<name>`; anything else has a bad signature.
+/// Accepts `valid-<name>` as the principal `<name>`; anything else has a bad signature. A
+/// token it accepted once it knows valid (as a verifier's cache does).
 #[derive(Default)]
 struct CountingVerifier {
     calls: AtomicUsize,
+    verified: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 impl TokenVerifier for CountingVerifier {
     fn verify<'a>(&'a self, token: &'a str) -> VerifyFuture<'a> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         let verdict = match token.strip_prefix("valid-") {
-            Some(sub) => Ok(Principal::new(ISSUER, sub)),
+            Some(sub) => {
+                self.verified.lock().unwrap().insert(token.to_owned());
+                Ok(Principal::new(ISSUER, sub))
+            }
             None => Err(InvalidToken::BadSignature.into()),
         };
         Box::pin(std::future::ready(verdict))
+    }
+
+    fn is_known_valid(&self, token: &str) -> bool {
+        self.verified.lock().unwrap().contains(token)
     }
 }
 
@@ -158,4 +167,28 @@ async fn an_address_past_its_failure_budget_gets_429_before_verification() {
     // The flood reached the verifier not once.
     // (Two requests to open the session, one call, the other address's token.)
     assert_eq!(verifier.calls.load(Ordering::SeqCst), 20 + 4);
+}
+
+#[tokio::test]
+async fn a_valid_token_known_valid_is_served_from_an_address_past_its_budget() {
+    let verifier = Arc::new(CountingVerifier::default());
+    let s = start(verifier.clone(), |b| {
+        b.failed_auth_limit(Some(RateLimit::new(1.0 / 3600.0, 3)))
+    })
+    .await;
+    // A shared address (a NAT): a valid user, then someone forging tokens.
+    let shared = client_from([127, 0, 0, 4]);
+    let sid = open_session(&shared, &s.url, "valid-carol").await;
+    for i in 0..3 {
+        let r = post(&shared, &s.url, Some(&format!("forged-{i}")), None, INIT).await;
+        assert_eq!(r.status(), 401, "failure {i}");
+    }
+    let r = post(&shared, &s.url, Some("forged-3"), None, INIT).await;
+    assert_eq!(r.status(), 429);
+    // The valid user goes on being served.
+    let (status, text) = whoami(&shared, &s.url, "valid-carol", &sid).await;
+    assert_eq!(status, 200, "{text}");
+    // A token not known valid waits out the budget like any other.
+    let r = post(&shared, &s.url, Some("valid-dave"), None, INIT).await;
+    assert_eq!(r.status(), 429);
 }

@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
@@ -55,6 +55,11 @@ pub(crate) struct FailureGuard {
     limit: Option<RateLimit>,
     by_address: MemoryRateLimiter,
     tokens: FailedTokens,
+    epoch: Instant,
+    /// Milliseconds since `epoch` of the last failure counted, plus one (0: none yet). An
+    /// address can be past its budget only within a full refill of the last failure: until
+    /// then requests skip the budget's lookup.
+    last_failure: AtomicU64,
 }
 
 impl FailureGuard {
@@ -67,14 +72,47 @@ impl FailureGuard {
                 0
             }),
             tokens: FailedTokens::new(capacity, ttl),
+            epoch: Instant::now(),
+            last_failure: AtomicU64::new(0),
         }
     }
 
-    /// Before verifying `token` of a request from `address`.
-    pub(crate) fn before(&self, address: Option<IpAddr>, token: &str) -> Precheck {
+    /// Milliseconds since the guard's epoch.
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// True when some address may be past its budget: a failure was counted less than a
+    /// full refill of the budget ago.
+    fn may_be_limited(&self, limit: RateLimit) -> bool {
+        let last = self.last_failure.load(Ordering::Acquire);
+        if last == 0 {
+            return false;
+        }
+        let refill_secs = f64::from(limit.burst.max(1)) / limit.per_second;
+        // A budget that never refills (or a nonsense rate): always look.
+        if !(refill_secs.is_finite() && refill_secs >= 0.0) {
+            return true;
+        }
+        let refill_ms = (refill_secs * 1000.0).ceil().min(u64::MAX as f64) as u64;
+        self.now_ms() < (last - 1).saturating_add(refill_ms).saturating_add(1)
+    }
+
+    /// Before verifying `token` of a request from `address`; `known_valid` says whether the
+    /// verifier knows the token valid (asked only of an address past its budget: such a
+    /// token is verified, as a shared address's forged tokens must not lock out its valid
+    /// users).
+    pub(crate) fn before(
+        &self,
+        address: Option<IpAddr>,
+        token: &str,
+        known_valid: impl FnOnce() -> bool,
+    ) -> Precheck {
         if let (Some(limit), Some(a)) = (self.limit, address)
+            && self.may_be_limited(limit)
             && let Admission::Limited { retry_after } =
                 self.by_address.peek_now(&a.to_string(), limit)
+            && !known_valid()
         {
             return Precheck::Limited {
                 retry_after_secs: retry_after.as_secs_f64().ceil().max(1.0) as u64,
@@ -99,6 +137,8 @@ impl FailureGuard {
 
     fn count(&self, address: Option<IpAddr>) {
         if let (Some(limit), Some(a)) = (self.limit, address) {
+            self.last_failure
+                .store(self.now_ms().saturating_add(1), Ordering::Release);
             self.by_address.admit_now(&a.to_string(), limit);
         }
     }
@@ -112,8 +152,10 @@ type Generation = HashMap<[u8; 32], (InvalidToken, Instant)>;
 struct FailedTokens {
     per_generation: usize,
     ttl: Duration,
-    /// False until the first failure: requests skip the hash while nothing failed.
-    used: AtomicBool,
+    epoch: Instant,
+    /// Milliseconds since `epoch` until which the latest failed token is remembered (0:
+    /// none): past it nothing is, and requests skip the hash and the lock.
+    remembered_until: AtomicU64,
     generations: Mutex<[Generation; 2]>,
 }
 
@@ -122,13 +164,23 @@ impl FailedTokens {
         FailedTokens {
             per_generation: capacity / 2,
             ttl,
-            used: AtomicBool::new(false),
+            epoch: Instant::now(),
+            remembered_until: AtomicU64::new(0),
             generations: Mutex::default(),
         }
     }
 
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// True while some failed token is remembered.
+    fn remembers_any(&self) -> bool {
+        self.now_ms() < self.remembered_until.load(Ordering::Acquire)
+    }
+
     fn get(&self, token: &str) -> Option<InvalidToken> {
-        if !self.used.load(Ordering::Acquire) {
+        if !self.remembers_any() {
             return None;
         }
         let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
@@ -149,8 +201,10 @@ impl FailedTokens {
         if g[0].len() >= self.per_generation {
             g[1] = std::mem::take(&mut g[0]);
         }
-        g[0].insert(key, (reason, Instant::now() + self.ttl));
-        self.used.store(true, Ordering::Release);
+        let until = Instant::now() + self.ttl;
+        g[0].insert(key, (reason, until));
+        let until_ms = u64::try_from((until - self.epoch).as_millis()).unwrap_or(u64::MAX);
+        self.remembered_until.fetch_max(until_ms, Ordering::AcqRel);
     }
 
     #[cfg(test)]
@@ -178,6 +232,35 @@ mod tests {
         assert_eq!(gone.get("forged"), None);
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn nothing_is_looked_up_once_no_failure_can_count() {
+        let t = FailedTokens::new(100, Duration::from_secs(60));
+        assert!(!t.remembers_any());
+        t.insert("forged", InvalidToken::BadSignature);
+        assert!(t.remembers_any());
+        tokio::time::advance(Duration::from_secs(61)).await;
+        assert!(!t.remembers_any());
+        assert_eq!(t.get("forged"), None);
+        // A budget of 2 refilling one a second: full again 2 s after the last failure.
+        let guard = FailureGuard::new(Some(RateLimit::new(1.0, 2)), 10, Duration::ZERO);
+        let limit = RateLimit::new(1.0, 2);
+        assert!(!guard.may_be_limited(limit));
+        let a: IpAddr = "192.0.2.1".parse().unwrap();
+        guard.failed(Some(a), "x", InvalidToken::BadSignature);
+        guard.failed(Some(a), "y", InvalidToken::BadSignature);
+        assert!(guard.may_be_limited(limit));
+        assert!(matches!(
+            guard.before(Some(a), "z", || false),
+            Precheck::Limited { .. }
+        ));
+        tokio::time::advance(Duration::from_millis(2_100)).await;
+        assert!(!guard.may_be_limited(limit));
+        assert!(matches!(
+            guard.before(Some(a), "z", || false),
+            Precheck::Verify
+        ));
+    }
+
     #[test]
     fn an_address_past_its_budget_is_limited_and_another_is_not() {
         let guard = FailureGuard::new(
@@ -188,16 +271,22 @@ mod tests {
         let a: IpAddr = "192.0.2.1".parse().unwrap();
         let b: IpAddr = "192.0.2.2".parse().unwrap();
         guard.failed(Some(a), "x", InvalidToken::BadSignature);
-        assert!(matches!(guard.before(Some(a), "y"), Precheck::Verify));
+        assert!(matches!(
+            guard.before(Some(a), "y", || false),
+            Precheck::Verify
+        ));
         guard.failed(Some(a), "y", InvalidToken::Expired);
         assert!(
-            matches!(guard.before(Some(a), "z"), Precheck::Limited { retry_after_secs } if retry_after_secs > 1)
+            matches!(guard.before(Some(a), "z", || false), Precheck::Limited { retry_after_secs } if retry_after_secs > 1)
         );
         assert!(matches!(
-            guard.before(Some(b), "x"),
+            guard.before(Some(b), "x", || false),
             Precheck::Known(InvalidToken::BadSignature)
         ));
         // Without an address nothing is limited.
-        assert!(matches!(guard.before(None, "z"), Precheck::Verify));
+        assert!(matches!(
+            guard.before(None, "z", || false),
+            Precheck::Verify
+        ));
     }
 }

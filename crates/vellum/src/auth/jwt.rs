@@ -264,6 +264,14 @@ impl TokenVerifier for JwtVerifier {
     fn verify<'a>(&'a self, token: &'a str) -> VerifyFuture<'a> {
         Box::pin(self.check(token))
     }
+
+    fn is_known_valid(&self, token: &str) -> bool {
+        self.cache.enabled()
+            && self
+                .cache
+                .get(&TokenCache::hash(token), self.generation())
+                .is_some()
+    }
 }
 
 #[cfg(test)]
@@ -302,6 +310,22 @@ mod tests {
         assert_eq!(p.subject, "alice");
         assert_eq!(p.scopes, ["a", "b"]);
         assert_eq!(p.client_id.as_deref(), Some("cli"));
+    }
+
+    #[test]
+    fn a_verified_token_is_known_valid() {
+        let v = verifier();
+        let good = token(claims(), Header::default(), SECRET);
+        assert!(!v.is_known_valid(&good));
+        run(&v, &good).unwrap();
+        assert!(v.is_known_valid(&good));
+        let forged = token(
+            claims(),
+            Header::default(),
+            b"another secret of thirty-two b",
+        );
+        assert!(run(&v, &forged).is_err());
+        assert!(!v.is_known_valid(&forged));
     }
 
     #[test]

@@ -287,7 +287,8 @@ impl Config {
             .security
             .client_addresses()
             .key_of_request(req.headers(), req.extensions().get::<ConnectionInfo>());
-        match self.failures.before(address, &token) {
+        let known_valid = || self.verifier.is_known_valid(&token);
+        match self.failures.before(address, &token, known_valid) {
             Precheck::Verify => {}
             Precheck::Known(reason) => return Err(self.refuse_token(scheme, reason.description())),
             Precheck::Limited { retry_after_secs } => {

@@ -19,11 +19,24 @@ pub type VerifyFuture<'a> =
 pub trait TokenVerifier: Send + Sync + 'static {
     /// Verifies `token` (the credential of an `Authorization: Bearer` header).
     fn verify<'a>(&'a self, token: &'a str) -> VerifyFuture<'a>;
+
+    /// True when `token` is known to be valid now without checking it again (a cache of
+    /// verified tokens): the layer then verifies it even from a client address past its
+    /// failed-authentication budget, so that forged tokens from a shared address do not
+    /// lock out its valid users. Must be cheap and must not block. Default: `false`.
+    fn is_known_valid(&self, token: &str) -> bool {
+        let _ = token;
+        false
+    }
 }
 
 impl<T: TokenVerifier + ?Sized> TokenVerifier for std::sync::Arc<T> {
     fn verify<'a>(&'a self, token: &'a str) -> VerifyFuture<'a> {
         (**self).verify(token)
+    }
+
+    fn is_known_valid(&self, token: &str) -> bool {
+        (**self).is_known_valid(token)
     }
 }
 

@@ -115,16 +115,23 @@ impl MemoryRateLimiter {
     pub fn admit_now(&self, key: &str, limit: RateLimit) -> Admission {
         let now = Instant::now();
         let mut shard = lock(self.shard(key));
-        let b = shard.bucket(key, limit, now, self.per_generation);
-        let tokens = level(b, now, limit);
+        let limit = limit.usable();
+        let tokens = level(
+            &shard.bucket(key, limit, now, self.per_generation),
+            now,
+            limit,
+        );
         if tokens >= 1.0 {
-            *b = Bucket {
-                tokens: tokens - 1.0,
-                at: now,
-            };
+            shard.set(
+                key,
+                Bucket {
+                    tokens: tokens - 1.0,
+                    at: now,
+                },
+            );
             Admission::Allowed
         } else {
-            *b = Bucket { tokens, at: now };
+            shard.set(key, Bucket { tokens, at: now });
             Admission::Limited {
                 retry_after: wait(tokens, limit),
             }
@@ -135,6 +142,7 @@ impl MemoryRateLimiter {
     /// (an unknown key has a full bucket).
     pub fn peek_now(&self, key: &str, limit: RateLimit) -> Admission {
         let now = Instant::now();
+        let limit = limit.usable();
         let shard = lock(self.shard(key));
         let held = shard.current.get(key).or_else(|| shard.previous.get(key));
         match held.map(|b| level(b, now, limit)) {
@@ -147,31 +155,47 @@ impl MemoryRateLimiter {
 }
 
 impl Shard {
-    /// `key`'s bucket in the current generation (moved there from the previous one, or a
-    /// full one when the key is new), rotating the generations first when due.
+    /// `key`'s bucket, in the current generation from now on (moved there from the previous
+    /// one, or a full one when the key is new), rotating the generations first when due.
     fn bucket(
         &mut self,
         key: &str,
         limit: RateLimit,
         now: Instant,
         per_generation: usize,
-    ) -> &mut Bucket {
+    ) -> Bucket {
         self.slowest_refill = self.slowest_refill.max(limit.refill_time());
         let started = *self.started.get_or_insert(now);
         // What is left in `previous` was last used before `current` started: when that is
         // longer ago than the slowest refill, those buckets are full and may go.
         let stale = now.saturating_duration_since(started) > self.slowest_refill;
+        let mut kept = None;
         if stale || (self.current.len() >= per_generation && !self.current.contains_key(key)) {
+            // Taken out first: the rotation drops the previous generation whole, and with it
+            // this key's spent bucket.
+            kept = self.previous.remove(key);
             self.previous = std::mem::take(&mut self.current);
             self.started = Some(now);
         }
-        let previous = &mut self.previous;
-        self.current.entry(key.to_owned()).or_insert_with(|| {
-            previous.remove(key).unwrap_or(Bucket {
+        // A key already here costs no allocation.
+        if let Some(b) = self.current.get(key) {
+            return *b;
+        }
+        let b = kept
+            .or_else(|| self.previous.remove(key))
+            .unwrap_or(Bucket {
                 tokens: f64::from(limit.burst),
                 at: now,
-            })
-        })
+            });
+        self.current.insert(key.to_owned(), b);
+        b
+    }
+
+    /// Stores `key`'s bucket (in the current generation since [`bucket`](Self::bucket)).
+    fn set(&mut self, key: &str, bucket: Bucket) {
+        if let Some(b) = self.current.get_mut(key) {
+            *b = bucket;
+        }
     }
 }
 
@@ -246,6 +270,44 @@ mod tests {
         );
         assert!(l.len() <= 10_000, "{}", l.len());
         assert!(l.len() >= 5_000, "too much forgotten: {}", l.len());
+    }
+
+    #[test]
+    fn a_key_whose_lookup_rotates_the_generations_keeps_its_spent_bucket() {
+        let mut shard = Shard::default();
+        let limit = RateLimit::new(1.0 / 3600.0, 1);
+        let t0 = Instant::now();
+        // One key a generation: "a" spent, then "b" pushes it into the previous generation.
+        shard.bucket("a", limit, t0, 1);
+        shard.set(
+            "a",
+            Bucket {
+                tokens: 0.0,
+                at: t0,
+            },
+        );
+        shard.bucket("b", limit, t0, 1);
+        assert!(shard.previous.contains_key("a"));
+        // "a" again: its own lookup rotates, and its bucket is still spent.
+        let a = shard.bucket("a", limit, t0, 1);
+        assert!(level(&a, t0, limit) < 1.0, "{a:?}");
+        assert!(shard.current.contains_key("a"));
+    }
+
+    #[test]
+    fn a_limit_of_nonsense_fields_does_not_panic() {
+        let l = MemoryRateLimiter::new();
+        for per_second in [-1.0, 0.0, f64::NAN, f64::INFINITY, f64::MIN_POSITIVE] {
+            let limit = RateLimit {
+                per_second,
+                burst: 0,
+            };
+            let _ = limit.refill_time();
+            let k = format!("k{per_second}");
+            assert_eq!(l.admit_now(&k, limit), Admission::Allowed, "{per_second}");
+            assert!(matches!(l.admit_now(&k, limit), Admission::Limited { .. }));
+            assert!(matches!(l.peek_now(&k, limit), Admission::Limited { .. }));
+        }
     }
 
     #[test]

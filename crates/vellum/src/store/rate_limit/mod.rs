@@ -48,7 +48,14 @@ impl RateLimit {
 
     /// How long a bucket takes to fill from empty: how long a key is worth remembering.
     pub fn refill_time(&self) -> Duration {
-        Duration::from_secs_f64((f64::from(self.burst) / self.per_second).min(86_400.0 * 365.0))
+        let l = self.usable();
+        Duration::from_secs_f64((f64::from(l.burst) / l.per_second).min(86_400.0 * 365.0))
+    }
+
+    /// The limit as [`new`](Self::new) would make it: the fields are public, and a rate that
+    /// is not above zero (or not finite) would make every wait a panic or a division by zero.
+    pub(crate) fn usable(self) -> RateLimit {
+        RateLimit::new(self.per_second, self.burst)
     }
 }
 

@@ -55,6 +55,7 @@ impl RateLimiter for RedisRateLimiter {
         key: &str,
         limit: RateLimit,
     ) -> BoxFuture<'static, Result<Admission, StoreError>> {
+        let limit = limit.usable();
         let name = format!("{}:rl:{{{key}}}", self.redis.options().prefix);
         let ttl = (limit.refill_time().as_millis() as u64).saturating_add(1000);
         let mut conn = self.redis.conn();

@@ -4,13 +4,15 @@
 //!
 //! The derivation, in order:
 //! 1. The TCP peer's address (an IPv4-mapped IPv6 address counts as the IPv4 one).
-//! 2. Only when the peer is a trusted proxy: the hops it forwarded, from `Forwarded`
-//!    (RFC 7239, its `for=` parameters) or, when that header is absent, `X-Forwarded-For`,
-//!    read from the right: the first hop that is not itself a trusted proxy is the client.
+//! 2. Only when the peer is a trusted proxy: the hops it forwarded, from the one header the
+//!    operator picked ([`ForwardedHeader`]: `X-Forwarded-For` by default, or `Forwarded`,
+//!    RFC 7239, its `for=` parameters), read from the right: the first hop that is not itself a trusted proxy is the client.
 //!    A hop that cannot be read (`unknown`, an obfuscated name) ends the walk at the last
 //!    trusted hop: that proxy's address is then the client's. When every hop is trusted,
 //!    the leftmost is the client. An untrusted peer's headers are never read, so a client
-//!    cannot choose its own key.
+//!    cannot choose its own key. The other header is never read: a proxy that appends to
+//!    one passes the client's own copy of the other through, and reading it would let the
+//!    client choose its key.
 //! 3. The key: an IPv4 address as is, an IPv6 address cut to its prefix (`/64` by default:
 //!    one subscriber's network is one client, not 2^64 of them).
 //!
@@ -47,6 +49,22 @@ pub struct ClientAddresses {
     /// The leading bits of an IPv6 address that make one client (0 to 128; IPv4 addresses
     /// count whole). Default: [`ClientAddresses::DEFAULT_IPV6_PREFIX`] (64).
     pub ipv6_prefix: u8,
+    /// The one header a trusted proxy's hops are read from (the other is ignored).
+    /// Default: [`ForwardedHeader::XForwardedFor`].
+    pub forwarded_header: ForwardedHeader,
+}
+
+/// Which header carries the hops a trusted proxy forwarded: the one the proxy in front
+/// appends to (nginx, AWS ALB, most ingresses: `X-Forwarded-For`). Only that one is read, as
+/// the other arrives as the client wrote it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ForwardedHeader {
+    /// `X-Forwarded-For` (the default).
+    #[default]
+    XForwardedFor,
+    /// `Forwarded` (RFC 7239), its `for=` parameters.
+    Forwarded,
 }
 
 impl Default for ClientAddresses {
@@ -54,6 +72,7 @@ impl Default for ClientAddresses {
         ClientAddresses {
             trusted_proxies: Vec::new(),
             ipv6_prefix: Self::DEFAULT_IPV6_PREFIX,
+            forwarded_header: ForwardedHeader::default(),
         }
     }
 }
@@ -76,10 +95,20 @@ impl ClientAddresses {
         self
     }
 
-    /// True when `ip` is a trusted proxy.
+    /// Reads the hops from `header` only (see [`ForwardedHeader`]).
+    #[must_use]
+    pub fn forwarded_header(mut self, header: ForwardedHeader) -> Self {
+        self.forwarded_header = header;
+        self
+    }
+
+    /// True when `ip` is a trusted proxy (an IPv4-mapped address or range, such as
+    /// `::ffff:10.0.0.0/104`, counts as the IPv4 one).
     pub fn is_trusted(&self, ip: IpAddr) -> bool {
         let ip = ip.to_canonical();
-        self.trusted_proxies.iter().any(|net| net.contains(&ip))
+        self.trusted_proxies
+            .iter()
+            .any(|net| canonical_net(*net).contains(&ip))
     }
 
     /// The client's address of a request that came from `peer` with `headers`.
@@ -88,7 +117,10 @@ impl ClientAddresses {
         if !self.is_trusted(client) {
             return client;
         }
-        for hop in forwarded_hops(headers).into_iter().rev() {
+        for hop in forwarded_hops(headers, self.forwarded_header)
+            .into_iter()
+            .rev()
+        {
             let Some(hop) = hop else { return client };
             client = hop.to_canonical();
             if !self.is_trusted(client) {
@@ -127,12 +159,23 @@ impl ClientAddresses {
 #[derive(Clone, Copy, Debug)]
 pub(super) struct ClientKey(pub(super) IpAddr);
 
-/// The hops of `Forwarded` (when present) or `X-Forwarded-For`, leftmost first; `None` for
-/// one that is not an address.
-fn forwarded_hops(headers: &HeaderMap) -> Vec<Option<IpAddr>> {
-    let forwarded = headers.get_all(http::header::FORWARDED);
-    if forwarded.iter().next().is_some() {
-        return forwarded
+/// A range of IPv4-mapped IPv6 addresses (`::ffff:0:0/96` and narrower) as the IPv4 range,
+/// since the peer and the hops are compared in their canonical form.
+fn canonical_net(net: IpNet) -> IpNet {
+    match net {
+        IpNet::V6(v6) if v6.prefix_len() >= 96 => match v6.network().to_ipv4_mapped() {
+            Some(v4) => ipnet::Ipv4Net::new(v4, v6.prefix_len() - 96).map_or(net, IpNet::V4),
+            None => net,
+        },
+        other => other,
+    }
+}
+
+/// The hops of the operator's header, leftmost first; `None` for one that is not an address.
+fn forwarded_hops(headers: &HeaderMap, header: ForwardedHeader) -> Vec<Option<IpAddr>> {
+    if header == ForwardedHeader::Forwarded {
+        return headers
+            .get_all(http::header::FORWARDED)
             .iter()
             .flat_map(|v| v.to_str().unwrap_or("").split(','))
             .map(|element| {
@@ -209,8 +252,41 @@ mod tests {
     }
 
     #[test]
-    fn forwarded_wins_over_x_forwarded_for() {
-        let c = ClientAddresses::default().trust_proxy("127.0.0.1/32".parse().unwrap());
+    fn only_the_operators_header_is_read() {
+        // A proxy that appends to X-Forwarded-For passes the client's own `Forwarded` on.
+        let xff = ClientAddresses::default().trust_proxy("127.0.0.1/32".parse().unwrap());
+        let h = headers(&[
+            ("forwarded", "for=6.6.6.6"),
+            ("x-forwarded-for", "203.0.113.9"),
+        ]);
+        assert_eq!(xff.client_ip(&h, ip("127.0.0.1")), ip("203.0.113.9"));
+        let h = headers(&[("forwarded", "for=6.6.6.6")]);
+        assert_eq!(xff.client_ip(&h, ip("127.0.0.1")), ip("127.0.0.1"));
+        // And the other way round.
+        let fwd = xff.forwarded_header(ForwardedHeader::Forwarded);
+        let h = headers(&[
+            ("forwarded", "for=203.0.113.9"),
+            ("x-forwarded-for", "6.6.6.6"),
+        ]);
+        assert_eq!(fwd.client_ip(&h, ip("127.0.0.1")), ip("203.0.113.9"));
+    }
+
+    #[test]
+    fn a_mapped_trusted_range_matches_ipv4_peers() {
+        let c = ClientAddresses::default().trust_proxy("::ffff:10.0.0.0/104".parse().unwrap());
+        assert!(c.is_trusted(ip("10.1.2.3")));
+        assert!(c.is_trusted(ip("::ffff:10.1.2.3")));
+        assert!(!c.is_trusted(ip("11.1.2.3")));
+        let one = ClientAddresses::default().trust_proxy("::ffff:10.0.0.1/128".parse().unwrap());
+        assert!(one.is_trusted(ip("10.0.0.1")));
+        assert!(!one.is_trusted(ip("10.0.0.2")));
+    }
+
+    #[test]
+    fn the_forwarded_header_when_picked() {
+        let c = ClientAddresses::default()
+            .trust_proxy("127.0.0.1/32".parse().unwrap())
+            .forwarded_header(ForwardedHeader::Forwarded);
         let h = headers(&[
             ("x-forwarded-for", "1.1.1.1"),
             (

@@ -64,7 +64,7 @@ mod trace;
 mod trace_context;
 
 pub use body::ResponseBody;
-pub use client_address::ClientAddresses;
+pub use client_address::{ClientAddresses, ForwardedHeader};
 pub use connection_limits::ConnectionLimits;
 pub use endpoint::{HandlerFuture, StreamableHttpHandler};
 pub use health::{

@@ -127,8 +127,13 @@ impl Limits {
         parts: &mut http::request::Parts,
         connection: Option<&ConnectionInfo>,
     ) -> Result<(), Rejection> {
-        let address = self.clients.key_of_request(&parts.headers, connection);
-        let key = key(parts.extensions.get::<Caller>(), address);
+        let caller = parts.extensions.get::<Caller>();
+        // An authenticated caller is keyed by its principal: its address is not needed.
+        let address = match caller {
+            Some(_) => None,
+            None => self.clients.key_of_request(&parts.headers, connection),
+        };
+        let key = key(caller, address);
         if let Some(limit) = self.per_caller {
             take(&*self.store, &key, limit).await?;
         }

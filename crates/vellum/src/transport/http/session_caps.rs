@@ -1,15 +1,22 @@
-//! What the session caps need of the session table: how many sessions each client address
-//! holds (sessions without an authenticated owner, for `max_sessions_per_address`), and when
-//! the soonest idle session expires, in all and per address, so that the 503 of a session
-//! cap says the real wait in `Retry-After`.
+//! What the session caps need of the session table: how many sessions each holder has (an
+//! authenticated principal, for `max_sessions_per_principal`; else the client address, for
+//! `max_sessions_per_address`), the slots reserved by `initialize` requests still being
+//! answered, and when the soonest idle session expires, in all and per holder, so that the
+//! 503 of a session cap says the real wait in `Retry-After`.
+//!
+//! A new session takes a [`SessionSlot`] when its `initialize` is routed, checked against
+//! every cap together with the sessions already in the table under one lock, so that many
+//! `initialize` at once (one HTTP/2 connection, many connections) cannot all pass the check
+//! before any of them is in the table. The slot goes when the session enters the table, or
+//! when it is abandoned or its request dropped.
 //!
 //! The counts follow the table exactly (a session counts from when it enters the table to
-//! when it leaves). The wait of a per-address refusal is computed then, from the address's
-//! own sessions (at most its cap of them). The wait of the other caps (in all, per
-//! principal) would need every session: the sweeper, which visits every session anyway,
-//! records the soonest expiry, and a new session lowers it; between sweeps (at most 5 s) a
-//! session that got busy or sent `initialized` still counts as expiring at its old time, so
-//! that wait is never longer than the real one.
+//! when it leaves). The wait of a per-holder refusal is computed then, from the holder's
+//! own sessions (at most its cap of them). The wait of the cap in all would need every
+//! session: the sweeper, which visits every session anyway, records the soonest expiry, and
+//! a new session lowers it; between sweeps (at most 5 s) a session that got busy or sent
+//! `initialized` still counts as expiring at its old time, so that wait is never longer
+//! than the real one.
 //!
 //! Not here: the table itself (`session_table.rs`), the checks (`session_routing.rs`).
 
@@ -20,6 +27,8 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use crate::sync::lock;
+
+use super::session_hooks::Owner;
 
 /// No expiry known.
 const NONE: u64 = u64::MAX;
@@ -63,59 +72,149 @@ pub(crate) trait Expiring: Send + Sync {
     fn expires_at(&self, expiry: &Expiry) -> Option<u64>;
 }
 
-/// The sessions of one client address, by id.
+/// Whom a session counts against: its authenticated owner, else its client address.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Holder {
+    Owner(Owner),
+    Address(IpAddr),
+}
+
+/// The sessions of one holder, by id.
 type Held = Vec<(Arc<str>, Weak<dyn Expiring>)>;
 
-/// Per-address counts and the soonest expiries (see the module documentation).
+/// The caps a new session is checked against (`None`: no cap).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Caps {
+    pub(crate) total: Option<usize>,
+    pub(crate) per_principal: Option<usize>,
+    pub(crate) per_address: Option<usize>,
+}
+
+/// Which cap refused a new session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Full {
+    Total,
+    Holder(Holder),
+}
+
+/// The sessions in the table per holder, and the slots reserved but not yet in the table.
+#[derive(Default)]
+struct Counts {
+    held: HashMap<Holder, Held>,
+    reserved: usize,
+    reserved_by: HashMap<Holder, usize>,
+}
+
+/// Per-holder counts and the soonest expiries (see the module documentation).
 pub(crate) struct SessionCaps {
     pub(crate) expiry: Expiry,
-    per_address: Mutex<HashMap<IpAddr, Held>>,
+    counts: Mutex<Counts>,
     soonest: AtomicU64,
+}
+
+/// A new session's place under the caps, from its `initialize` until it enters the table
+/// (or is abandoned): released on drop.
+pub(crate) struct SessionSlot {
+    caps: Arc<SessionCaps>,
+    holder: Option<Holder>,
+}
+
+impl Drop for SessionSlot {
+    fn drop(&mut self) {
+        let mut counts = lock(&self.caps.counts);
+        counts.reserved = counts.reserved.saturating_sub(1);
+        if let Some(h) = &self.holder
+            && let Some(n) = counts.reserved_by.get_mut(h)
+        {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                counts.reserved_by.remove(h);
+            }
+        }
+    }
 }
 
 impl SessionCaps {
     pub(crate) fn new(expiry: Expiry) -> Self {
         SessionCaps {
             expiry,
-            per_address: Mutex::new(HashMap::new()),
+            counts: Mutex::new(Counts::default()),
             soonest: AtomicU64::new(NONE),
         }
     }
 
-    /// Session `id` entered the table (from `address`, when it is counted per address).
+    /// Reserves a slot for a new session of `holder` when the sessions in the table
+    /// (`in_table` of them in all) and the slots already reserved leave room under `caps`.
+    pub(crate) fn reserve(
+        self: &Arc<Self>,
+        caps: Caps,
+        in_table: impl FnOnce() -> usize,
+        holder: Option<Holder>,
+    ) -> Result<SessionSlot, Full> {
+        let mut counts = lock(&self.counts);
+        if let Some(max) = caps.total
+            && in_table().saturating_add(counts.reserved) >= max
+        {
+            return Err(Full::Total);
+        }
+        let cap = match &holder {
+            Some(Holder::Owner(_)) => caps.per_principal,
+            Some(Holder::Address(_)) => caps.per_address,
+            None => None,
+        };
+        if let (Some(max), Some(h)) = (cap, &holder) {
+            let held = counts.held.get(h).map_or(0, Vec::len);
+            let reserved = counts.reserved_by.get(h).copied().unwrap_or(0);
+            if held.saturating_add(reserved) >= max {
+                return Err(Full::Holder(h.clone()));
+            }
+        }
+        counts.reserved += 1;
+        if let Some(h) = &holder {
+            *counts.reserved_by.entry(h.clone()).or_default() += 1;
+        }
+        Ok(SessionSlot {
+            caps: self.clone(),
+            holder,
+        })
+    }
+
+    /// Session `id` entered the table (counted against `holder`, when it has one).
     /// `expires`: when it would expire if idle from now.
     pub(crate) fn added(
         &self,
         id: &Arc<str>,
-        address: Option<IpAddr>,
+        holder: Option<&Holder>,
         session: Weak<dyn Expiring>,
         expires: Option<u64>,
     ) {
         self.soonest
             .fetch_min(expires.unwrap_or(NONE), Ordering::AcqRel);
-        if let Some(a) = address {
-            lock(&self.per_address)
-                .entry(a)
+        if let Some(h) = holder {
+            lock(&self.counts)
+                .held
+                .entry(h.clone())
                 .or_default()
                 .push((id.clone(), session));
         }
     }
 
     /// Session `id` left the table.
-    pub(crate) fn removed(&self, id: &str, address: Option<IpAddr>) {
-        let Some(a) = address else { return };
-        let mut per = lock(&self.per_address);
-        if let Some(held) = per.get_mut(&a) {
+    pub(crate) fn removed(&self, id: &str, holder: Option<&Holder>) {
+        let Some(h) = holder else { return };
+        let mut counts = lock(&self.counts);
+        if let Some(held) = counts.held.get_mut(h) {
             held.retain(|(i, _)| &**i != id);
             if held.is_empty() {
-                per.remove(&a);
+                counts.held.remove(h);
             }
         }
     }
 
-    /// How many sessions `address` holds.
-    pub(crate) fn held_by(&self, address: IpAddr) -> usize {
-        lock(&self.per_address).get(&address).map_or(0, Vec::len)
+    /// How many sessions `holder` has in the table.
+    #[cfg(test)]
+    pub(crate) fn held_by(&self, holder: &Holder) -> usize {
+        lock(&self.counts).held.get(holder).map_or(0, Vec::len)
     }
 
     /// The sweeper's view: the soonest expiry of all idle sessions.
@@ -124,17 +223,17 @@ impl SessionCaps {
             .store(soonest.unwrap_or(NONE), Ordering::Release);
     }
 
-    /// The `Retry-After` of a refusal at `now`: until the soonest session of `address` (or of
-    /// all, without one) expires, at least 1 s.
-    pub(crate) fn retry_after_secs(&self, address: Option<IpAddr>, now: u64) -> u64 {
-        let soonest = match address {
-            Some(a) => lock(&self.per_address).get(&a).map_or(NONE, |held| {
+    /// The `Retry-After` of a refusal at `now`: until the soonest session of the holder that
+    /// is full (or of all) expires, at least 1 s.
+    pub(crate) fn retry_after_secs(&self, full: &Full, now: u64) -> u64 {
+        let soonest = match full {
+            Full::Holder(h) => lock(&self.counts).held.get(h).map_or(NONE, |held| {
                 held.iter()
                     .filter_map(|(_, s)| s.upgrade()?.expires_at(&self.expiry))
                     .min()
                     .unwrap_or(NONE)
             }),
-            None => self.soonest.load(Ordering::Acquire),
+            Full::Total => self.soonest.load(Ordering::Acquire),
         };
         if soonest == NONE {
             return self.expiry.fallback_secs();
@@ -164,31 +263,59 @@ mod tests {
             handshake: Some(Duration::from_secs(60)),
         };
         let caps = SessionCaps::new(expiry);
-        let a: IpAddr = "192.0.2.1".parse().unwrap();
-        let b: IpAddr = "192.0.2.2".parse().unwrap();
+        let a = Holder::Address("192.0.2.1".parse().unwrap());
+        let b = Holder::Owner(("issuer".into(), "subject".into()));
         // Created at 0 without a handshake: expires at 60 s.
         let s1: Arc<dyn Expiring> = Arc::new(Fixed(expiry.at(0, 0, false)));
         // Initialized, last active at 10 s: expires at 1810 s.
         let s2: Arc<dyn Expiring> = Arc::new(Fixed(expiry.at(0, 10_000, true)));
         caps.added(
             &Arc::from("1"),
-            Some(a),
+            Some(&a),
             Arc::downgrade(&s1),
             s1.expires_at(&expiry),
         );
         caps.added(
             &Arc::from("2"),
-            Some(b),
+            Some(&b),
             Arc::downgrade(&s2),
             s2.expires_at(&expiry),
         );
-        assert_eq!(caps.held_by(a), 1);
-        assert_eq!(caps.retry_after_secs(Some(a), 20_000), 40);
-        assert_eq!(caps.retry_after_secs(Some(b), 20_000), 1790);
-        assert_eq!(caps.retry_after_secs(None, 20_000), 40);
-        caps.removed("1", Some(a));
-        assert_eq!(caps.held_by(a), 0);
+        let (fa, fb) = (Full::Holder(a.clone()), Full::Holder(b.clone()));
+        assert_eq!(caps.held_by(&a), 1);
+        assert_eq!(caps.retry_after_secs(&fa, 20_000), 40);
+        // A principal's wait is its own sessions', not the soonest of all.
+        assert_eq!(caps.retry_after_secs(&fb, 20_000), 1790);
+        assert_eq!(caps.retry_after_secs(&Full::Total, 20_000), 40);
+        caps.removed("1", Some(&a));
+        assert_eq!(caps.held_by(&a), 0);
         // Unknown: the shortest timeout.
-        assert_eq!(caps.retry_after_secs(Some(a), 20_000), 60);
+        assert_eq!(caps.retry_after_secs(&fa, 20_000), 60);
+    }
+
+    #[test]
+    fn reserved_slots_count_until_dropped() {
+        let expiry = Expiry {
+            idle: None,
+            handshake: None,
+        };
+        let caps = Arc::new(SessionCaps::new(expiry));
+        let a = Holder::Address("192.0.2.1".parse().unwrap());
+        let limits = Caps {
+            total: Some(3),
+            per_principal: None,
+            per_address: Some(2),
+        };
+        let first = caps.reserve(limits, || 0, Some(a.clone())).unwrap();
+        let second = caps.reserve(limits, || 0, Some(a.clone())).unwrap();
+        // Nothing in the table yet: the reservations alone fill the address's cap.
+        let refused = caps.reserve(limits, || 0, Some(a.clone())).err();
+        assert_eq!(refused, Some(Full::Holder(a.clone())));
+        let other = caps.reserve(limits, || 0, None).unwrap();
+        assert_eq!(caps.reserve(limits, || 0, None).err(), Some(Full::Total));
+        drop((first, other));
+        let third = caps.reserve(limits, || 0, Some(a.clone()));
+        assert!(third.is_ok());
+        drop(second);
     }
 }

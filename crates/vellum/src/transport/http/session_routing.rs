@@ -18,6 +18,7 @@ use super::client_address::ClientKey;
 use super::headers::{names, text};
 use super::rejection::Rejection;
 use super::response::status_only;
+use super::session_caps::{Caps, Full, Holder};
 use super::session_table::{ActivityGuard, HttpSession, new_session_id};
 use super::state::Inner;
 use super::trace::log_event;
@@ -146,7 +147,9 @@ async fn restore(
     let server = (inner.factory)(parts).ok_or(Rejection::NoServer)?;
     let id: Arc<str> = Arc::from(id);
     let core = Session::restore(server, id.clone(), &record);
-    let http = inner.sessions.make(id, core, record.owner.clone(), None);
+    let http = inner
+        .sessions
+        .make(id, core, record.owner.clone(), None, None);
     inner.sessions.start_sweeper(inner.expiry());
     // Serving it here is activity: renew its time to live at once.
     inner.sessions.cluster.touch(&http.id).await;
@@ -176,37 +179,37 @@ fn new_session_route(inner: &Inner, parts: &http::request::Parts) -> Result<Rout
         return Err(Rejection::Draining);
     }
     let table = &inner.sessions;
-    let full = |address| Rejection::TooManySessions {
-        retry_after_secs: table.caps.retry_after_secs(address, table.now()),
+    let full = |which| Rejection::TooManySessions {
+        retry_after_secs: table.caps.retry_after_secs(&which, table.now()),
     };
-    if let Some(max) = inner.options.max_sessions
-        && table.len() >= max
-    {
-        return Err(full(None));
-    }
     let owner = parts
         .extensions
         .get::<Caller>()
         .map(|c| (c.issuer.clone(), c.subject.clone()));
-    if let (Some(max), Some(o)) = (inner.options.max_sessions_per_principal, &owner)
-        && table.owned_by(o) >= max
-    {
-        return Err(full(None));
-    }
     // Without an owner, sessions count against the client's address.
     let address = match owner {
         Some(_) => None,
         None => parts.extensions.get::<ClientKey>().map(|k| k.0),
     };
-    if let (Some(max), Some(a)) = (inner.options.max_sessions_per_address, address)
-        && table.caps.held_by(a) >= max
-    {
-        return Err(full(Some(a)));
-    }
+    let holder = match &owner {
+        Some(o) => Some(Holder::Owner(o.clone())),
+        None => address.map(Holder::Address),
+    };
+    let caps = Caps {
+        total: inner.options.max_sessions,
+        per_principal: inner.options.max_sessions_per_principal,
+        per_address: inner.options.max_sessions_per_address,
+    };
+    // Reserved now, not when the session enters the table after its `initialize` was
+    // answered: the `initialize` under way count against the caps too.
+    let slot = table
+        .caps
+        .reserve(caps, || table.len(), holder)
+        .map_err(full)?;
     let server = (inner.factory)(parts).ok_or(Rejection::NoServer)?;
-    let id = new_session_id().map_err(|_| full(None))?;
+    let id = new_session_id().map_err(|_| full(Full::Total))?;
     let core = Session::new(server, Some(id.clone()), inner.options.protocol_versions);
-    let http = inner.sessions.make(id, core, owner, address);
+    let http = inner.sessions.make(id, core, owner, address, Some(slot));
     let activity = http.activity(&inner.sessions);
     inner.sessions.start_sweeper(inner.expiry());
     Ok(Route::NewSession(activity))

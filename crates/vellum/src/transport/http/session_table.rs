@@ -29,7 +29,7 @@ use crate::sync::{lock, read, write};
 use super::cluster::{Cluster, spawn};
 use super::live_streams::LiveStreams;
 pub(crate) use super::session_caps::Expiry;
-use super::session_caps::{Expiring, SessionCaps};
+use super::session_caps::{Expiring, Holder, SessionCaps, SessionSlot};
 use super::session_hooks::{HttpHooks, Owner};
 use super::sse_writer::SseEvent;
 
@@ -47,9 +47,11 @@ pub(crate) struct HttpSession {
     pub(crate) live: Arc<LiveStreams>,
     /// The authenticated principal that created the session, if any.
     pub(crate) owner: Option<Owner>,
-    /// The client address (its key) that created the session, when it has no owner: what
-    /// the per-address session cap counts.
-    address: Option<IpAddr>,
+    /// Whom the session counts against: its owner (the per-principal cap), else the client
+    /// address (its key) that created it (the per-address cap).
+    holder: Option<Holder>,
+    /// A new session's reserved place under the caps, until it enters the table.
+    slot: Mutex<Option<SessionSlot>>,
     /// Milliseconds since the table's epoch when the session was created.
     created: u64,
     /// Cancelled when the session ends here; every stream of the session watches it.
@@ -172,27 +174,24 @@ impl Drop for DetachedGuard {
 /// All live sessions of one handler (with a session store: the ones served here lately).
 pub(crate) struct SessionTable {
     map: RwLock<HashMap<Arc<str>, Arc<HttpSession>>>,
-    /// Live sessions per owner (for the per-principal cap).
-    per_owner: Mutex<HashMap<Owner, usize>>,
     pub(crate) cluster: Arc<Cluster>,
     epoch: Instant,
     sweeper: AtomicBool,
     /// The in-flight cap per session, also the most requests one may run detached.
     max_in_flight: Option<usize>,
-    /// Sessions per client address, and when the soonest expire.
-    pub(crate) caps: SessionCaps,
+    /// Sessions per holder, the slots reserved, and when the soonest expire.
+    pub(crate) caps: Arc<SessionCaps>,
 }
 
 impl SessionTable {
     pub(crate) fn new(cluster: Arc<Cluster>, max_in_flight: Option<usize>, expiry: Expiry) -> Self {
         SessionTable {
             map: RwLock::new(HashMap::new()),
-            per_owner: Mutex::new(HashMap::new()),
             cluster,
             epoch: Instant::now(),
             sweeper: AtomicBool::new(false),
             max_in_flight,
-            caps: SessionCaps::new(expiry),
+            caps: Arc::new(SessionCaps::new(expiry)),
         }
     }
 
@@ -217,13 +216,15 @@ impl SessionTable {
         self.epoch.elapsed().as_millis() as u64
     }
 
-    /// Builds the HTTP session around a core session (not yet in the table).
+    /// Builds the HTTP session around a core session (not yet in the table); `slot`: a new
+    /// session's reserved place, held until it enters the table.
     pub(crate) fn make(
         &self,
         id: Arc<str>,
         core: Arc<Session>,
         owner: Option<Owner>,
         address: Option<IpAddr>,
+        slot: Option<SessionSlot>,
     ) -> Arc<HttpSession> {
         let live = Arc::new(LiveStreams::default());
         core.set_hooks(Arc::new(HttpHooks::new(
@@ -237,7 +238,11 @@ impl SessionTable {
             id,
             core,
             live,
-            address: address.filter(|_| owner.is_none()),
+            holder: match &owner {
+                Some(o) => Some(Holder::Owner(o.clone())),
+                None => address.map(Holder::Address),
+            },
+            slot: Mutex::new(slot),
             owner,
             created: now,
             closed: CancellationToken::new(),
@@ -247,11 +252,6 @@ impl SessionTable {
             detached: AtomicUsize::new(0),
             max_detached: self.max_in_flight,
         })
-    }
-
-    /// How many live sessions `owner` holds here.
-    pub(crate) fn owned_by(&self, owner: &Owner) -> usize {
-        lock(&self.per_owner).get(owner).copied().unwrap_or(0)
     }
 
     /// Adds a session; if another copy of the same session got in first (two requests
@@ -268,9 +268,6 @@ impl SessionTable {
             map.insert(session.id.clone(), session.clone());
         }
         super::metrics::session_opened();
-        if let Some(o) = &session.owner {
-            *lock(&self.per_owner).entry(o.clone()).or_default() += 1;
-        }
         // Busy now (its `initialize` is being answered), idle soon: its expiry if it were.
         let expires = self.caps.expiry.at(
             session.created,
@@ -278,7 +275,10 @@ impl SessionTable {
             session.core.handshake_complete(),
         );
         let weak: Weak<HttpSession> = Arc::downgrade(&session);
-        self.caps.added(&session.id, session.address, weak, expires);
+        self.caps
+            .added(&session.id, session.holder.as_ref(), weak, expires);
+        // Counted in the table now: its reserved place goes.
+        drop(lock(&session.slot).take());
         session
     }
 
@@ -309,6 +309,7 @@ impl SessionTable {
 
     /// Ends a session that never entered the table.
     fn abandon(&self, session: &HttpSession) {
+        drop(lock(&session.slot).take());
         session.core.close();
         drop(self.cluster.session_ended(&session.id));
     }
@@ -317,16 +318,7 @@ impl SessionTable {
     fn drop_local(&self, id: &str) -> Option<Arc<HttpSession>> {
         let s = self.write().remove(id)?;
         super::metrics::session_closed(self.now().saturating_sub(s.created));
-        self.caps.removed(&s.id, s.address);
-        if let Some(o) = &s.owner {
-            let mut per = lock(&self.per_owner);
-            if let Some(n) = per.get_mut(o) {
-                *n = n.saturating_sub(1);
-                if *n == 0 {
-                    per.remove(o);
-                }
-            }
-        }
+        self.caps.removed(&s.id, s.holder.as_ref());
         s.core.close();
         s.closed.cancel();
         Some(s)
