@@ -48,6 +48,7 @@ fn sample(arg: &Arg) -> toml::Value {
         "SERVER" => "everything",
         "ADDR|CIDR" => "10.0.0.0/8",
         "BITS" => "56",
+        "HEADER" => "forwarded",
         other => panic!(
             "no sample value for --{} (value name {other:?}): add one to config/tests.rs",
             arg.get_long().unwrap_or_default()
