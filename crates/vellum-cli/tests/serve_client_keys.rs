@@ -6,7 +6,6 @@
 // Test code: a panic is how a test fails (clippy.toml allows it only inside #[test] fns).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::net::IpAddr;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -18,13 +17,7 @@ use vellum_testkit::process::{ServerProcess, vellum_bin, vellum_serve, vellum_se
 
 /// A client of `url` whose connections come from `from` (any 127.x address is loopback).
 fn client_from(url: &str, from: [u8; 4]) -> McpHttp {
-    vellum::transport::install_crypto_provider();
-    let http = reqwest::Client::builder()
-        .no_proxy()
-        .local_address(IpAddr::from(from))
-        .build()
-        .unwrap();
-    McpHttp::with_client(url, http)
+    McpHttp::from_address(url, from)
 }
 
 #[tokio::test]

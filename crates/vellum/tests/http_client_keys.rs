@@ -8,7 +8,6 @@
 // Test code: a panic is how a test fails (clippy.toml allows it only inside #[test] fns).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -22,13 +21,7 @@ use vellum_testkit::http::{McpHttp, TestHttpServer, assert_rejected};
 
 /// A client of `url` whose connections come from `from` (any 127.x address is loopback).
 fn client_from(url: &str, from: [u8; 4]) -> McpHttp {
-    vellum::transport::install_crypto_provider();
-    let http = reqwest::Client::builder()
-        .no_proxy()
-        .local_address(IpAddr::from(from))
-        .build()
-        .unwrap();
-    McpHttp::with_client(url, http)
+    McpHttp::from_address(url, from)
 }
 
 /// One token an hour per client: a client's second request is refused.

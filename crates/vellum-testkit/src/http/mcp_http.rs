@@ -42,6 +42,18 @@ impl McpHttp {
         Self::with_client(url, http)
     }
 
+    /// A client of `url` whose connections come from the loopback address `from` (any
+    /// 127.x address is loopback: distinct ones are distinct clients to per-address limits).
+    pub fn from_address(url: &str, from: [u8; 4]) -> Self {
+        vellum::transport::install_crypto_provider();
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .local_address(std::net::IpAddr::from(from))
+            .build()
+            .expect("a reqwest client bound to a loopback address");
+        McpHttp::with_client(url, http)
+    }
+
     /// A client of `url` that sends through `http` (e.g. a client bound to a Unix socket).
     pub fn with_client(url: &str, http: reqwest::Client) -> Self {
         McpHttp {

@@ -207,18 +207,7 @@ pub(super) fn ended(
     else {
         return change;
     };
-    let limits = shared.server.limits();
-    let charged = json_len(kept, limits.max_task_bytes)
-        .ok_or(Over::Bytes(limits.max_task_bytes))
-        .and_then(|bytes| {
-            shared
-                .server
-                .inner
-                .tasks
-                .ledger
-                .add_bytes(id, bytes, &limits)
-        });
-    match charged {
+    match charge_bytes(shared, id, kept) {
         Ok(()) => change,
         Err(over) => {
             let e = ErrorObject::invalid_params(format!("The task's result was not kept: {over}"));
@@ -238,22 +227,27 @@ pub(super) fn charge_answers(
     id: &str,
     answers: &InputResponses,
 ) -> Result<(), ErrorObject> {
-    let limits = shared.server.limits();
     // A task charged by another instance (shared store) is charged nothing here: one update
     // still keeps no more than the server-wide budget.
-    json_len(answers, limits.max_task_bytes)
-        .ok_or(Over::Bytes(limits.max_task_bytes))
-        .and_then(|bytes| {
-            shared
-                .server
-                .inner
-                .tasks
-                .ledger
-                .add_bytes(id, bytes, &limits)
-        })
-        .map_err(|over| {
-            ErrorObject::invalid_params(format!("Answers refused: {over}; nothing was kept"))
-        })
+    charge_bytes(shared, id, answers).map_err(|over| {
+        ErrorObject::invalid_params(format!("Answers refused: {over}; nothing was kept"))
+    })
+}
+
+/// Charges the bytes of `value` (a result or answers task `id` keeps) to the task's payer.
+fn charge_bytes(
+    shared: &RequestShared,
+    id: &str,
+    value: &impl serde::Serialize,
+) -> Result<(), Over> {
+    let limits = shared.server.limits();
+    let bytes = json_len(value, limits.max_task_bytes).ok_or(Over::Bytes(limits.max_task_bytes))?;
+    shared
+        .server
+        .inner
+        .tasks
+        .ledger
+        .add_bytes(id, bytes, &limits)
 }
 
 /// [`ended`] before the byte budgets.
