@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use super::connection_limits::ConnectionLimits;
 use super::connection_table::{Activity, ConnectionState, signal};
-use super::listener::{Conn, Handshake};
+use super::listener::{Handshake, Ready};
 use super::trace::log_event;
 
 /// How long a graceful close (an idle connection's) may take before the connection is
@@ -28,9 +28,10 @@ pub(super) const CLOSE_GRACE: Duration = Duration::from_secs(1);
 /// makes it idle without waking anyone).
 const RECHECK: Duration = Duration::from_secs(60);
 
-/// The connection's handshake (TLS) within the first-request deadline; `None` when it
-/// failed, timed out, or the connection was closed meanwhile.
-pub(super) async fn handshake(state: &ConnectionState, handshake: Handshake) -> Option<Conn> {
+/// The connection's handshake (TLS, and a look at the first bytes with the feature `http2`)
+/// within the first-request deadline; `None` when it failed, timed out, or the connection
+/// was closed meanwhile.
+pub(super) async fn handshake(state: &ConnectionState, handshake: Handshake) -> Option<Ready> {
     let table = state.table();
     let deadline = table.instant(
         state

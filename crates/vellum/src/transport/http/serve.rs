@@ -48,10 +48,10 @@ use tower_service::Service;
 use super::answer_budget::AnswerFuture;
 use super::body_reader::{BodyExemption, ConnectionExemption};
 use super::connection_limits::ConnectionLimits;
-use super::connection_table::{ConnectionTable, Registered};
+use super::connection_table::{ConnectionState, ConnectionTable, Registered};
 use super::connection_task;
 use super::endpoint::StreamableHttpHandler;
-use super::listener::{Accepting, Listener};
+use super::listener::{Accepting, Listener, Ready};
 use super::security::ConnectionInfo;
 
 /// An error any service may fail with.
@@ -313,7 +313,15 @@ macro_rules! http1_settings_of {
 /// initialise a header array per parse, about 1.7k instructions per request). HTTP/2
 /// (feature `http2`): the limits of the module documentation.
 #[cfg(feature = "http2")]
-fn builder() -> hyper_util::server::conn::auto::Builder<hyper_util::rt::TokioExecutor> {
+struct Builders {
+    /// A connection whose first bytes said HTTP/1.1 ([`Ready::http1`]).
+    http1: hyper::server::conn::http1::Builder,
+    /// Any other: hyper-util tells HTTP/1.1 from HTTP/2 (same HTTP/1.1 settings).
+    auto: hyper_util::server::conn::auto::Builder<hyper_util::rt::TokioExecutor>,
+}
+
+#[cfg(feature = "http2")]
+fn builder() -> Builders {
     let mut b = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
     http1_settings_of!(b.http1());
     b.http2()
@@ -324,7 +332,9 @@ fn builder() -> hyper_util::server::conn::auto::Builder<hyper_util::rt::TokioExe
         .max_local_error_reset_streams(H2_MAX_LOCAL_ERROR_RESET_STREAMS)
         .keep_alive_interval(H2_KEEP_ALIVE)
         .keep_alive_timeout(H2_KEEP_ALIVE);
-    b
+    let mut http1 = hyper::server::conn::http1::Builder::new();
+    http1_settings_of!(http1);
+    Builders { http1, auto: b }
 }
 
 /// The connection settings without the feature `http2`: HTTP/1.1 only, with no HTTP/2
@@ -427,11 +437,10 @@ async fn accept_connections<F, Fut, B, E>(
         let builder = builder.clone();
         tokio::spawn(async move {
             let _registered = Registered(state.clone());
-            let Some(stream) = connection_task::handshake(&state, handshake).await else {
+            let Some(ready) = connection_task::handshake(&state, handshake).await else {
                 return;
             };
-            let http = builder.serve_connection(TokioIo::new(stream), svc);
-            connection_task::drive(&state, http, |c| c.graceful_shutdown()).await;
+            speak_http(&state, &builder, ready, svc).await;
         });
     }
     drop(listener);
@@ -459,6 +468,53 @@ async fn accept_connections<F, Fut, B, E>(
     }
     handler.shutdown();
     handler.close_sessions();
+}
+
+/// Serves HTTP on a connection after its handshake, until it ends (`connection_task::drive`).
+#[cfg(not(feature = "http2"))]
+async fn speak_http<S, B>(
+    state: &ConnectionState,
+    builder: &hyper::server::conn::http1::Builder,
+    ready: Ready,
+    svc: S,
+) where
+    S: hyper::service::HttpService<Incoming, ResBody = B>,
+    S::Error: Into<BoxError>,
+    B: http_body::Body + 'static,
+    B::Error: Into<BoxError>,
+{
+    let http = builder.serve_connection(TokioIo::new(ready.conn), svc);
+    connection_task::drive(state, http, |c| c.graceful_shutdown()).await;
+}
+
+/// Serves HTTP on a connection after its handshake, until it ends (`connection_task::drive`):
+/// hyper's HTTP/1.1 connection on the socket itself when its first bytes said HTTP/1.1 (no
+/// bytes held aside, so its read buffer stays at 8 KiB), else hyper-util's detection.
+#[cfg(feature = "http2")]
+async fn speak_http<S, B>(state: &ConnectionState, builders: &Builders, ready: Ready, svc: S)
+where
+    S: hyper::service::Service<Request<Incoming>, Response = Response<B>>,
+    S::Future: Send + 'static,
+    S::Error: Into<BoxError>,
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    if ready.http1 {
+        let http = builders
+            .http1
+            .serve_connection(TokioIo::new(ready.conn), svc);
+        connection_task::drive(state, http, |c| c.graceful_shutdown()).await;
+    } else {
+        // Boxed: it is the larger (HTTP/2 and HTTP/1.1 states), and an HTTP/1.1 connection's
+        // task should not carry its size for the few connections that take this way.
+        let http = Box::pin(
+            builders
+                .auto
+                .serve_connection(TokioIo::new(ready.conn), svc),
+        );
+        connection_task::drive(state, http, |c| c.get_mut().as_mut().graceful_shutdown()).await;
+    }
 }
 
 /// The address a listener is bound to (for tests and logs).
