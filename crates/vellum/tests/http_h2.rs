@@ -332,3 +332,55 @@ async fn a_host_header_that_differs_from_the_authority_is_refused() {
     }
     assert_eq!(srv.handler.session_count(), 1);
 }
+
+/// Writes `pieces` one after another on a fresh loopback connection to `addr` (each its own
+/// segment: no Nagle), so that the server may look at the first bytes before the rest has
+/// come; returns the connection.
+fn send_in_pieces(addr: std::net::SocketAddr, pieces: &[&[u8]]) -> std::net::TcpStream {
+    use std::io::Write;
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_nodelay(true).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    for p in pieces {
+        s.write_all(p).unwrap();
+        s.flush().unwrap();
+    }
+    s
+}
+
+#[tokio::test]
+async fn the_version_is_told_from_first_bytes_that_come_in_pieces() {
+    use std::io::Read;
+    let f = test_server();
+    let srv = TestHttpServer::start(f.server.clone(), StreamableHttpOptions::default()).await;
+    let addr = srv.addr;
+    tokio::task::spawn_blocking(move || {
+        // The preface in two pieces, then an empty SETTINGS frame: the server's first frame
+        // is its own SETTINGS (type 4), so it speaks HTTP/2.
+        let preface: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+        let settings: &[u8] = &[0, 0, 0, 4, 0, 0, 0, 0, 0];
+        let mut h2 = send_in_pieces(addr, &[&preface[..5], &preface[5..], settings]);
+        let mut frame_head = [0u8; 9];
+        h2.read_exact(&mut frame_head)
+            .expect("the server's first HTTP/2 frame");
+        assert_eq!(frame_head[3], 4, "the server's first frame is SETTINGS");
+
+        // An HTTP/1.1 request whose first byte is also the preface's ('P'), then the rest:
+        // answered as HTTP/1.1. And one whose first bytes already differ, in pieces too.
+        for pieces in [[&b"P"[..], &b"OST"[..]], [&b"POST"[..], &b""[..]]] {
+            let host = addr.to_string();
+            let rest = vellum_testkit::raw::build(
+                "",
+                "/mcp",
+                &vellum_testkit::raw::post_headers(&host, &[]),
+                Some(vellum_testkit::raw::INIT),
+            );
+            let mut h1 = send_in_pieces(addr, &[pieces[0], pieces[1], &rest]);
+            let r = vellum_testkit::raw::read_response(&mut h1);
+            assert_eq!(r.status, 200, "initialize over HTTP/1.1 sent as {pieces:?}");
+        }
+    })
+    .await
+    .unwrap();
+}

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use super::connection_limits::ConnectionLimits;
 use super::connection_table::{Activity, ConnectionState, signal};
-use super::listener::{Handshake, Ready};
+use super::listener::{Connected, Handshake};
 use super::trace::log_event;
 
 /// How long a graceful close (an idle connection's) may take before the connection is
@@ -31,7 +31,7 @@ const RECHECK: Duration = Duration::from_secs(60);
 /// The connection's handshake (TLS, and a look at the first bytes with the feature `http2`)
 /// within the first-request deadline; `None` when it failed, timed out, or the connection
 /// was closed meanwhile.
-pub(super) async fn handshake(state: &ConnectionState, handshake: Handshake) -> Option<Ready> {
+pub(super) async fn handshake(state: &ConnectionState, handshake: Handshake) -> Option<Connected> {
     let table = state.table();
     let deadline = table.instant(
         state

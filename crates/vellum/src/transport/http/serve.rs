@@ -8,10 +8,13 @@
 //!
 //! Connections speak HTTP/1.1. With the feature `http2` they speak HTTP/1.1 or HTTP/2, told
 //! apart by the client's first bytes (the HTTP/2 preface): h2c with prior knowledge on plain
-//! TCP and Unix sockets, h2 by ALPN over TLS. (Telling them apart costs about 7.6 KiB more
-//! per HTTP/1.1 connection than a HTTP/1.1-only server, measured with 1,000 open GET
-//! streams: 29.7 against 22.0 KiB per session and stream; it is one reason the feature is
-//! not on by default.) HTTP/2's limits, each against a known abuse:
+//! TCP and Unix sockets, h2 by ALPN over TLS. On TCP the first bytes are peeked at, not read:
+//! when they cannot be the preface, hyper's HTTP/1.1 connection serves the socket itself and
+//! costs what it costs without the feature (hyper-util's detection, which TLS, Unix sockets
+//! and a preface still go through, feeds hyper the bytes it read on their own, and hyper's
+//! read buffer then doubles to 16 KiB for the connection's life: 24.1 against 17.1 KiB per
+//! session and open GET stream, `tests/http_stream_memory.rs`). HTTP/2's limits, each
+//! against a known abuse:
 //!
 //! | limit | value | against |
 //! |---|---|---|
@@ -51,7 +54,7 @@ use super::connection_limits::ConnectionLimits;
 use super::connection_table::{ConnectionState, ConnectionTable, Registered};
 use super::connection_task;
 use super::endpoint::StreamableHttpHandler;
-use super::listener::{Accepting, Listener, Ready};
+use super::listener::{Accepting, Connected, Listener};
 use super::security::ConnectionInfo;
 
 /// An error any service may fail with.
@@ -314,7 +317,7 @@ macro_rules! http1_settings_of {
 /// (feature `http2`): the limits of the module documentation.
 #[cfg(feature = "http2")]
 struct Builders {
-    /// A connection whose first bytes said HTTP/1.1 ([`Ready::http1`]).
+    /// A connection whose first bytes said HTTP/1.1 ([`Connected::http1`]).
     http1: hyper::server::conn::http1::Builder,
     /// Any other: hyper-util tells HTTP/1.1 from HTTP/2 (same HTTP/1.1 settings).
     auto: hyper_util::server::conn::auto::Builder<hyper_util::rt::TokioExecutor>,
@@ -437,10 +440,10 @@ async fn accept_connections<F, Fut, B, E>(
         let builder = builder.clone();
         tokio::spawn(async move {
             let _registered = Registered(state.clone());
-            let Some(ready) = connection_task::handshake(&state, handshake).await else {
+            let Some(connected) = connection_task::handshake(&state, handshake).await else {
                 return;
             };
-            speak_http(&state, &builder, ready, svc).await;
+            speak_http(&state, &builder, connected, svc).await;
         });
     }
     drop(listener);
@@ -475,7 +478,7 @@ async fn accept_connections<F, Fut, B, E>(
 async fn speak_http<S, B>(
     state: &ConnectionState,
     builder: &hyper::server::conn::http1::Builder,
-    ready: Ready,
+    connected: Connected,
     svc: S,
 ) where
     S: hyper::service::HttpService<Incoming, ResBody = B>,
@@ -483,7 +486,7 @@ async fn speak_http<S, B>(
     B: http_body::Body + 'static,
     B::Error: Into<BoxError>,
 {
-    let http = builder.serve_connection(TokioIo::new(ready.conn), svc);
+    let http = builder.serve_connection(TokioIo::new(connected.conn), svc);
     connection_task::drive(state, http, |c| c.graceful_shutdown()).await;
 }
 
@@ -491,8 +494,12 @@ async fn speak_http<S, B>(
 /// hyper's HTTP/1.1 connection on the socket itself when its first bytes said HTTP/1.1 (no
 /// bytes held aside, so its read buffer stays at 8 KiB), else hyper-util's detection.
 #[cfg(feature = "http2")]
-async fn speak_http<S, B>(state: &ConnectionState, builders: &Builders, ready: Ready, svc: S)
-where
+async fn speak_http<S, B>(
+    state: &ConnectionState,
+    builders: &Builders,
+    connected: Connected,
+    svc: S,
+) where
     S: hyper::service::Service<Request<Incoming>, Response = Response<B>>,
     S::Future: Send + 'static,
     S::Error: Into<BoxError>,
@@ -500,10 +507,10 @@ where
     B::Data: Send,
     B::Error: Into<BoxError>,
 {
-    if ready.http1 {
+    if connected.http1 {
         let http = builders
             .http1
-            .serve_connection(TokioIo::new(ready.conn), svc);
+            .serve_connection(TokioIo::new(connected.conn), svc);
         connection_task::drive(state, http, |c| c.graceful_shutdown()).await;
     } else {
         // Boxed: it is the larger (HTTP/2 and HTTP/1.1 states), and an HTTP/1.1 connection's
@@ -511,7 +518,7 @@ where
         let http = Box::pin(
             builders
                 .auto
-                .serve_connection(TokioIo::new(ready.conn), svc),
+                .serve_connection(TokioIo::new(connected.conn), svc),
         );
         connection_task::drive(state, http, |c| c.get_mut().as_mut().graceful_shutdown()).await;
     }
