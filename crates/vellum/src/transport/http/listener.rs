@@ -110,16 +110,21 @@ impl Handshake {
     /// The connection HTTP is spoken over, once the handshake is done (with the feature
     /// `http2`, and whether its client's first bytes already say HTTP/1.1).
     pub(super) async fn finish(self) -> std::io::Result<Connected> {
-        let conn = match self {
-            Handshake::Ready(conn) => conn,
-            #[cfg(feature = "tls")]
-            Handshake::Tls(accept) => Conn::Tls(Box::new((*accept).await?)),
-        };
+        let conn = self.conn().await?;
         Ok(Connected {
             #[cfg(feature = "http2")]
             http1: conn.speaks_http1().await,
             conn,
         })
+    }
+
+    /// The connection, once the handshake is done.
+    async fn conn(self) -> std::io::Result<Conn> {
+        match self {
+            Handshake::Ready(conn) => Ok(conn),
+            #[cfg(feature = "tls")]
+            Handshake::Tls(accept) => Ok(Conn::Tls(Box::new((*accept).await?))),
+        }
     }
 }
 
