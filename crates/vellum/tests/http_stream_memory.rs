@@ -24,12 +24,12 @@ const WARM_UP: usize = 100;
 /// Sessions with streams measured.
 const STREAMS: usize = 1_500;
 
-/// The bound per session and open GET stream, in KiB of resident memory. Measured on this
-/// build: about 14 KiB (hyper's two 8 KiB connection buffers, of which the pages touched,
-/// the connection's task, the session and its stream); before the HTTP/1.1 connections of a
-/// build with `http2` skipped hyper-util's version detection (which hands hyper the bytes
-/// it peeked at in a first read of 24, so that hyper's read buffer grows to 16 KiB) it was
-/// about 24 KiB.
+/// The bound per session and open GET stream, in KiB of resident memory. Measured (debug
+/// build, 6 December 2026): 17.0–17.3 KiB with and without the feature `http2`: hyper's two
+/// 8 KiB connection buffers (the pages touched), the connection's task, the session and its
+/// stream (docs/benchmarks.md, "Light HTTP/1.1 streams"). With `http2`, before HTTP/1.1
+/// connections skipped hyper-util's version detection (which hands hyper the 24 bytes it
+/// read on their own, so that hyper's read buffer doubles to 16 KiB), it was 24.1 KiB.
 const BOUND_KIB: f64 = 18.0;
 
 fn rss_kib() -> u64 {
