@@ -133,9 +133,9 @@ pub(super) struct Connected {
     /// The connection.
     pub(super) conn: Conn,
     /// Its client speaks HTTP/1.1: its first bytes on a TCP socket are not the HTTP/2
-    /// preface. When this is false, hyper-util tells the versions apart (TLS and Unix
-    /// sockets, the preface or a part of it). Without the feature `http2` every connection
-    /// speaks HTTP/1.1.
+    /// preface, or it chose `http/1.1` by ALPN. When this is false, hyper-util tells the
+    /// versions apart (Unix sockets, TLS without that choice, the preface or a part of it).
+    /// Without the feature `http2` every connection speaks HTTP/1.1.
     #[cfg(feature = "http2")]
     pub(super) http1: bool,
 }
@@ -153,9 +153,13 @@ impl Conn {
     /// read and keeps that size for the connection's life (24.1 against 17.1 KiB of RSS per
     /// session and open GET stream, `tests/http_stream_memory.rs`). One `recv(MSG_PEEK)` on a socket with data waiting; no wait for more bytes:
     /// what a prefix of the preface cannot yet tell is left to hyper-util.
+    /// Over TLS, a client that chose `http/1.1` by ALPN has said so (RFC 7301).
     async fn speaks_http1(&self) -> bool {
-        let Conn::Plain(Stream::Tcp(tcp)) = self else {
-            return false;
+        let tcp = match self {
+            Conn::Plain(Stream::Tcp(tcp)) => tcp,
+            #[cfg(feature = "tls")]
+            Conn::Tls(tls) => return tls.get_ref().1.alpn_protocol() == Some(&b"http/1.1"[..]),
+            _ => return false,
         };
         let mut first = [0u8; H2_PREFACE.len()];
         match tcp.peek(&mut first).await {

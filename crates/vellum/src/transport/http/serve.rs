@@ -8,13 +8,13 @@
 //!
 //! Connections speak HTTP/1.1. With the feature `http2` they speak HTTP/1.1 or HTTP/2, told
 //! apart by the client's first bytes (the HTTP/2 preface): h2c with prior knowledge on plain
-//! TCP and Unix sockets, h2 by ALPN over TLS. On TCP the first bytes are peeked at, not read:
-//! when they cannot be the preface, hyper's HTTP/1.1 connection serves the socket itself and
-//! costs what it costs without the feature (hyper-util's detection, which TLS, Unix sockets
-//! and a preface still go through, feeds hyper the bytes it read on their own, and hyper's
-//! read buffer then doubles to 16 KiB for the connection's life: 24.1 against 17.1 KiB per
-//! session and open GET stream, `tests/http_stream_memory.rs`). HTTP/2's limits, each
-//! against a known abuse:
+//! TCP and Unix sockets, h2 by ALPN over TLS. On TCP the first bytes are peeked at, not read,
+//! and over TLS the ALPN choice is read: when they say HTTP/1.1, hyper's HTTP/1.1 connection
+//! serves the socket itself and costs what it costs without the feature (hyper-util's
+//! detection, which Unix sockets, TLS without ALPN and a preface still go through, feeds
+//! hyper the bytes it read on their own, and hyper's read buffer then doubles to 16 KiB for
+//! the connection's life: 24.1 against 17.1 KiB per session and open GET stream over TCP,
+//! `tests/http_stream_memory.rs`). HTTP/2's limits, each against a known abuse:
 //!
 //! | limit | value | against |
 //! |---|---|---|
