@@ -29,8 +29,9 @@ const STREAMS: usize = 1_500;
 /// 8 KiB connection buffers (the pages touched), the connection's task, the session and its
 /// stream (docs/benchmarks.md, "Light HTTP/1.1 streams"). With `http2`, before HTTP/1.1
 /// connections skipped hyper-util's version detection (which hands hyper the 24 bytes it
-/// read on their own, so that hyper's read buffer doubles to 16 KiB), it was 24.1 KiB.
-const BOUND_KIB: f64 = 18.0;
+/// read on their own, so that hyper's read buffer doubles to 16 KiB), it was 24.1 KiB. The
+/// bound leaves room for the allocator's moods and still fails on that 8 KiB.
+const BOUND_KIB: f64 = 20.0;
 
 fn rss_kib() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
