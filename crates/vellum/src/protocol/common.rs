@@ -427,3 +427,40 @@ pub type StringMap<V> = BTreeMap<String, V>;
 /// The client's answers to a server's input requests (2026-07-28 multi round-trip), by key,
 /// kept as JSON until the asker decodes them.
 pub type InputResponses = BTreeMap<String, Value>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::CallToolParams;
+
+    fn meta_of(params: &str) -> Option<Meta> {
+        serde_json::from_str::<CallToolParams>(params).unwrap().meta
+    }
+
+    #[test]
+    fn request_meta_keeps_all_but_the_context() {
+        let meta = meta_of(
+            r#"{"name":"t","_meta":{
+                "io.modelcontextprotocol/protocolVersion":"2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities":{"roots":{}},
+                "io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},
+                "io.modelcontextprotocol/logLevel":"info",
+                "progressToken":7,
+                "example.com/trace":{"id":"a\"b"}
+            }}"#,
+        )
+        .unwrap();
+        assert_eq!(meta.len(), 2, "{meta:?}");
+        assert_eq!(meta.progress_token(), Some(ProgressToken::Number(7)));
+        assert_eq!(meta["example.com/trace"]["id"], "a\"b");
+        // Only the context, an empty object, or null: no `_meta` at all.
+        let only_context =
+            r#"{"name":"t","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#;
+        assert_eq!(meta_of(only_context), None);
+        assert_eq!(meta_of(r#"{"name":"t","_meta":{}}"#), None);
+        assert_eq!(meta_of(r#"{"name":"t","_meta":null}"#), None);
+        assert_eq!(meta_of(r#"{"name":"t"}"#), None);
+        // Not an object: refused as before.
+        assert!(serde_json::from_str::<CallToolParams>(r#"{"name":"t","_meta":1}"#).is_err());
+    }
+}

@@ -252,6 +252,20 @@ mod tests {
         });
         let meta = parse(&ok).unwrap();
         assert!(meta.client.capabilities.supports_form_elicitation());
+        // The client context kept from the last request is used only for the same text.
+        let again = parse(&ok).unwrap();
+        assert!(Arc::ptr_eq(&meta.client, &again.client));
+        let other = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "other", "version": "2"}
+        });
+        let other = parse(&other).unwrap();
+        assert!(!other.client.capabilities.supports_form_elicitation());
+        assert_eq!(other.client.client_info.as_ref().unwrap().name, "other");
+        let back = parse(&ok).unwrap();
+        assert!(back.client.capabilities.supports_form_elicitation());
+        assert!(back.client.client_info.is_none());
         assert_eq!(meta.log_level, Some(LoggingLevel::Info));
         let bad_level = json!({
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
