@@ -108,6 +108,82 @@ impl DerefMut for Meta {
     }
 }
 
+/// The 2026-07-28 request context a client repeats in every request's `_meta`.
+const CONTEXT_KEYS: [&str; 4] = [
+    meta_keys::PROTOCOL_VERSION,
+    meta_keys::CLIENT_CAPABILITIES,
+    meta_keys::CLIENT_INFO,
+    meta_keys::LOG_LEVEL,
+];
+
+/// Decodes a request's `_meta` without the 2026-07-28 context members (version,
+/// capabilities, client info, log level), and as `None` when nothing else is left.
+///
+/// The server reads that context once, borrowed from the request's bytes, and hands it to
+/// handlers through their context's typed accessors; kept here too, it would be built into a
+/// map, copied and dropped on every request for nothing (a third of the modern era's cost
+/// per `tools/call` before this). Every other member is kept as sent.
+pub(crate) fn request_meta<'de, D>(d: D) -> Result<Option<Meta>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    struct Members;
+    impl<'de> serde::de::Visitor<'de> for Members {
+        type Value = Option<Meta>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an object or null")
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_some<D2: serde::Deserializer<'de>>(self, d: D2) -> Result<Self::Value, D2::Error> {
+            d.deserialize_map(self)
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut a: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut kept = Map::new();
+            while let Some(key) = a.next_key::<MemberName>()? {
+                match key.0 {
+                    None => {
+                        a.next_value::<serde::de::IgnoredAny>()?;
+                    }
+                    Some(name) => {
+                        kept.insert(name, a.next_value()?);
+                    }
+                }
+            }
+            Ok((!kept.is_empty()).then_some(Meta(kept)))
+        }
+    }
+    d.deserialize_option(Members)
+}
+
+/// A `_meta` member's name, `None` for a context member (compared before any copy).
+struct MemberName(Option<String>);
+
+impl<'de> Deserialize<'de> for MemberName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Name;
+        impl serde::de::Visitor<'_> for Name {
+            type Value = MemberName;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<MemberName, E> {
+                Ok(MemberName(
+                    (!CONTEXT_KEYS.contains(&s)).then(|| s.to_owned()),
+                ))
+            }
+        }
+        d.deserialize_str(Name)
+    }
+}
+
 /// Name and version of an MCP implementation (client or server).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -333,7 +409,12 @@ pub struct PaginatedParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
     /// Metadata.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "_meta",
+        default,
+        deserialize_with = "super::common::request_meta",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub meta: Option<Meta>,
 }
 
@@ -346,3 +427,40 @@ pub type StringMap<V> = BTreeMap<String, V>;
 /// The client's answers to a server's input requests (2026-07-28 multi round-trip), by key,
 /// kept as JSON until the asker decodes them.
 pub type InputResponses = BTreeMap<String, Value>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::CallToolParams;
+
+    fn meta_of(params: &str) -> Option<Meta> {
+        serde_json::from_str::<CallToolParams>(params).unwrap().meta
+    }
+
+    #[test]
+    fn request_meta_keeps_all_but_the_context() {
+        let meta = meta_of(
+            r#"{"name":"t","_meta":{
+                "io.modelcontextprotocol/protocolVersion":"2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities":{"roots":{}},
+                "io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},
+                "io.modelcontextprotocol/logLevel":"info",
+                "progressToken":7,
+                "example.com/trace":{"id":"a\"b"}
+            }}"#,
+        )
+        .unwrap();
+        assert_eq!(meta.len(), 2, "{meta:?}");
+        assert_eq!(meta.progress_token(), Some(ProgressToken::Number(7)));
+        assert_eq!(meta["example.com/trace"]["id"], "a\"b");
+        // Only the context, an empty object, or null: no `_meta` at all.
+        let only_context =
+            r#"{"name":"t","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#;
+        assert_eq!(meta_of(only_context), None);
+        assert_eq!(meta_of(r#"{"name":"t","_meta":{}}"#), None);
+        assert_eq!(meta_of(r#"{"name":"t","_meta":null}"#), None);
+        assert_eq!(meta_of(r#"{"name":"t"}"#), None);
+        // Not an object: refused as before.
+        assert!(serde_json::from_str::<CallToolParams>(r#"{"name":"t","_meta":1}"#).is_err());
+    }
+}

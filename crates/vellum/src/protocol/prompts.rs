@@ -117,7 +117,12 @@ pub struct GetPromptParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_state: Option<String>,
     /// Metadata.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "_meta",
+        default,
+        deserialize_with = "super::common::request_meta",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub meta: Option<Meta>,
 }
 
@@ -235,7 +240,12 @@ pub struct CompleteParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<CompletionContext>,
     /// Metadata.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "_meta",
+        default,
+        deserialize_with = "super::common::request_meta",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub meta: Option<Meta>,
 }
 

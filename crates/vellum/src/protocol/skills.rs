@@ -100,7 +100,12 @@ pub struct GetSkillParams {
     /// The URI of the skill's `SKILL.md`.
     pub uri: String,
     /// Metadata.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "_meta",
+        default,
+        deserialize_with = "super::common::request_meta",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub meta: Option<Meta>,
 }
 
@@ -123,7 +128,12 @@ pub struct ReadDirectoryParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
     /// Metadata.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "_meta",
+        default,
+        deserialize_with = "super::common::request_meta",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub meta: Option<Meta>,
 }
 

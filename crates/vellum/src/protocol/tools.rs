@@ -211,7 +211,12 @@ pub struct CallToolParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_state: Option<String>,
     /// Metadata.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "_meta",
+        default,
+        deserialize_with = "super::common::request_meta",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub meta: Option<Meta>,
 }
 

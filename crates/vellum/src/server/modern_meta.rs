@@ -4,6 +4,8 @@
 //! Not here: transport checks (HTTP compares `_meta` with its headers, in the transport).
 
 use std::borrow::Cow;
+use std::cell::RefCell;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
@@ -18,8 +20,8 @@ use crate::protocol::{
 #[derive(Debug, Clone)]
 pub(crate) struct ModernMeta {
     pub(crate) version: ProtocolVersion,
-    pub(crate) capabilities: ClientCapabilities,
-    pub(crate) client_info: Option<Implementation>,
+    /// The client's capabilities and identity (shared by its requests: see [`client_context`]).
+    pub(crate) client: Arc<ClientContext>,
     pub(crate) log_level: Option<LoggingLevel>,
     /// The versions the server accepts (what `server/discover` lists): every one unless
     /// the transport narrowed them.
@@ -29,14 +31,73 @@ pub(crate) struct ModernMeta {
 impl ModernMeta {
     /// The context of a modern notification, which carries no required `_meta`.
     pub(crate) fn of_notification() -> Self {
+        static NONE: OnceLock<Arc<ClientContext>> = OnceLock::new();
         ModernMeta {
             version: ProtocolVersion::V2026_07_28,
-            capabilities: ClientCapabilities::default(),
-            client_info: None,
+            client: NONE.get_or_init(Arc::default).clone(),
             log_level: None,
             accepted: ProtocolVersions::ALL,
         }
     }
+}
+
+/// The capabilities and identity a modern client sends with each request.
+#[derive(Debug, Default)]
+pub(crate) struct ClientContext {
+    pub(crate) capabilities: ClientCapabilities,
+    pub(crate) client_info: Option<Implementation>,
+}
+
+/// The last client context decoded on this thread, with the text it came from.
+struct LastClient {
+    capabilities: Box<str>,
+    client_info: Option<Box<str>>,
+    context: Arc<ClientContext>,
+}
+
+thread_local! {
+    static LAST_CLIENT: RefCell<Option<LastClient>> = const { RefCell::new(None) };
+}
+
+/// The client context `_meta`'s capabilities and client info describe. A client repeats the
+/// same two members in every request, so the last one decoded on this thread is kept with
+/// its text: a request that repeats it byte for byte shares it instead of decoding and
+/// dropping two structures (one entry per runtime thread: bounded whatever clients send).
+fn client_context(
+    capabilities: &RawValue,
+    client_info: Option<&RawValue>,
+) -> Result<Arc<ClientContext>, ErrorObject> {
+    let hit = LAST_CLIENT.with_borrow(|last| {
+        last.as_ref()
+            .filter(|l| {
+                *l.capabilities == *capabilities.get()
+                    && l.client_info.as_deref() == client_info.map(RawValue::get)
+            })
+            .map(|l| l.context.clone())
+    });
+    if let Some(context) = hit {
+        return Ok(context);
+    }
+    let caps = serde_json::from_str::<ClientCapabilities>(capabilities.get()).map_err(|e| {
+        ErrorObject::invalid_params(format!("Invalid params: client capabilities: {e}"))
+    })?;
+    let info = client_info
+        .map(|v| {
+            serde_json::from_str::<Implementation>(v.get()).map_err(|e| {
+                ErrorObject::invalid_params(format!("Invalid params: client info: {e}"))
+            })
+        })
+        .transpose()?;
+    let context = Arc::new(ClientContext {
+        capabilities: caps,
+        client_info: info,
+    });
+    LAST_CLIENT.set(Some(LastClient {
+        capabilities: capabilities.get().into(),
+        client_info: client_info.map(|v| v.get().into()),
+        context: context.clone(),
+    }));
+    Ok(context)
 }
 
 /// The members of a modern request's `_meta` the server reads, borrowed from the request's
@@ -141,25 +202,13 @@ pub(crate) fn parse_meta(meta: Option<&MetaFields<'_>>) -> Result<ModernMeta, Er
     let Some(version) = ProtocolVersion::parse(&requested).filter(|v| v.is_modern()) else {
         return Err(unsupported_version(&requested, ProtocolVersions::ALL));
     };
-    let capabilities = match meta.capabilities {
-        None => {
-            return Err(ErrorObject::invalid_params(format!(
-                "Invalid params: _meta[{:?}] is required",
-                meta_keys::CLIENT_CAPABILITIES
-            )));
-        }
-        Some(v) => serde_json::from_str::<ClientCapabilities>(v.get()).map_err(|e| {
-            ErrorObject::invalid_params(format!("Invalid params: client capabilities: {e}"))
-        })?,
+    let Some(capabilities) = meta.capabilities else {
+        return Err(ErrorObject::invalid_params(format!(
+            "Invalid params: _meta[{:?}] is required",
+            meta_keys::CLIENT_CAPABILITIES
+        )));
     };
-    let client_info = meta
-        .client_info
-        .map(|v| {
-            serde_json::from_str::<Implementation>(v.get()).map_err(|e| {
-                ErrorObject::invalid_params(format!("Invalid params: client info: {e}"))
-            })
-        })
-        .transpose()?;
+    let client = client_context(capabilities, meta.client_info)?;
     let log_level = meta
         .log_level
         .map(|v| {
@@ -169,8 +218,7 @@ pub(crate) fn parse_meta(meta: Option<&MetaFields<'_>>) -> Result<ModernMeta, Er
         .transpose()?;
     Ok(ModernMeta {
         version,
-        capabilities,
-        client_info,
+        client,
         log_level,
         accepted: ProtocolVersions::ALL,
     })
@@ -203,7 +251,21 @@ mod tests {
             "io.modelcontextprotocol/logLevel": "info"
         });
         let meta = parse(&ok).unwrap();
-        assert!(meta.capabilities.supports_form_elicitation());
+        assert!(meta.client.capabilities.supports_form_elicitation());
+        // The client context kept from the last request is used only for the same text.
+        let again = parse(&ok).unwrap();
+        assert!(Arc::ptr_eq(&meta.client, &again.client));
+        let other = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "other", "version": "2"}
+        });
+        let other = parse(&other).unwrap();
+        assert!(!other.client.capabilities.supports_form_elicitation());
+        assert_eq!(other.client.client_info.as_ref().unwrap().name, "other");
+        let back = parse(&ok).unwrap();
+        assert!(back.client.capabilities.supports_form_elicitation());
+        assert!(back.client.client_info.is_none());
         assert_eq!(meta.log_level, Some(LoggingLevel::Info));
         let bad_level = json!({
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",

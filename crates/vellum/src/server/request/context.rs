@@ -157,7 +157,7 @@ impl RequestContext {
     pub fn client_info(&self) -> Option<&Implementation> {
         match &self.shared.scope {
             Scope::Legacy(s) => s.client_info(),
-            Scope::Modern(m) => m.client_info.as_ref(),
+            Scope::Modern(m) => m.client.client_info.as_ref(),
         }
     }
 

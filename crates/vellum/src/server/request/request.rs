@@ -160,7 +160,7 @@ impl RequestShared {
         static NONE: OnceLock<ClientCapabilities> = OnceLock::new();
         match &self.scope {
             Scope::Legacy(s) => s.client_capabilities(),
-            Scope::Modern(m) => Some(&m.capabilities),
+            Scope::Modern(m) => Some(&m.client.capabilities),
         }
         .unwrap_or_else(|| NONE.get_or_init(ClientCapabilities::default))
     }
