@@ -1,6 +1,7 @@
 //! [`StateLimits`]: what one client may make the server *keep* between its requests (issue
 //! 27): the bytes of a legacy session (what its `initialize` said, its subscriptions), and
-//! the tasks it starts (how many, for how long, how many bytes of inputs and results). Every
+//! the tasks it starts (how many, for how long, how many bytes of inputs and results), per
+//! session, principal, client address and in total. Every
 //! limit has a default that is safe on a public network; a request past one gets a JSON-RPC
 //! error saying which, and nothing of it is kept.
 //!
@@ -43,6 +44,14 @@ pub struct StateLimits {
     /// and total caps only). Default: [`StateLimits::DEFAULT_MAX_TASKS_PER_PRINCIPAL`]
     /// (1,000).
     pub max_tasks_per_principal: usize,
+    /// The most tasks one client address may have kept at once, across its sessions and
+    /// eras, when the caller has no principal (an authenticated caller's count against
+    /// [`max_tasks_per_principal`](Self::max_tasks_per_principal) instead). The address is
+    /// the HTTP transport's (`ClientAddresses`: the TCP peer or what a trusted proxy
+    /// forwarded, IPv6 by prefix); requests that have none (stdio) are not counted per
+    /// address. Behind a proxy whose address is not trusted every client is one address.
+    /// Default: [`StateLimits::DEFAULT_MAX_TASKS_PER_ADDRESS`] (1,000).
+    pub max_tasks_per_address: usize,
     /// The most tasks this server keeps at once, for everyone.
     /// Default: [`StateLimits::DEFAULT_MAX_TASKS`] (10,000).
     pub max_tasks: usize,
@@ -52,6 +61,11 @@ pub struct StateLimits {
     /// an error saying so, its result not kept.
     /// Default: [`StateLimits::DEFAULT_MAX_TASK_BYTES_PER_SESSION`] (16 MiB).
     pub max_task_bytes_per_session: usize,
+    /// The most bytes of task inputs and results the tasks of one client address may have
+    /// kept at once (as above), when the caller has no principal (see
+    /// [`max_tasks_per_address`](Self::max_tasks_per_address)).
+    /// Default: [`StateLimits::DEFAULT_MAX_TASK_BYTES_PER_ADDRESS`] (32 MiB).
+    pub max_task_bytes_per_address: usize,
     /// The most bytes of task inputs and results kept at once, for everyone (as above).
     /// Default: [`StateLimits::DEFAULT_MAX_TASK_BYTES`] (256 MiB).
     pub max_task_bytes: usize,
@@ -72,11 +86,18 @@ impl StateLimits {
     pub const DEFAULT_MAX_TASKS_PER_SESSION: usize = 100;
     /// 1,000 tasks per principal: ten sessions' worth.
     pub const DEFAULT_MAX_TASKS_PER_PRINCIPAL: usize = 1000;
+    /// 1,000 tasks per client address without a principal: ten sessions' worth, a tenth of
+    /// the total, so that one address (whose sessions `vellum serve` caps at 100 on a
+    /// network) cannot take every task of the server.
+    pub const DEFAULT_MAX_TASKS_PER_ADDRESS: usize = 1000;
     /// 10,000 tasks in all, as many as the network default of sessions.
     pub const DEFAULT_MAX_TASKS: usize = 10_000;
     /// 16 MiB of task inputs and results per session: four answers of the largest default
     /// body (4 MiB).
     pub const DEFAULT_MAX_TASK_BYTES_PER_SESSION: usize = 16 * 1024 * 1024;
+    /// 32 MiB of task inputs and results per client address without a principal: two
+    /// sessions' worth, an eighth of the total.
+    pub const DEFAULT_MAX_TASK_BYTES_PER_ADDRESS: usize = 32 * 1024 * 1024;
     /// 256 MiB of task inputs and results in all, the size of the server's other budgets
     /// (buffered bodies, unwritten answers).
     pub const DEFAULT_MAX_TASK_BYTES: usize = 256 * 1024 * 1024;
@@ -116,6 +137,13 @@ impl StateLimits {
         self
     }
 
+    /// Sets [`StateLimits::max_tasks_per_address`].
+    #[must_use]
+    pub fn with_max_tasks_per_address(mut self, n: usize) -> Self {
+        self.max_tasks_per_address = n;
+        self
+    }
+
     /// Sets [`StateLimits::max_tasks`].
     #[must_use]
     pub fn with_max_tasks(mut self, n: usize) -> Self {
@@ -127,6 +155,13 @@ impl StateLimits {
     #[must_use]
     pub fn with_max_task_bytes_per_session(mut self, bytes: usize) -> Self {
         self.max_task_bytes_per_session = bytes;
+        self
+    }
+
+    /// Sets [`StateLimits::max_task_bytes_per_address`].
+    #[must_use]
+    pub fn with_max_task_bytes_per_address(mut self, bytes: usize) -> Self {
+        self.max_task_bytes_per_address = bytes;
         self
     }
 
@@ -146,8 +181,10 @@ impl Default for StateLimits {
             max_task_ttl: Self::DEFAULT_MAX_TASK_TTL,
             max_tasks_per_session: Self::DEFAULT_MAX_TASKS_PER_SESSION,
             max_tasks_per_principal: Self::DEFAULT_MAX_TASKS_PER_PRINCIPAL,
+            max_tasks_per_address: Self::DEFAULT_MAX_TASKS_PER_ADDRESS,
             max_tasks: Self::DEFAULT_MAX_TASKS,
             max_task_bytes_per_session: Self::DEFAULT_MAX_TASK_BYTES_PER_SESSION,
+            max_task_bytes_per_address: Self::DEFAULT_MAX_TASK_BYTES_PER_ADDRESS,
             max_task_bytes: Self::DEFAULT_MAX_TASK_BYTES,
         }
     }
