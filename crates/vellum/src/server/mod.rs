@@ -28,6 +28,7 @@
 mod announce;
 mod caller;
 mod handler_error;
+mod json_len;
 mod limits;
 mod listeners;
 mod methods;
