@@ -14,7 +14,8 @@
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -24,6 +25,11 @@ use vellum_testkit::redis::RedisServer;
 
 /// The bound: a fresh client's initialize + tools/call, answered within this.
 const FRESH_BOUND: Duration = Duration::from_secs(1);
+
+/// At most this long between two fresh clients during an attack: any stall of the server
+/// longer than this meets one, and back to back they would take a core of this two-core
+/// machine from the attack (which then lasts twice as long).
+const FRESH_PACE: Duration = Duration::from_millis(25);
 
 const MIB: u64 = 1024;
 
@@ -144,7 +150,8 @@ fn assert_fresh_client_served(s: &ServerProcess, tool: &str, args: &Value, durin
 }
 
 /// Runs `attack` on `threads` threads while a fresh client is served again and again
-/// (each within the bound); the peak RSS (KiB) sampled meanwhile.
+/// (each within the bound, one at least every [`FRESH_PACE`]); the peak RSS (KiB) sampled
+/// meanwhile.
 fn during_attack(
     s: &ServerProcess,
     threads: usize,
@@ -152,7 +159,7 @@ fn during_attack(
     attack: impl Fn(Target) + Sync,
 ) -> u64 {
     let target = Target::from(s);
-    let done = AtomicBool::new(false);
+    let (done, finished) = channel::<()>();
     let mut peak = s.rss_kib();
     let mut served = 0;
     std::thread::scope(|scope| {
@@ -167,12 +174,16 @@ fn during_attack(
             for w in workers {
                 w.join().unwrap();
             }
-            done.store(true, Ordering::Release);
+            done.send(()).unwrap();
         });
-        while !done.load(Ordering::Acquire) {
+        loop {
             assert_fresh_client_served(s, fresh.0, &fresh.1, "the attack");
             served += 1;
             peak = peak.max(s.rss_kib());
+            match finished.recv_timeout(FRESH_PACE) {
+                Err(RecvTimeoutError::Timeout) => {}
+                Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
+            }
         }
         waiter.join().unwrap();
     });
