@@ -79,7 +79,9 @@ fn pipelined_gets(url: &str, clients: Vec<String>) -> Vec<u16> {
     let authority = url.trim_start_matches("http://").split('/').next().unwrap();
     let path = &url[url.find(authority).unwrap() + authority.len()..];
     let stream = TcpStream::connect(authority).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
     let mut requests = Vec::new();
     for client in &clients {
         write!(

@@ -287,7 +287,9 @@ async fn one_address_filling_its_task_cap_leaves_room_for_another() {
         let r = a.request(id, "tools/call", quick.clone()).await;
         assert!(r.result()["taskId"].is_string(), "{}", r.response);
     }
-    let r = a_session.request(3, "tools/call", quick_legacy.clone()).await;
+    let r = a_session
+        .request(3, "tools/call", quick_legacy.clone())
+        .await;
     assert_eq!(r.result()["task"]["status"], "working", "{}", r.response);
     // The address's fourth task is refused in either era, though its session has room and
     // a new session or a 2026-07-28 request costs nothing to make.
@@ -295,7 +297,11 @@ async fn one_address_filling_its_task_cap_leaves_room_for_another() {
     assert_refused_per_address(&a_session.request(5, "tools/call", quick_legacy).await);
     let another_session = Legacy::connect(&srv.url).await;
     let r = another_session
-        .request(6, "tools/call", json!({"name": "quick", "arguments": {}, "task": {}}))
+        .request(
+            6,
+            "tools/call",
+            json!({"name": "quick", "arguments": {}, "task": {}}),
+        )
         .await;
     assert_refused_per_address(&r);
 

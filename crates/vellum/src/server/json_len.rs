@@ -574,7 +574,12 @@ mod tests {
         }
         let v = (
             json!({"s": "a\"b\\c\nd\u{1}é", "n": [-12, 3.5, 1e300, null, true, false], "o": {}}),
-            [E::Unit, E::New(7), E::Tuple(-1, 0.25), E::Struct { x: None }],
+            [
+                E::Unit,
+                E::New(7),
+                E::Tuple(-1, 0.25),
+                E::Struct { x: None },
+            ],
             std::collections::BTreeMap::from([(10u32, 'c'), (2, 'd')]),
             (b"ab".as_slice(), (), u64::MAX, i64::MIN),
         );
@@ -584,7 +589,10 @@ mod tests {
         // A raw value is one value, its text as it is.
         let raw = r#"{"r": [1, 2]}"#;
         let raw_value = serde_json::value::RawValue::from_string(raw.into()).ok();
-        assert_eq!(json_len(&raw_value, usize::MAX), Some(raw.len() + VALUE_COST));
+        assert_eq!(
+            json_len(&raw_value, usize::MAX),
+            Some(raw.len() + VALUE_COST)
+        );
     }
 
     #[test]

@@ -418,7 +418,10 @@ mod tests {
             Err(Over::AddressTasks(2))
         );
         // Another address is not charged for the first one's tasks.
-        assert!(l.reserve("c", address("192.0.2.2"), 90, hour, &limits).is_ok());
+        assert!(
+            l.reserve("c", address("192.0.2.2"), 90, hour, &limits)
+                .is_ok()
+        );
         assert_eq!(l.add_bytes("a", 81, &limits), Err(Over::AddressBytes(100)));
         assert!(l.add_bytes("a", 80, &limits).is_ok());
         // Its tasks given back, the address has room again.
