@@ -334,7 +334,9 @@ fn redis_new_keys_usage(redis: &RedisServer, before: &[String]) -> u64 {
         .filter(|k| !before.contains(k))
         .map(|k| {
             let n = redis_cli(redis, &["memory", "usage", k]);
-            n.trim().parse::<u64>().unwrap_or_else(|_| panic!("{k}: {n}"))
+            n.trim()
+                .parse::<u64>()
+                .unwrap_or_else(|_| panic!("{k}: {n}"))
         })
         .sum()
 }
