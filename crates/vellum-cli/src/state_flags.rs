@@ -30,6 +30,10 @@ pub(crate) struct StateArgs {
     /// The most tasks one authenticated principal may have kept at once.
     #[arg(long, value_name = "N", default_value_t = StateLimits::DEFAULT_MAX_TASKS_PER_PRINCIPAL)]
     max_tasks_per_principal: usize,
+    /// The most tasks one client address may have kept at once when the caller is not
+    /// authenticated (the address as --trusted-proxy and --ipv6-prefix tell it).
+    #[arg(long, value_name = "N", default_value_t = StateLimits::DEFAULT_MAX_TASKS_PER_ADDRESS)]
+    max_tasks_per_address: usize,
     /// The most tasks kept at once, for everyone.
     #[arg(long, value_name = "N", default_value_t = StateLimits::DEFAULT_MAX_TASKS)]
     max_tasks: usize,
@@ -37,6 +41,10 @@ pub(crate) struct StateArgs {
     /// (a task past it is refused, or fails without its result).
     #[arg(long, value_name = "BYTES", default_value_t = StateLimits::DEFAULT_MAX_TASK_BYTES_PER_SESSION)]
     max_task_bytes_per_session: usize,
+    /// The most bytes of task inputs and results the tasks of one client address may have
+    /// kept at once when the caller is not authenticated.
+    #[arg(long, value_name = "BYTES", default_value_t = StateLimits::DEFAULT_MAX_TASK_BYTES_PER_ADDRESS)]
+    max_task_bytes_per_address: usize,
     /// The most bytes of task inputs and results kept at once, for everyone.
     #[arg(long, value_name = "BYTES", default_value_t = StateLimits::DEFAULT_MAX_TASK_BYTES)]
     max_task_bytes: usize,
@@ -57,8 +65,10 @@ impl StateArgs {
             .with_max_task_ttl(ttl)
             .with_max_tasks_per_session(cap(self.max_tasks_per_session))
             .with_max_tasks_per_principal(cap(self.max_tasks_per_principal))
+            .with_max_tasks_per_address(cap(self.max_tasks_per_address))
             .with_max_tasks(cap(self.max_tasks))
             .with_max_task_bytes_per_session(cap(self.max_task_bytes_per_session))
+            .with_max_task_bytes_per_address(cap(self.max_task_bytes_per_address))
             .with_max_task_bytes(cap(self.max_task_bytes))
     }
 }

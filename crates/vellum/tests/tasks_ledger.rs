@@ -1,6 +1,7 @@
 //! What a task is charged in the server's task ledger comes back however the task ends:
-//! a handler that panics, a call cancelled while its record is being stored. Real HTTP over
-//! loopback, a legacy session with a per-session cap of one task.
+//! a handler that panics, a call cancelled while its record is being stored; and to whom it
+//! is charged: a client address cannot take every task of the server. Real HTTP over
+//! loopback (distinct 127.x addresses are distinct clients).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;
@@ -17,7 +18,7 @@ use vellum::store::{
     Answered, MemoryTaskStore, StoreError, TaskRecord, TaskSignal, TaskStore, TaskTransition,
 };
 use vellum_testkit::DEADLINE;
-use vellum_testkit::http::{Legacy, Modern, TestHttpServer};
+use vellum_testkit::http::{Legacy, McpHttp, Modern, TestHttpServer};
 
 /// A server whose sessions may keep one task each, with a tool that panics and one that
 /// answers at once.
@@ -245,4 +246,69 @@ async fn answers_past_the_task_byte_budget_are_refused() {
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+}
+
+/// A 2026-07-28 client with the tasks extension whose connections come from `from`.
+fn tasks_client(url: &str, from: [u8; 4]) -> Modern {
+    let mut c = Modern {
+        mcp: McpHttp::from_address(url, from),
+        ..Modern::new(url)
+    };
+    c.capabilities["extensions"] = json!({"io.modelcontextprotocol/tasks": {}});
+    c
+}
+
+/// Asserts that `r` is a task refused by the per-address count cap, nothing kept.
+fn assert_refused_per_address(r: &vellum_testkit::http::Reply) {
+    assert_eq!(r.error_code(), -32602, "{}", r.response);
+    let message = r.response["error"]["message"].as_str().unwrap();
+    assert!(message.contains("max_tasks_per_address"), "{message}");
+    assert!(message.contains("nothing was kept"), "{message}");
+}
+
+/// Callers without a principal are charged per client address, across their sessions and
+/// eras: one address (127.0.0.1) that fills its cap gets a JSON-RPC error naming it, and
+/// another (127.0.0.2) still gets its tasks. The server-wide cap (six) is exactly the two
+/// addresses' caps (three each), so the second address is served only if the refused calls
+/// kept nothing.
+#[tokio::test]
+async fn one_address_filling_its_task_cap_leaves_room_for_another() {
+    let limits = StateLimits::default()
+        .with_max_tasks_per_address(3)
+        .with_max_tasks(6);
+    let srv = TestHttpServer::serve(server_with(limits)).await;
+    let quick = json!({"name": "quick", "arguments": {}});
+    // Kept for an hour once done: their charges stay for the whole test.
+    let quick_legacy = json!({"name": "quick", "arguments": {}, "task": {"ttl": 3_600_000}});
+
+    let a = tasks_client(&srv.url, [127, 0, 0, 1]);
+    let a_session = Legacy::connect(&srv.url).await;
+    for id in 1..=2 {
+        let r = a.request(id, "tools/call", quick.clone()).await;
+        assert!(r.result()["taskId"].is_string(), "{}", r.response);
+    }
+    let r = a_session
+        .request(3, "tools/call", quick_legacy.clone())
+        .await;
+    assert_eq!(r.result()["task"]["status"], "working", "{}", r.response);
+    // The address's fourth task is refused in either era, though its session has room and
+    // a new session or a 2026-07-28 request costs nothing to make.
+    assert_refused_per_address(&a.request(4, "tools/call", quick.clone()).await);
+    assert_refused_per_address(&a_session.request(5, "tools/call", quick_legacy).await);
+    let another_session = Legacy::connect(&srv.url).await;
+    let r = another_session
+        .request(
+            6,
+            "tools/call",
+            json!({"name": "quick", "arguments": {}, "task": {}}),
+        )
+        .await;
+    assert_refused_per_address(&r);
+
+    let b = tasks_client(&srv.url, [127, 0, 0, 2]);
+    for id in 1..=3 {
+        let r = b.request(id, "tools/call", quick.clone()).await;
+        assert!(r.result()["taskId"].is_string(), "{}", r.response);
+    }
+    assert_refused_per_address(&b.request(4, "tools/call", quick).await);
 }

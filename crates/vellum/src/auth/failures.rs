@@ -111,7 +111,7 @@ impl FailureGuard {
         if let (Some(limit), Some(a)) = (self.limit, address)
             && self.may_be_limited(limit)
             && let Admission::Limited { retry_after } =
-                self.by_address.peek_now(&a.to_string(), limit)
+                with_key(a, |key| self.by_address.peek_now(key, limit))
             && !known_valid()
         {
             return Precheck::Limited {
@@ -139,34 +139,56 @@ impl FailureGuard {
         if let (Some(limit), Some(a)) = (self.limit, address) {
             self.last_failure
                 .store(self.now_ms().saturating_add(1), Ordering::Release);
-            self.by_address.admit_now(&a.to_string(), limit);
+            with_key(a, |key| self.by_address.admit_now(key, limit));
         }
     }
+}
+
+/// Calls `f` with `a` as text, the key of its budget, written on the stack: no allocation
+/// per request (the limiter copies a key only when it is new).
+fn with_key<R>(a: IpAddr, f: impl FnOnce(&str) -> R) -> R {
+    use std::io::Write as _;
+    // The longest text of an address: an IPv6 one with an embedded IPv4 one, 45 bytes.
+    let mut buf = [0u8; 48];
+    let mut rest = &mut buf[..];
+    let _ = write!(rest, "{a}");
+    let len = 48 - rest.len();
+    f(std::str::from_utf8(&buf[..len]).unwrap_or_default())
 }
 
 /// One generation of failed tokens: SHA-256 → why, and until when it is remembered.
 type Generation = HashMap<[u8; 32], (InvalidToken, Instant)>;
 
-/// Tokens that failed lately, by SHA-256, in two generations (the current one fills; when
-/// full, the previous one is dropped whole): bounded, O(1) per request.
+/// How many locks the failed tokens are spread over (by their hash's first byte), so that
+/// the requests of unrelated tokens rarely wait for each other.
+const TOKEN_SHARDS: usize = 16;
+
+/// Tokens that failed lately, by SHA-256, in [`TOKEN_SHARDS`] shards of two generations
+/// each (the current one fills; when full, the previous one is dropped whole): bounded (the
+/// capacity, or two tokens per shard if that is more), O(1) per request.
 struct FailedTokens {
+    /// Per shard.
     per_generation: usize,
     ttl: Duration,
     epoch: Instant,
     /// Milliseconds since `epoch` until which the latest failed token is remembered (0:
     /// none): past it nothing is, and requests skip the hash and the lock.
     remembered_until: AtomicU64,
-    generations: Mutex<[Generation; 2]>,
+    shards: [Mutex<[Generation; 2]>; TOKEN_SHARDS],
 }
 
 impl FailedTokens {
     fn new(capacity: usize, ttl: Duration) -> Self {
+        let per_generation = match capacity {
+            0 => 0,
+            n => (n / 2 / TOKEN_SHARDS).max(1),
+        };
         FailedTokens {
-            per_generation: capacity / 2,
+            per_generation,
             ttl,
             epoch: Instant::now(),
             remembered_until: AtomicU64::new(0),
-            generations: Mutex::default(),
+            shards: Default::default(),
         }
     }
 
@@ -185,7 +207,7 @@ impl FailedTokens {
         }
         let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         let now = Instant::now();
-        let g = lock(&self.generations);
+        let g = lock(self.shard(&key));
         g.iter()
             .find_map(|m| m.get(&key))
             .filter(|(_, until)| now < *until)
@@ -197,7 +219,7 @@ impl FailedTokens {
             return;
         }
         let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-        let mut g = lock(&self.generations);
+        let mut g = lock(self.shard(&key));
         if g[0].len() >= self.per_generation {
             g[1] = std::mem::take(&mut g[0]);
         }
@@ -207,9 +229,16 @@ impl FailedTokens {
         self.remembered_until.fetch_max(until_ms, Ordering::AcqRel);
     }
 
+    fn shard(&self, key: &[u8; 32]) -> &Mutex<[Generation; 2]> {
+        &self.shards[usize::from(key[0]) % TOKEN_SHARDS]
+    }
+
     #[cfg(test)]
     fn len(&self) -> usize {
-        lock(&self.generations).iter().map(HashMap::len).sum()
+        self.shards
+            .iter()
+            .map(|s| lock(s).iter().map(HashMap::len).sum::<usize>())
+            .sum()
     }
 }
 
@@ -259,6 +288,18 @@ mod tests {
             guard.before(Some(a), "z", || false),
             Precheck::Verify
         ));
+    }
+
+    #[test]
+    fn an_address_key_is_its_text() {
+        for a in [
+            "192.0.2.1",
+            "2001:db8::1",
+            "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255",
+        ] {
+            let ip: IpAddr = a.parse().unwrap();
+            assert_eq!(with_key(ip, str::to_owned), ip.to_string());
+        }
     }
 
     #[test]

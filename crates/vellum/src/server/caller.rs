@@ -4,11 +4,22 @@
 //! and multi round-trip state to it, checks the scopes tools require against it, and
 //! handlers read it with [`RequestContext::caller`](super::RequestContext::caller).
 //!
+//! Also [`ClientKey`]: the address a caller without a principal comes from, as the HTTP
+//! transport keys it, so that what such callers keep (tasks) is counted per address.
+//!
 //! Not here: verifying anyone (tokens, keys: see `vellum::auth`). The core only compares
 //! callers and reads the scopes they were granted; it never learns how they were
-//! authenticated.
+//! authenticated. Nor how an address is told (`transport/http/client_address.rs`).
 
+use std::net::IpAddr;
 use std::sync::Arc;
+
+/// The client address key of a request (an IPv4 address, or an IPv6 address cut to its
+/// prefix), which the HTTP transport puts into the request's extensions when no
+/// authenticated [`Caller`] is known: the limits counted per address (sessions, tasks) read
+/// it there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct ClientKey(pub(crate) IpAddr);
 
 /// An authenticated caller: the party that vouched for it, who it is there, and the scopes
 /// its credential grants for this request.

@@ -28,6 +28,7 @@
 mod announce;
 mod caller;
 mod handler_error;
+mod json_len;
 mod limits;
 mod listeners;
 mod methods;
@@ -73,6 +74,7 @@ pub use session_ref::SessionRef;
 pub use upstream::{ForwardedRequest, Upstream};
 
 // What the transports use of the core.
+pub(crate) use caller::ClientKey;
 pub(crate) use methods::handle_notification;
 pub(crate) use modern_meta::{
     MetaFields, ModernMeta, parse_meta, raw_str, request_meta, unsupported_version,

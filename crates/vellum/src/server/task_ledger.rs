@@ -1,7 +1,7 @@
 //! [`TaskLedger`]: the tasks this instance created and still keeps, counted per legacy
-//! session, per principal and in total, with the bytes of their inputs and results, so that
-//! the caps of [`StateLimits`] hold before a task is created and before its result is
-//! stored.
+//! session, per principal, per client address (a caller without a principal) and in total,
+//! with the bytes of their inputs and results, so that the caps of [`StateLimits`] hold
+//! before a task is created and before its result is stored.
 //!
 //! A task is charged from its creation until it has stopped running here *and* its TTL has
 //! passed (what the store keeps it for); charges past that are dropped the next time the
@@ -12,6 +12,7 @@
 //! Not here: the store itself (`crate::store`), what runs a task (`methods/tasks/`).
 
 use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -25,6 +26,9 @@ pub(crate) struct Payer {
     pub(crate) session: Option<u64>,
     /// The authenticated principal that started it (its digest).
     pub(crate) principal: Option<String>,
+    /// The client address key of a caller without a principal (the transport's: IPv6 by
+    /// prefix), so that one address cannot take every task of the server.
+    pub(crate) address: Option<IpAddr>,
 }
 
 /// What a task may not be created past, or have kept past: the cap, in words.
@@ -32,8 +36,10 @@ pub(crate) struct Payer {
 pub(crate) enum Over {
     SessionTasks(usize),
     PrincipalTasks(usize),
+    AddressTasks(usize),
     Tasks(usize),
     SessionBytes(usize),
+    AddressBytes(usize),
     Bytes(usize),
 }
 
@@ -50,6 +56,11 @@ impl std::fmt::Display for Over {
                 "this principal keeps {n} tasks, the most this server allows \
                  (max_tasks_per_principal)"
             ),
+            Over::AddressTasks(n) => write!(
+                f,
+                "this client address keeps {n} tasks, the most this server allows \
+                 (max_tasks_per_address)"
+            ),
             Over::Tasks(n) => write!(
                 f,
                 "the server keeps {n} tasks, the most it allows (max_tasks)"
@@ -58,6 +69,11 @@ impl std::fmt::Display for Over {
                 f,
                 "this session's tasks would keep more than {n} bytes of inputs and results \
                  (max_task_bytes_per_session)"
+            ),
+            Over::AddressBytes(n) => write!(
+                f,
+                "this client address's tasks would keep more than {n} bytes of inputs and \
+                 results (max_task_bytes_per_address)"
             ),
             Over::Bytes(n) => write!(
                 f,
@@ -72,6 +88,14 @@ impl std::fmt::Display for Over {
 struct Usage {
     tasks: usize,
     bytes: usize,
+}
+
+/// What a payer's session, principal and address already keep (zero for those it has not).
+#[derive(Debug, Clone, Copy, Default)]
+struct Usages {
+    session: Usage,
+    principal: Usage,
+    address: Usage,
 }
 
 struct Charge {
@@ -93,42 +117,68 @@ struct State {
     total: Usage,
     sessions: HashMap<u64, Usage>,
     principals: HashMap<String, Usage>,
+    addresses: HashMap<IpAddr, Usage>,
+}
+
+impl Usage {
+    fn add(&mut self, tasks: isize, bytes: isize) {
+        self.tasks = self.tasks.saturating_add_signed(tasks);
+        self.bytes = self.bytes.saturating_add_signed(bytes);
+    }
+}
+
+/// Adds `tasks` and `bytes` (or takes them away) to the usage of `key` in `map`, dropping
+/// it once it has no task left (the maps hold only payers that keep something).
+fn account_in<K: std::hash::Hash + Eq + Clone>(
+    map: &mut HashMap<K, Usage>,
+    key: &K,
+    tasks: isize,
+    bytes: isize,
+) {
+    if let Some(u) = map.get_mut(key) {
+        u.add(tasks, bytes);
+        if u.tasks == 0 {
+            map.remove(key);
+        }
+        return;
+    }
+    let mut u = Usage::default();
+    u.add(tasks, bytes);
+    if u.tasks != 0 {
+        map.insert(key.clone(), u);
+    }
 }
 
 impl State {
-    fn usage(&self, payer: &Payer) -> (Usage, Usage) {
-        let session = payer
-            .session
-            .and_then(|k| self.sessions.get(&k).copied())
-            .unwrap_or_default();
-        let principal = payer
-            .principal
-            .as_ref()
-            .and_then(|p| self.principals.get(p).copied())
-            .unwrap_or_default();
-        (session, principal)
+    fn usage(&self, payer: &Payer) -> Usages {
+        Usages {
+            session: payer
+                .session
+                .and_then(|k| self.sessions.get(&k).copied())
+                .unwrap_or_default(),
+            principal: payer
+                .principal
+                .as_ref()
+                .and_then(|p| self.principals.get(p).copied())
+                .unwrap_or_default(),
+            address: payer
+                .address
+                .and_then(|a| self.addresses.get(&a).copied())
+                .unwrap_or_default(),
+        }
     }
 
     /// Adds (or takes away) a task and bytes to each of `payer`'s usages.
     fn account(&mut self, payer: &Payer, tasks: isize, bytes: isize) {
-        let apply = |u: &mut Usage| {
-            u.tasks = u.tasks.saturating_add_signed(tasks);
-            u.bytes = u.bytes.saturating_add_signed(bytes);
-        };
-        apply(&mut self.total);
-        if let Some(k) = payer.session {
-            let u = self.sessions.entry(k).or_default();
-            apply(u);
-            if u.tasks == 0 {
-                self.sessions.remove(&k);
-            }
+        self.total.add(tasks, bytes);
+        if let Some(k) = &payer.session {
+            account_in(&mut self.sessions, k, tasks, bytes);
         }
         if let Some(p) = &payer.principal {
-            let u = self.principals.entry(p.clone()).or_default();
-            apply(u);
-            if u.tasks == 0 {
-                self.principals.remove(p);
-            }
+            account_in(&mut self.principals, p, tasks, bytes);
+        }
+        if let Some(a) = &payer.address {
+            account_in(&mut self.addresses, a, tasks, bytes);
         }
     }
 
@@ -165,17 +215,20 @@ impl TaskLedger {
         let now = Instant::now();
         let mut st = lock(&self.state);
         st.purge(now);
-        let (session, principal) = st.usage(&payer);
-        if payer.session.is_some() && session.tasks >= limits.max_tasks_per_session {
-            return Err(Over::SessionTasks(session.tasks));
+        let u = st.usage(&payer);
+        if payer.session.is_some() && u.session.tasks >= limits.max_tasks_per_session {
+            return Err(Over::SessionTasks(u.session.tasks));
         }
-        if payer.principal.is_some() && principal.tasks >= limits.max_tasks_per_principal {
-            return Err(Over::PrincipalTasks(principal.tasks));
+        if payer.principal.is_some() && u.principal.tasks >= limits.max_tasks_per_principal {
+            return Err(Over::PrincipalTasks(u.principal.tasks));
+        }
+        if payer.address.is_some() && u.address.tasks >= limits.max_tasks_per_address {
+            return Err(Over::AddressTasks(u.address.tasks));
         }
         if st.total.tasks >= limits.max_tasks {
             return Err(Over::Tasks(st.total.tasks));
         }
-        check_bytes(&st, &payer, session, input, limits)?;
+        check_bytes(&st, &payer, u, input, limits)?;
         st.account(&payer, 1, input as isize);
         st.charges.insert(
             id.to_owned(),
@@ -202,8 +255,8 @@ impl TaskLedger {
             // Not charged here (its charge lapsed): nothing to count it against.
             return Ok(());
         };
-        let (session, _) = st.usage(&payer);
-        check_bytes(&st, &payer, session, bytes, limits)?;
+        let u = st.usage(&payer);
+        check_bytes(&st, &payer, u, bytes, limits)?;
         st.account(&payer, 0, bytes as isize);
         if let Some(c) = st.charges.get_mut(id) {
             c.bytes += bytes;
@@ -250,19 +303,30 @@ impl TaskLedger {
         st.purge(Instant::now());
         (st.total.tasks, st.total.bytes)
     }
+
+    /// The addresses charged now (for tests).
+    #[cfg(test)]
+    fn addresses(&self) -> usize {
+        lock(&self.state).addresses.len()
+    }
 }
 
 fn check_bytes(
     st: &State,
     payer: &Payer,
-    session: Usage,
+    u: Usages,
     bytes: usize,
     limits: &StateLimits,
 ) -> Result<(), Over> {
     if payer.session.is_some()
-        && session.bytes.saturating_add(bytes) > limits.max_task_bytes_per_session
+        && u.session.bytes.saturating_add(bytes) > limits.max_task_bytes_per_session
     {
         return Err(Over::SessionBytes(limits.max_task_bytes_per_session));
+    }
+    if payer.address.is_some()
+        && u.address.bytes.saturating_add(bytes) > limits.max_task_bytes_per_address
+    {
+        return Err(Over::AddressBytes(limits.max_task_bytes_per_address));
     }
     if st.total.bytes.saturating_add(bytes) > limits.max_task_bytes {
         return Err(Over::Bytes(limits.max_task_bytes));
@@ -280,6 +344,15 @@ mod tests {
         Payer {
             session: Some(k),
             principal: None,
+            address: None,
+        }
+    }
+
+    fn address(a: &str) -> Payer {
+        Payer {
+            session: None,
+            principal: None,
+            address: a.parse().ok(),
         }
     }
 
@@ -328,6 +401,38 @@ mod tests {
             l.reserve("b", session(2), 60, Duration::ZERO, &limits)
                 .is_ok()
         );
+    }
+
+    #[test]
+    fn caps_count_tasks_and_bytes_per_address() {
+        let limits = StateLimits::default()
+            .with_max_tasks_per_address(2)
+            .with_max_task_bytes_per_address(100);
+        let l = TaskLedger::default();
+        let hour = Duration::from_secs(3600);
+        let a = || address("192.0.2.1");
+        assert!(l.reserve("a", a(), 10, hour, &limits).is_ok());
+        assert!(l.reserve("b", a(), 10, hour, &limits).is_ok());
+        assert_eq!(
+            l.reserve("c", a(), 10, hour, &limits),
+            Err(Over::AddressTasks(2))
+        );
+        // Another address is not charged for the first one's tasks.
+        assert!(
+            l.reserve("c", address("192.0.2.2"), 90, hour, &limits)
+                .is_ok()
+        );
+        assert_eq!(l.add_bytes("a", 81, &limits), Err(Over::AddressBytes(100)));
+        assert!(l.add_bytes("a", 80, &limits).is_ok());
+        // Its tasks given back, the address has room again.
+        l.release("a");
+        l.release("b");
+        assert!(l.reserve("d", a(), 100, hour, &limits).is_ok());
+        assert_eq!(l.total(), (2, 190));
+        // An address that keeps nothing is not kept either.
+        l.release("c");
+        l.release("d");
+        assert_eq!((l.total(), l.addresses()), ((0, 0), 0));
     }
 
     #[test]

@@ -16,7 +16,7 @@ use crate::protocol::{
     RawJson, RequestId,
 };
 use crate::server::Server;
-use crate::server::caller::Caller;
+use crate::server::caller::{Caller, ClientKey};
 use crate::server::listeners::ListenTarget;
 use crate::server::modern_meta::ModernMeta;
 use crate::server::mrtr::{Attempt, Binding, principal_digest};
@@ -140,6 +140,15 @@ impl RequestShared {
     pub(crate) fn principal_digest(&self) -> Option<String> {
         self.caller()
             .map(|c| principal_digest(&c.issuer, &c.subject))
+    }
+
+    /// The client address key the transport gave the request (a caller without a
+    /// principal, over HTTP), if any.
+    pub(crate) fn client_key(&self) -> Option<std::net::IpAddr> {
+        self.http
+            .as_ref()
+            .and_then(|p| p.extensions.get::<ClientKey>())
+            .map(|k| k.0)
     }
 
     /// The legacy session of the request (none for a 2026-07-28 request).

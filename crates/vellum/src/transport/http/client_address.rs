@@ -154,10 +154,10 @@ impl ClientAddresses {
     }
 }
 
-/// The client's address key, put in a POST's extensions by the endpoint when sessions are
-/// capped per address (the session routing has no connection to read it from).
-#[derive(Clone, Copy, Debug)]
-pub(super) struct ClientKey(pub(super) IpAddr);
+/// The client's address key, put in a POST's extensions by the endpoint for a caller
+/// without a principal: for the session routing (which has no connection to read it from)
+/// and the server core (tasks are counted per address).
+pub(super) use crate::server::ClientKey;
 
 /// A range of IPv4-mapped IPv6 addresses (`::ffff:0:0/96` and narrower) as the IPv4 range,
 /// since the peer and the hops are compared in their canonical form.

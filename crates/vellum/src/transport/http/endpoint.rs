@@ -32,7 +32,6 @@ use crate::server::{Caller, Server};
 use super::body::ResponseBody;
 use super::body_reader::{BodyExemption, ConnectionExemption};
 use super::client_address::ClientKey;
-use super::headers::names;
 use super::options::StreamableHttpOptions;
 use super::rejection::{Rejection, refused};
 use super::security::ConnectionInfo;
@@ -217,11 +216,10 @@ where
                 .admit_request(&mut parts, connection.as_ref())
                 .await?;
         }
-        // Only an `initialize` (a POST without a session) can make a session to count, and
-        // only one without an authenticated caller (whose sessions count per principal).
+        // What a caller without a principal keeps is counted per address: the sessions its
+        // `initialize` opens (a POST without a session), the tasks any of its POSTs start
+        // (an authenticated caller's count per principal).
         if parts.method == Method::POST
-            && inner.options.max_sessions_per_address.is_some()
-            && !parts.headers.contains_key(&names::SESSION_ID)
             && parts.extensions.get::<Caller>().is_none()
             && let Some(key) =
                 (inner.options.client_addresses).key_of_request(&parts.headers, connection.as_ref())

@@ -186,10 +186,14 @@ fn new_session_route(inner: &Inner, parts: &http::request::Parts) -> Result<Rout
         .extensions
         .get::<Caller>()
         .map(|c| (c.issuer.clone(), c.subject.clone()));
-    // Without an owner, sessions count against the client's address.
+    // Without an owner, sessions count against the client's address (when capped so).
     let address = match owner {
         Some(_) => None,
-        None => parts.extensions.get::<ClientKey>().map(|k| k.0),
+        None => parts
+            .extensions
+            .get::<ClientKey>()
+            .filter(|_| inner.options.max_sessions_per_address.is_some())
+            .map(|k| k.0),
     };
     let holder = match &owner {
         Some(o) => Some(Holder::Owner(o.clone())),

@@ -152,14 +152,21 @@ pub(super) async fn create(
     })
 }
 
-/// Who a task of `shared` is charged to.
+/// Who a task of `shared` is charged to: its legacy session, and its principal or, for a
+/// caller without one, its client address (whatever the era: a 2026-07-28 request has no
+/// session, and an address may open many).
 fn payer_of(shared: &RequestShared) -> Payer {
+    let principal = shared.principal_digest();
     Payer {
         session: shared
             .session()
             .filter(|s| !s.is_temporary())
             .map(|s| s.registry_key()),
-        principal: shared.principal_digest(),
+        address: match principal {
+            Some(_) => None,
+            None => shared.client_key(),
+        },
+        principal,
     }
 }
 
