@@ -193,6 +193,8 @@ server_peer() {
 server_missing() {
     if [[ $1 == base:* ]]; then
         [[ -n ${VELLUM_BASE_BIN:-} ]] || { echo "no VELLUM_BASE_BIN (run.sh --compare sets it)"; return; }
+        # --compare builds the other revision's vellum only, not its vellum-demos example.
+        [[ $1 == base:vellum-default ]] && { echo "no base build of vellum-default (--compare builds vellum only)"; return; }
         VELLUM_BIN=$VELLUM_BASE_BIN server_missing "${1#base:}"
         return
     fi
