@@ -151,6 +151,12 @@ if ((build)); then
         (cd "$REPO_DIR" && nice -n 15 cargo build "${cargo_flags[@]}" --quiet -p vellum-cli) ||
             echo "run.sh: building vellum failed; its servers will be skipped" >&2
     fi
+    if [[ " ${servers[*]} " == *" vellum-default "* ]]; then
+        # Built on its own, so that the library gets its default features only.
+        echo "== building the default build: vellum-demos example bench ($BENCH_PROFILE)" >&2
+        (cd "$REPO_DIR" && nice -n 15 cargo build "${cargo_flags[@]}" --quiet -p vellum-demos --example bench) ||
+            echo "run.sh: building the vellum-demos example bench failed; vellum-default will be skipped" >&2
+    fi
     if [[ -n $compare && ! -x $VELLUM_BASE_BIN ]]; then
         # The revision's tree, exported (no worktree to clean up), built in a target dir
         # shared by every compared revision so that only what changed is rebuilt.
@@ -224,8 +230,46 @@ lock_version() { # Cargo.lock crate
 
 # --- runs -------------------------------------------------------------------------------------
 port=20000
-server_pid="" redis_pid=""
-trap '[[ -n $server_pid ]] && kill -KILL "$server_pid" 2>/dev/null; [[ -n ${jwks_pid:-} ]] && kill -KILL "$jwks_pid" 2>/dev/null; [[ -n $redis_pid ]] && kill -KILL "$redis_pid" 2>/dev/null; [[ -n ${cluster_dir:-} ]] && bash "$BENCH_DIR/../scripts/redis-cluster.sh" stop "$cluster_dir"; true' EXIT
+server_pid="" redis_pid="" wait_redis_pid="" stub_pid=""
+trap '[[ -n $server_pid ]] && kill -KILL "$server_pid" 2>/dev/null; [[ -n ${jwks_pid:-} ]] && kill -KILL "$jwks_pid" 2>/dev/null; [[ -n $redis_pid ]] && kill -KILL "$redis_pid" 2>/dev/null; [[ -n $wait_redis_pid ]] && kill -KILL "$wait_redis_pid" 2>/dev/null; [[ -n $stub_pid ]] && kill -KILL "$stub_pid" 2>/dev/null; [[ -n ${cluster_dir:-} ]] && bash "$BENCH_DIR/../scripts/redis-cluster.sh" stop "$cluster_dir"; true' EXIT
+
+# wait: what the tool waits on, started once for the run if a server runs the scenario: a
+# redis-server seeded with the greeting, and `mcpbench stub` answering after 1 ms. Both on
+# BENCH_WAIT_CPU (default 1, beside the load generator), so the server keeps CPU 0 to itself.
+wanted_wait=0
+if [[ " ${scenario_list[*]} " == *" wait "* ]]; then
+    for s in "${runnable[@]}"; do
+        [[ " $(server_scenarios "$s") " == *" wait "* ]] && wanted_wait=1
+    done
+fi
+if ((wanted_wait)) && ! command -v redis-server >/dev/null; then
+    [[ -n $only ]] && { echo "run.sh: the wait scenario needs redis-server" >&2; exit 1; }
+    echo "run.sh: no redis-server: skipping the wait scenario" >&2
+    echo "wait (scenario): no redis-server" >>"$out/skipped.txt"
+    wanted_wait=0
+fi
+if ((wanted_wait)); then
+    wait_redis_port=19998 stub_port=19997 wait_cpu=${BENCH_WAIT_CPU:-1}
+    for p in "$wait_redis_port" "$stub_port"; do
+        "$MCPBENCH" wait-port --free --addr "127.0.0.1:$p" || { echo "run.sh: port $p busy" >&2; exit 1; }
+    done
+    "${prio[@]}" taskset -c "$wait_cpu" redis-server --bind 127.0.0.1 --port "$wait_redis_port" \
+        --save "" --appendonly no >"$out/logs/wait-redis.log" 2>&1 &
+    wait_redis_pid=$!
+    disown "$wait_redis_pid"
+    "${prio[@]}" taskset -c "$wait_cpu" "$MCPBENCH" stub --addr "127.0.0.1:$stub_port" --delay-ms 1 \
+        >"$out/logs/stub.log" 2>&1 &
+    stub_pid=$!
+    disown "$stub_pid"
+    "$MCPBENCH" wait-port --addr "127.0.0.1:$wait_redis_port" --pid "$wait_redis_pid" --timeout 30 ||
+        { echo "run.sh: redis-server (wait) did not start, see logs/wait-redis.log" >&2; exit 1; }
+    "$MCPBENCH" wait-port --addr "127.0.0.1:$stub_port" --pid "$stub_pid" --timeout 30 ||
+        { echo "run.sh: mcpbench stub did not start, see logs/stub.log" >&2; exit 1; }
+    redis-cli -p "$wait_redis_port" set bench:greeting "Hello World" >/dev/null ||
+        { echo "run.sh: seeding the wait scenario's Redis failed" >&2; exit 1; }
+    export BENCH_WAIT_REDIS_URL=redis://127.0.0.1:$wait_redis_port BENCH_WAIT_HTTP_URL=http://127.0.0.1:$stub_port/
+    echo "wait: redis $(redis-server --version | cut -d' ' -f3) and mcpbench stub (1 ms) on CPU $wait_cpu" >>"$out/versions.txt"
+fi
 
 # vellum-redis: one redis-server for the whole run, on the server's core (BENCH_REDIS_CPU,
 # default 0) at the same priority, so the server side still has one core in all; emptied
@@ -308,7 +352,10 @@ run_one() { # server scenario rep [extra mcpbench flags...]; BENCH_TOOLS in the 
             failed "$s" "$sc" "$rep" "mcpbench failed, see logs/$s-$sc-$rep.log"
         return
     fi
-    BENCH_PROFILE=$BENCH_PROFILE VELLUM_BIN=$VELLUM_BIN BENCH_TOOLS=${BENCH_TOOLS:-0} "${prio[@]}" \
+    if [[ $sc == wait ]] && ((!wanted_wait)); then
+        return
+    fi
+    BENCH_PROFILE=$BENCH_PROFILE VELLUM_BIN=$VELLUM_BIN BENCH_TOOLS=${BENCH_TOOLS:-0} BENCH_SCENARIO=$sc "${prio[@]}" \
         taskset -c 0 prlimit --nofile=$NOFILE:$NOFILE "$BENCH_DIR/servers.sh" exec "$s" "$port" >>"$log" 2>&1 &
     server_pid=$!
     if ! "$MCPBENCH" wait-port --addr "127.0.0.1:$port" --pid "$server_pid" --timeout 60 2>>"$log"; then
@@ -325,7 +372,7 @@ run_one() { # server scenario rep [extra mcpbench flags...]; BENCH_TOOLS in the 
     fi
     local extra=()
     case $sc in
-        latency | throughput | sessions | stream | tools) extra=("${load[@]}") ;;
+        latency | throughput | sessions | wait | stream | tools) extra=("${load[@]}") ;;
         conc) extra=("${load[@]}" "${conc[@]}") ;;
         size) extra=("${load[@]}" "${size[@]}") ;;
         hold)

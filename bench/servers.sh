@@ -11,6 +11,11 @@
 # vellum-auth* need BENCH_AUTH_JWKS_URL, BENCH_AUTH_ISSUER and BENCH_AUTH_TOKEN: run.sh mints a
 # key and a token (auth/mint.py) and serves the JWKS on loopback.
 # BENCH_TOOLS=N starts the server with N extra tools to list (the `tools` scenario).
+# BENCH_SCENARIO=wait starts vellum, rmcp and go with their `hello_wait` tool, which waits on
+# the Redis at BENCH_WAIT_REDIS_URL and the HTTP stub at BENCH_WAIT_HTTP_URL (run.sh starts
+# both for the `wait` scenario).
+# vellum-default is the bench server as a library user builds it: the vellum-demos example
+# `bench` (VELLUM_DEFAULT_BIN), the library's default features (HTTP/1.1 only), default options.
 # A name prefixed `base:` (run.sh --compare) is the same server run from VELLUM_BASE_BIN, the
 # build of another revision.
 
@@ -19,17 +24,19 @@ REPO_DIR=$(dirname "$BENCH_DIR")
 RMCP_BIN=$BENCH_DIR/peers/rmcp/target/release/rmcp-peer
 GO_BIN=${PEERS_DIR:-$BENCH_DIR/peers/go/.build}/go/bench-go
 VELLUM_BIN_GIVEN=${VELLUM_BIN:-}
+VELLUM_DEFAULT_BIN_GIVEN=${VELLUM_DEFAULT_BIN:-}
 
 # set_profile release|debug: the binaries of that Cargo profile.
 set_profile() {
     BENCH_PROFILE=$1
     VELLUM_BIN=${VELLUM_BIN_GIVEN:-$REPO_DIR/target/$1/vellum}
+    VELLUM_DEFAULT_BIN=${VELLUM_DEFAULT_BIN_GIVEN:-$REPO_DIR/target/$1/examples/bench}
     NULL_BIN=$BENCH_DIR/target/$1/nullserver
     MCPBENCH=$BENCH_DIR/target/$1/mcpbench
 }
 set_profile "${BENCH_PROFILE:-release}"
 
-ALL_SERVERS="null null-sse rmcp rmcp-stateless-json rmcp@2026 ts py go go-json go-stateless go@2026 vellum vellum-json vellum-stateless vellum-store vellum-redis vellum-redis-cluster vellum@2026 vellum-h2 vellum-metrics vellum-auth vellum-auth-dpop-allowed vellum-stdio vellum-proxy vellum-proxy@2026 supergateway"
+ALL_SERVERS="null null-sse rmcp rmcp-stateless-json rmcp@2026 ts py go go-json go-stateless go@2026 vellum vellum-json vellum-stateless vellum-store vellum-redis vellum-redis-cluster vellum@2026 vellum-h2 vellum-default vellum-metrics vellum-auth vellum-auth-dpop-allowed vellum-stdio vellum-proxy vellum-proxy@2026 supergateway"
 SUPERGATEWAY_JS=$BENCH_DIR/peers/supergateway/node_modules/supergateway/dist/index.js
 
 # The audience of the benchmark's access tokens (fixed: every run has a port of its own).
@@ -63,19 +70,27 @@ server_exec() {
     fi
     local addr=127.0.0.1:$2 tools=${BENCH_TOOLS:-0}
     local vellum=("$VELLUM_BIN" serve --addr "$addr" --server bench --bench-tools "$tools")
+    # The `wait` scenario: the tool that waits on Redis and the HTTP stub (same flags on the
+    # peers, prefixed --bench- on vellum serve).
+    local wait=()
+    if [[ ${BENCH_SCENARIO:-} == wait ]]; then
+        wait=(--wait-redis "${BENCH_WAIT_REDIS_URL:?}" --wait-http "${BENCH_WAIT_HTTP_URL:?}")
+        vellum+=(--bench-wait-redis "$BENCH_WAIT_REDIS_URL" --bench-wait-http "$BENCH_WAIT_HTTP_URL")
+    fi
     case $1 in
         null) exec "$NULL_BIN" --addr "$addr" ;;
         null-sse) exec "$NULL_BIN" --addr "$addr" --sse ;;
-        rmcp | rmcp@2026) exec "$RMCP_BIN" --addr "$addr" --tools "$tools" ;;
+        rmcp | rmcp@2026) exec "$RMCP_BIN" --addr "$addr" --tools "$tools" "${wait[@]}" ;;
         rmcp-stateless-json) exec "$RMCP_BIN" --addr "$addr" --stateless --tools "$tools" ;;
         ts) exec node "$BENCH_DIR/peers/ts/server.mjs" --addr "$addr" --tools "$tools" ;;
         py) exec "$BENCH_DIR/peers/py/.venv/bin/python" "$BENCH_DIR/peers/py/server.py" --addr "$addr" --tools "$tools" ;;
-        go) exec "$GO_BIN" --addr "$addr" --mode stateful --tools "$tools" ;;
+        go) exec "$GO_BIN" --addr "$addr" --mode stateful --tools "$tools" "${wait[@]}" ;;
         go-json) exec "$GO_BIN" --addr "$addr" --mode json --tools "$tools" ;;
         # The Go SDK serves 2026-07-28 only from its stateless handler.
         go-stateless | go@2026) exec "$GO_BIN" --addr "$addr" --mode stateless --tools "$tools" ;;
         # vellum-h2 is the same server spoken to in h2c (the load generator's --http2).
         vellum | vellum@2026 | vellum-h2) exec "${vellum[@]}" ;;
+        vellum-default) exec "$VELLUM_DEFAULT_BIN" --addr "$addr" --bench-tools "$tools" ;;
         # Port 0: the recorder is installed and /metrics served on a port of its own.
         vellum-metrics) exec "${vellum[@]}" --metrics-addr 127.0.0.1:0 ;;
         # An ES256 JWT resource server (keys from a JWKS on loopback); `off` refuses DPoP, so
@@ -124,7 +139,7 @@ server_flags() {
 
 # The scenarios, in the order each repetition runs them (every server of a scenario one after
 # another, so that servers compared with each other are measured close together in time).
-ALL_SCENARIOS="latency throughput sessions stream conc size tools hold streams fanout setup cold chunks stdio"
+ALL_SCENARIOS="latency throughput sessions wait stream conc size tools hold streams fanout setup cold chunks stdio"
 
 # server_scenarios NAME: the scenarios that apply (no sessions to hold without sessions; the
 # null servers have only hello_world; the curves and the wire framing are measured on each
@@ -147,11 +162,16 @@ server_scenarios() {
         # h2c: everything but the raw HTTP/1.1 framing (chunks), the many-tools starts and
         # setup (its new connection per session is, under h2, a new stream on a shared one).
         vellum-h2) echo "latency throughput sessions stream conc size hold streams fanout cold" ;;
+        # The library's default build: request/response, and what its HTTP/1.1-only accept
+        # loop holds per session and GET stream.
+        vellum-default) echo "latency throughput sessions stream hold streams setup cold" ;;
         # What a recorder or a token check costs per request, per event and per new session.
         vellum-metrics | vellum-auth | vellum-auth-dpop-allowed) echo "latency throughput sessions stream setup" ;;
         # The Go SDK's JSON mode answers a call with one JSON body and drops the call's
         # progress notifications: no streaming there.
         go-json) echo "latency throughput sessions hold streams setup cold" ;;
+        # Tools that wait (issue 29): Vellum, rmcp and the Go SDK.
+        vellum | rmcp | go) echo "latency throughput sessions wait stream conc size tools hold streams fanout setup cold chunks" ;;
         *) echo "latency throughput sessions stream conc size tools hold streams fanout setup cold chunks" ;;
     esac
 }
@@ -173,10 +193,13 @@ server_peer() {
 server_missing() {
     if [[ $1 == base:* ]]; then
         [[ -n ${VELLUM_BASE_BIN:-} ]] || { echo "no VELLUM_BASE_BIN (run.sh --compare sets it)"; return; }
+        # --compare builds the other revision's vellum only, not its vellum-demos example.
+        [[ $1 == base:vellum-default ]] && { echo "no base build of vellum-default (--compare builds vellum only)"; return; }
         VELLUM_BIN=$VELLUM_BASE_BIN server_missing "${1#base:}"
         return
     fi
     case $1 in
+        vellum-default) [[ -x $VELLUM_DEFAULT_BIN ]] || echo "no $VELLUM_DEFAULT_BIN (cargo build -p vellum-demos --example bench)" ;;
         vellum*)
             [[ -x $VELLUM_BIN ]] || { echo "no $VELLUM_BIN"; return; }
             local help

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # CI smoke of the benchmark harness, so it never rots: builds the harness and Vellum (debug),
-# runs one short window of every scenario against Vellum and the null server (and a few against
+# runs one short window of every scenario against Vellum and the null server (`wait` starts a
+# redis-server and the 1 ms HTTP stub: redis-server must be installed) (and a few against
 # the h2, metrics, auth and gateway rows), and fails on any error, on a run that measured nothing, or on
 # a server with no results. About a minute, mostly building. Its figures mean nothing (debug
 # builds, 1 s windows); bench/run.sh makes the real ones.

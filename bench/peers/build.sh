@@ -7,7 +7,7 @@
 #   go    the official Go SDK from a repository snapshot, with Go and the SDK's module
 #         dependencies from Debian packages, by the shared go-peer/build-go.sh (its README
 #         says what it needs); then bench/peers/go/main.go is built with the same toolchain
-#         and modules                             -> peers/go/.build/go/bench-go
+#         and modules (go/*.go: main.go, redis.go)  -> peers/go/.build/go/bench-go
 #         (GO_PEER_SCRIPT overrides where build-go.sh is; PEERS_DIR where it builds)
 # Idempotent: skips what is already built from the same lock file.
 # usage: bench/peers/build.sh [rmcp] [ts] [py] [go] [supergateway]      (default: all five)
@@ -49,7 +49,7 @@ build_go() {
     local script=${GO_PEER_SCRIPT:-$(cd ../.. && pwd)/../shared/tools/go-peer/build-go.sh}
     export PEERS_DIR=${PEERS_DIR:-$PWD/go/.build}
     local w=$PEERS_DIR/go
-    if [[ -x $w/bench-go && $w/bench-go -nt go/main.go && -f $w/BUILD-INFO ]]; then
+    if [[ -x $w/bench-go && $w/bench-go -nt go/main.go && $w/bench-go -nt go/redis.go && -f $w/BUILD-INFO ]]; then
         return
     fi
     [[ -f $script ]] || { echo "peers/build.sh: no $script (the shared Go peer builder)" >&2; return 1; }
@@ -58,7 +58,7 @@ build_go() {
     nice -n 15 bash "$script" >&2
     local b=$w/bench-build
     rm -rf "$b" && mkdir -p "$b"
-    cp go/main.go "$b/" && cp "$w/build/go.mod" "$b/"
+    cp go/*.go "$b/" && cp "$w/build/go.mod" "$b/"
     local v
     v=$(ls -d "$w"/root/usr/lib/go-* | head -n 1)
     (cd "$b" && GOROOT=$v PATH=$v/bin:$PATH GOPROXY=off GOFLAGS=-mod=mod GOTOOLCHAIN=local \

@@ -31,6 +31,8 @@ pub(crate) enum Command {
     WaitExit(WaitExitArgs),
     /// Check result lines: no errors, and every run measured something (the CI smoke).
     Check(CheckArgs),
+    /// The slow HTTP service of the `wait` scenario: answers every request after a delay.
+    Stub(StubArgs),
 }
 
 /// The measurement scenarios; each names a fixed set of parameters (see the README).
@@ -71,6 +73,9 @@ pub(crate) enum Scenario {
     /// A stdio server (`--spawn CMD`) called directly over its stdin and stdout, 1 request
     /// in flight: the latency a gateway in front of it adds to.
     Stdio,
+    /// 1 session, 50 in flight of `hello_wait`, a tool that waits on a Redis `GET` and an
+    /// HTTP call to a stub answering after 1 ms (`mcpbench stub`): tools that wait.
+    Wait,
 }
 
 impl Scenario {
@@ -91,6 +96,7 @@ impl Scenario {
             Scenario::Fanout => "fanout",
             Scenario::Chunks => "chunks",
             Scenario::Stdio => "stdio",
+            Scenario::Wait => "wait",
         }
     }
 }
@@ -281,6 +287,17 @@ pub(crate) struct WaitExitArgs {
     /// Give up after this many seconds.
     #[arg(long, default_value_t = 10.0)]
     pub(crate) timeout: f64,
+}
+
+/// Arguments of `mcpbench stub`.
+#[derive(Args, Debug)]
+pub(crate) struct StubArgs {
+    /// Address to listen on (loopback).
+    #[arg(long)]
+    pub(crate) addr: SocketAddr,
+    /// Milliseconds to wait before answering each request.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) delay_ms: u64,
 }
 
 /// Arguments of `mcpbench check`.

@@ -3,13 +3,14 @@
 //! A Streamable HTTP load generator for MCP servers (`run`), the report writer that turns its
 //! JSON-lines results into `docs/benchmarks.md` and an SVG chart (`report`), a before/after
 //! table of one interleaved run against another revision (`compare`), and a port poller
-//! for the runner script (`wait-port`). See `bench/README.md` for the method.
+//! for the runner script (`wait-port`), and the slow HTTP service the `wait` scenario's tool
+//! calls (`stub`). See `bench/README.md` for the method.
 //!
 //! Layout: `cli` (arguments), `proto` (request framing per protocol era), `client` (client
 //! connections), `sse` + `check` (answer verification), `session` (initialize / call / delete),
 //! `procfs` (server CPU and memory), `limits` (RLIMIT_NOFILE), `record` (result lines),
 //! `scenario/` (the measurements), `report/` (tables and chart), `waitport`, `verdict` (the
-//! smoke's pass/fail).
+//! smoke's pass/fail), `stub`.
 
 mod check;
 mod cli;
@@ -23,6 +24,7 @@ mod scenario;
 mod session;
 mod sse;
 mod stats;
+mod stub;
 mod verdict;
 mod waitport;
 
@@ -50,6 +52,7 @@ fn run(cli: cli::Cli) -> anyhow::Result<()> {
         cli::Command::WaitPort(args) => runtime()?.block_on(waitport::run(&args)),
         cli::Command::WaitExit(args) => runtime()?.block_on(waitport::wait_exit(&args)),
         cli::Command::Check(args) => verdict::run(&args),
+        cli::Command::Stub(args) => runtime()?.block_on(stub::run(&args)),
     }
 }
 

@@ -89,8 +89,9 @@ pub(crate) struct Record {
     /// GET streams still open when RSS was read (`streams`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) open_streams: Option<usize>,
-    /// TCP connections the load generator had dialled by the end of a `hold`/`streams` step
-    /// (HTTP/1.1: one per stream or slot; h2: one per `--h2-streams` slots).
+    /// TCP connections the load generator had dialled by the end of a `hold`/`streams` step,
+    /// or for the slots of a load run (HTTP/1.1: one per stream or slot; h2: one per
+    /// `--h2-streams` slots).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) connections: Option<u64>,
     /// Seconds taken to open the held sessions.

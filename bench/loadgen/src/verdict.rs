@@ -22,9 +22,8 @@ fn problem(r: &Record) -> Option<String> {
         return None;
     }
     let measured = match r.scenario.as_str() {
-        "latency" | "throughput" | "sessions" | "stream" | "conc" | "size" | "tools" | "stdio" => {
-            r.rps.is_some_and(|x| x > 0.0)
-        }
+        "latency" | "throughput" | "sessions" | "stream" | "conc" | "size" | "tools" | "stdio"
+        | "wait" => r.rps.is_some_and(|x| x > 0.0),
         "fanout" => r.fanout_last_ms.is_some(),
         "chunks" => r.chunks_per_event.is_some(),
         "hold" | "streams" => r.held.is_some_and(|n| n > 0),

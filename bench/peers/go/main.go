@@ -6,9 +6,14 @@
 // {count?, interval_ms?} (count progress notifications, default 10, interval_ms apart, then
 // "streamed <count>"); blob {bytes}
 // (a text of exactly that many bytes); touch {} (adds or removes the tool bench_toggle, so
-// every session is told its tool list changed); and --tools N filler tools to list.
+// every session is told its tool list changed); and --tools N filler tools to list. With
+// --wait-redis URL --wait-http URL (the wait scenario), hello_wait {user_name}: a tool that
+// waits as real tools do, on a Redis GET bench:greeting and an HTTP GET of the URL (net/http's
+// default client), then answers "<greeting>, <user_name>". Redis is spoken to by the small
+// RESP client in redis.go (go-redis is not among the Debian packages the build draws on).
 //
 // usage: bench-go [--addr 127.0.0.1:PORT] [--mode stateful|json|stateless] [--tools N]
+//                 [--wait-redis redis://HOST:PORT --wait-http URL]
 // Built by bench/peers/build.sh go, against the SDK snapshot and toolchain that
 // shared/tools/go-peer/build-go.sh prepares.
 package main
@@ -17,6 +22,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"net/http"
 	"strings"
@@ -51,6 +57,8 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "address to listen on")
 	mode := flag.String("mode", "stateful", "stateful, json or stateless")
 	tools := flag.Int("tools", 0, "filler tools to list")
+	waitRedis := flag.String("wait-redis", "", "hello_wait: Redis URL (redis://HOST:PORT)")
+	waitHTTP := flag.String("wait-http", "", "hello_wait: URL of the HTTP stub")
 	flag.Parse()
 
 	server := mcp.NewServer(&mcp.Implementation{Name: "bench-go", Version: "0.1.0"}, nil)
@@ -105,6 +113,37 @@ func main() {
 				})
 			return text("added"), nil, nil
 		})
+	if (*waitRedis == "") != (*waitHTTP == "") {
+		log.Fatal("--wait-redis and --wait-http go together")
+	}
+	if *waitRedis != "" {
+		redis, err := newRedisPool(*waitRedis)
+		if err != nil {
+			log.Fatal(err)
+		}
+		url := *waitHTTP
+		mcp.AddTool(server, &mcp.Tool{Name: "hello_wait", Description: "Say hello to a user, with a greeting from Redis, after an HTTP call"},
+			func(ctx context.Context, req *mcp.CallToolRequest, args helloArgs) (*mcp.CallToolResult, any, error) {
+				greeting, err := redis.get(ctx, "bench:greeting")
+				if err != nil {
+					return nil, nil, fmt.Errorf("redis GET: %w", err)
+				}
+				hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+				if err != nil {
+					return nil, nil, err
+				}
+				resp, err := http.DefaultClient.Do(hreq)
+				if err != nil {
+					return nil, nil, fmt.Errorf("HTTP GET: %w", err)
+				}
+				_, err = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if err != nil || resp.StatusCode != http.StatusOK {
+					return nil, nil, fmt.Errorf("HTTP GET: %s %v", resp.Status, err)
+				}
+				return text(greeting + ", " + args.UserName), nil, nil
+			})
+	}
 	for i := 0; i < *tools; i++ {
 		mcp.AddTool(server, &mcp.Tool{Name: fmt.Sprintf("filler_%05d", i), Description: "A tool that is only listed"},
 			func(ctx context.Context, req *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, any, error) {

@@ -51,27 +51,49 @@ pub(crate) struct ServeArgs {
     /// With `--server bench`: this many extra tools to list (`filler_00000`, …).
     #[arg(long, value_name = "N", default_value_t = 0)]
     bench_tools: usize,
+    /// With `--server bench`: serve `hello_wait`, which reads its greeting from this Redis
+    /// (`redis://HOST:PORT`, key `bench:greeting`) and then calls `--bench-wait-http` (the
+    /// benchmark's `wait` scenario).
+    #[arg(long, value_name = "URL", requires = "bench_wait_http")]
+    bench_wait_redis: Option<String>,
+    /// With `--server bench`: the URL `hello_wait` GETs once per call (with
+    /// `--bench-wait-redis`).
+    #[arg(long, value_name = "URL", requires = "bench_wait_redis")]
+    bench_wait_http: Option<String>,
     #[command(flatten)]
     http: HttpArgs,
 }
 
-/// Builds the chosen demo server (`--bench-tools` only shapes the bench server).
-fn build_server(args: &ServeArgs) -> anyhow::Result<vellum::server::Server> {
+/// Builds the chosen demo server (`--bench-tools` and `--bench-wait-*` only shape the bench
+/// server).
+async fn build_server(args: &ServeArgs) -> anyhow::Result<vellum::server::Server> {
     let name = args.server.name;
-    if args.bench_tools > 0 && name != "bench" {
-        bail!("--bench-tools needs --server bench");
+    let wait = args
+        .bench_wait_redis
+        .as_deref()
+        .zip(args.bench_wait_http.as_deref());
+    if (args.bench_tools > 0 || wait.is_some()) && name != "bench" {
+        bail!("--bench-tools and --bench-wait-* need --server bench");
     }
     let server = if name == "bench" {
         vellum_demos::bench::bench_server_with(args.bench_tools)
     } else {
         (args.server.build)()
-    };
-    server.with_context(|| format!("cannot build the {name} server"))
+    }
+    .with_context(|| format!("cannot build the {name} server"))?;
+    if let Some((redis, http)) = wait {
+        // This build's reqwest has rustls without a provider of its own (Vellum's `client`
+        // and `auth` features): one must be installed before the stub's client is built.
+        vellum::transport::install_crypto_provider();
+        let backends = vellum_demos::bench_wait::WaitBackends::connect(redis, http).await?;
+        vellum_demos::bench_wait::add_hello_wait(&server, backends)?;
+    }
+    Ok(server)
 }
 
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     args.http.announce_config();
-    let server = build_server(&args)?;
+    let server = build_server(&args).await?;
     if args.stdio {
         crate::http_serve::configure_server(&args.http, &server)?;
         eprintln!("stdio MCP: serving on stdin/stdout");

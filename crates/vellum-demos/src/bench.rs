@@ -9,12 +9,20 @@
 //! - `blob {bytes}`: answers one text item of exactly `bytes` bytes (at most 16 MiB);
 //! - `touch {}`: adds or removes the tool `bench_toggle`, so that every session's GET stream
 //!   and every `subscriptions/listen` stream gets `notifications/tools/list_changed`;
-//! - with `vellum serve --bench-tools N`, N more tools, `filler_00000` …, to list (they answer `filler`).
+//! - with `vellum serve --bench-tools N`, N more tools, `filler_00000` …, to list (they answer `filler`);
+//! - with `vellum serve --bench-wait-redis URL --bench-wait-http URL` (feature `bench-wait`),
+//!   `hello_wait {user_name}`: a tool that waits on Redis and an HTTP call (`bench_wait`).
+//!
+//! As a program (`cargo build --release -p vellum-demos --example bench`), it is the same
+//! server on the library's default features (HTTP/1.1 only, no TLS, no client) with the
+//! handler's default options: the benchmark's `vellum-default` row, a server as a library
+//! user builds it, beside `vellum serve` (every feature).
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use vellum::prelude::*;
 use vellum::server::RegistrationError;
+use vellum::transport::http::serve;
 
 /// The most bytes `blob` answers with: large enough for the 1 MiB point, small enough that no
 /// request can make the server allocate without bound.
@@ -132,4 +140,34 @@ pub fn bench_server_with(filler: usize) -> Result<Server, RegistrationError> {
 /// The bench server with no extra tools (the `bench` entry of [`DEMOS`](crate::DEMOS)).
 pub fn bench_server() -> Result<Server, RegistrationError> {
     bench_server_with(0)
+}
+
+/// `bench [--addr 127.0.0.1:8000] [--bench-tools N]`: the bench server with default options.
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let mut addr = String::from("127.0.0.1:8000");
+    let mut filler = 0;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = || {
+            args.next()
+                .ok_or_else(|| anyhow::anyhow!("{arg} needs a value"))
+        };
+        match arg.as_str() {
+            "--addr" => addr = value()?,
+            "--bench-tools" => filler = value()?.parse()?,
+            other => anyhow::bail!(
+                "unknown argument {other} (usage: bench [--addr A] [--bench-tools N])"
+            ),
+        }
+    }
+    let server = bench_server_with(filler)?;
+    let handler = StreamableHttpHandler::new(
+        move |_req: &http::request::Parts| Some(server.clone()),
+        StreamableHttpOptions::default(),
+    );
+    let listener = tokio::net::TcpListener::bind(&addr).await?;
+    eprintln!("streamable HTTP MCP: http://{addr}/mcp (bench, default features)");
+    serve(listener, handler).await?;
+    Ok(())
 }

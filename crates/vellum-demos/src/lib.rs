@@ -7,7 +7,7 @@
 //! | `hello-world` | [`hello_world`] | the seed: one typed tool, `hello_world` (`#[tool]`) |
 //! | | [`hello_world_builder`] | the same tool with the closure API (an example only) |
 //! | `everything` | `everything` (with `everything_stateless`, `everything_mrtr`, `everything_tasks`, `everything_skills`; feature `everything`) | every fixture of the official conformance suite, plus `hello_world` |
-//! | `bench` | [`bench`](mod@bench) | the benchmark's fixtures: `hello_world`, `stream`, `blob`, `touch` (bench/README.md) |
+//! | `bench` | [`bench`](mod@bench) (with `bench_wait`, feature `bench-wait`) | the benchmark's fixtures: `hello_world`, `stream`, `blob`, `touch` (bench/README.md), and `hello_wait` |
 //!
 //! Each module is also a complete program: the same file is the example of that name
 //! (`cargo run --example hello_world`), so what the example shows is what the CLI serves.
@@ -22,7 +22,11 @@ extern crate self as vellum_demos;
 
 use vellum::server::{RegistrationError, Server};
 
+// `main` is the example's entry point: the bench server on the library's default features.
+#[allow(dead_code)]
 pub mod bench;
+#[cfg(feature = "bench-wait")]
+pub mod bench_wait;
 // Each module's `main` is its example's entry point (see the crate docs).
 #[cfg(feature = "everything")]
 #[allow(dead_code)]

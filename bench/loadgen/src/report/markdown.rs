@@ -109,6 +109,7 @@ pub(crate) fn render(s: &Summary, cx: &Context<'_>) -> String {
 
     targets::write(&mut out, s);
     write_request_table(&mut out, s);
+    write_wait_table(&mut out, s);
     write_session_table(&mut out, s);
     write_ratio_table(&mut out, s);
     curves::write(&mut out, s, cx.chart_dir);
@@ -203,6 +204,52 @@ fn write_request_table(out: &mut String, s: &Summary) {
                 med(s, sv, m::SESS_P99, 0),
                 med(s, sv, m::TPUT_LOADGEN, 0),
                 med(s, sv, m::TPUT_OTHER, 0),
+            ]
+        },
+    );
+}
+
+/// `wait`: tools that wait on Redis and a slow HTTP service (issue 29, target 6).
+fn write_wait_table(out: &mut String, s: &Summary) {
+    if !s
+        .servers
+        .iter()
+        .any(|sv| s.median(sv, m::WAIT_RPS).is_some())
+    {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "## Tools that wait
+"
+    );
+    let _ = writeln!(
+        out,
+        "`wait`: 1 session, 50 in flight of `hello_wait`, whose handler awaits a Redis `GET` \
+         (a real `redis-server`) and then an HTTP `GET` of a local stub that answers after \
+         1 ms, with each SDK's usual clients; the server alone on CPU 0, Redis, the stub and \
+         the load generator on CPU 1 (the shape of the TM Dev Lab v2 benchmark). Other CPU \
+         includes Redis and the stub.\n"
+    );
+    table(
+        out,
+        s,
+        &[
+            "req/s",
+            "p50 µs",
+            "p99 µs",
+            "server CPU µs/req",
+            "load generator CPU %",
+            "other CPU %",
+        ],
+        |sv| {
+            vec![
+                med(s, sv, m::WAIT_RPS, 0),
+                med(s, sv, m::WAIT_P50, 0),
+                med(s, sv, m::WAIT_P99, 0),
+                med(s, sv, m::WAIT_CPU, 1),
+                med(s, sv, m::WAIT_LOADGEN, 0),
+                med(s, sv, m::WAIT_OTHER, 0),
             ]
         },
     );

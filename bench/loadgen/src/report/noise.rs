@@ -13,11 +13,13 @@ use crate::stats::median;
 const BUSY_RUN: f64 = 25.0;
 
 /// The figures whose spread is shown, with their decimals.
-const FIGURES: [(&str, Metric, usize); 10] = [
+const FIGURES: [(&str, Metric, usize); 12] = [
     ("latency p50 µs", m::LAT_P50, 0),
     ("throughput req/s", m::TPUT_RPS, 0),
     ("server CPU µs/req", m::TPUT_CPU, 1),
     ("sessions req/s", m::SESS_RPS, 0),
+    ("wait req/s", m::WAIT_RPS, 0),
+    ("wait p99 µs", m::WAIT_P99, 0),
     ("stream events/s", m::STREAM_EPS, 0),
     ("stream CPU µs/event", m::STREAM_CPU, 1),
     ("KiB per held session", m::HOLD_KIB, 1),

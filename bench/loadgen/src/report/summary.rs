@@ -56,7 +56,16 @@ metric!(TPUT_P99, "throughput", |r| r.p99_us);
 metric!(TPUT_CPU, "throughput", |r| r.cpu_us_per_op);
 metric!(TPUT_LOADGEN, "throughput", |r| r.loadgen_cpu_pct);
 metric!(TPUT_OTHER, "throughput", |r| r.other_cpu_pct);
+metric!(TPUT_CONNS, "throughput", |r| r
+    .connections
+    .map(|n| n as f64));
 metric!(SESS_RPS, "sessions", |r| r.rps);
+metric!(WAIT_RPS, "wait", |r| r.rps);
+metric!(WAIT_P50, "wait", |r| r.p50_us);
+metric!(WAIT_P99, "wait", |r| r.p99_us);
+metric!(WAIT_CPU, "wait", |r| r.cpu_us_per_op);
+metric!(WAIT_LOADGEN, "wait", |r| r.loadgen_cpu_pct);
+metric!(WAIT_OTHER, "wait", |r| r.other_cpu_pct);
 metric!(SESS_P99, "sessions", |r| r.p99_us);
 metric!(HOLD_KIB, "hold", Pt::Largest, |r| r.kib_per_session);
 metric!(HOLD_BEFORE_MIB, "hold", Pt::Largest, |r| r

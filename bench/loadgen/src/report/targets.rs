@@ -155,6 +155,92 @@ fn noisy(s: &Summary, pairs: &[(&str, Metric)]) -> String {
     }
 }
 
+/// The Go SDK's default server, the second reference of `wait`.
+const GO: &str = "go";
+
+/// The HTTP/2 row and the library's default build (`vellum-h2`, `vellum-default`).
+const H2: &str = "vellum-h2";
+const DEFAULT_BUILD: &str = "vellum-default";
+
+/// Issue 29, targets 6 (tools that wait), 7 (HTTP/2) and 9 (the default build).
+fn issue_29_rows(rows: &mut Vec<Row>, s: &Summary) {
+    rows.push(Row {
+        what: "tools that wait (`wait`): throughput against rmcp (issue 29)".into(),
+        goal: "≥ 1.5×",
+        measured: s.ratio(V, RMCP, m::WAIT_RPS),
+        unit: "×",
+        pass: |x| x >= 1.5,
+        note: noisy(s, &[(V, m::WAIT_RPS), (RMCP, m::WAIT_RPS)]),
+    });
+    rows.push(Row {
+        what: "tools that wait: throughput against the Go SDK (`go`)".into(),
+        goal: "≥ 5.0×",
+        measured: s.ratio(V, GO, m::WAIT_RPS),
+        unit: "×",
+        pass: |x| x >= 5.0,
+        note: noisy(s, &[(V, m::WAIT_RPS), (GO, m::WAIT_RPS)]),
+    });
+    // "A lower p99 than both": against the better of the two.
+    let best = [RMCP, GO]
+        .into_iter()
+        .filter_map(|p| Some((s.median(p, m::WAIT_P99)?, p)))
+        .min_by(|a, b| a.0.total_cmp(&b.0));
+    rows.push(Row {
+        what: "tools that wait: p99 against the lower of rmcp's and Go's".into(),
+        goal: "< 1.0×",
+        measured: best
+            .and_then(|(theirs, _)| Some(s.median(V, m::WAIT_P99)? / theirs))
+            .filter(|x| x.is_finite()),
+        unit: "×",
+        pass: |x| x < 1.0,
+        note: best
+            .map(|(_, p)| format!("lower of the two: `{p}`"))
+            .unwrap_or_default(),
+    });
+    let conns = s.median(H2, m::TPUT_CONNS);
+    let cpu = s.ratio(H2, V, m::TPUT_CPU);
+    rows.push(Row {
+        what: "HTTP/2: 32 streams on one connection (`vellum-h2`) against 32 HTTP/1.1 \
+               connections, throughput"
+            .into(),
+        goal: "≥ 1.0×",
+        measured: s.ratio(H2, V, m::TPUT_RPS),
+        unit: "×",
+        pass: |x| x >= 1.0,
+        note: [
+            conns.map(|c| format!("{c:.0} connection(s)")),
+            cpu.map(|c| format!("CPU per request {c:.2}×")),
+            Some(noisy(s, &[(H2, m::TPUT_RPS), (V, m::TPUT_RPS)])).filter(|n| !n.is_empty()),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join("; "),
+    });
+    rows.push(Row {
+        what: "default build (`vellum-default`: HTTP/1.1 only) against `vellum serve`, \
+               throughput"
+            .into(),
+        goal: "≥ 1.0×",
+        measured: s.ratio(DEFAULT_BUILD, V, m::TPUT_RPS),
+        unit: "×",
+        pass: |x| x >= 1.0,
+        note: noisy(s, &[(DEFAULT_BUILD, m::TPUT_RPS), (V, m::TPUT_RPS)]),
+    });
+    rows.push(Row {
+        what: "default build: KiB per session + GET stream (target 2 counts the stream alone)"
+            .into(),
+        goal: "≤ 8 KiB",
+        measured: s.median(DEFAULT_BUILD, m::STREAMS_KIB),
+        unit: " KiB",
+        pass: |x| x <= 8.0,
+        note: s
+            .median(DEFAULT_BUILD, m::STREAMS_N)
+            .map(|n| format!("{n:.0} sessions with streams"))
+            .unwrap_or_default(),
+    });
+}
+
 /// Writes the table (nothing when Vellum was not measured).
 pub(crate) fn write(out: &mut String, s: &Summary) {
     if !s.has(V) {
@@ -250,6 +336,7 @@ pub(crate) fn write(out: &mut String, s: &Summary) {
         pass: |x| x >= 2.5,
         note: noisy(s, &[("rmcp@2026", m::TPUT_RPS)]),
     });
+    issue_29_rows(&mut rows, s);
     rows.push(Row {
         what: "p50 latency at 1 in flight against null".into(),
         goal: "≤ 1.2×",
@@ -333,7 +420,8 @@ pub(crate) fn write(out: &mut String, s: &Summary) {
     let _ = writeln!(out, "## Targets\n");
     let _ = writeln!(
         out,
-        "Issue 19 first, then issues 6 and 7; for `{V}` unless named. {met} of {measured} \
+        "Issue 19 first, then issue 29's new scenarios, then issues 6 and 7; for `{V}` unless \
+         named. {met} of {measured} \
          measured targets met ({} not measured in this run). A curve's \"worst\" ratio is \
          Vellum's figure over the peer's (higher is better) or the peer's over Vellum's (lower \
          is better) at the point where Vellum does worst.\n",
@@ -358,4 +446,58 @@ pub(crate) fn write(out: &mut String, s: &Summary) {
         );
     }
     out.push('\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::Record;
+
+    fn rec(server: &str, scenario: &str, rps: f64, p99: f64) -> Record {
+        Record {
+            server: server.into(),
+            scenario: scenario.into(),
+            rep: 1,
+            rps: Some(rps),
+            p99_us: Some(p99),
+            ..Record::default()
+        }
+    }
+
+    /// The issue-29 rows read `wait`, `vellum-h2` and `vellum-default` records.
+    #[test]
+    fn issue_29_rows_are_measured() {
+        let mut h2 = rec(H2, "throughput", 1200.0, 100.0);
+        h2.connections = Some(1);
+        let s = Summary::new(vec![
+            rec(V, "throughput", 1000.0, 100.0),
+            rec(V, "wait", 9000.0, 8000.0),
+            rec(RMCP, "wait", 4500.0, 16000.0),
+            rec(GO, "wait", 1000.0, 10000.0),
+            h2,
+            rec(DEFAULT_BUILD, "throughput", 900.0, 100.0),
+        ]);
+        let mut out = String::new();
+        write(&mut out, &s);
+        let row = |what: &str| {
+            out.lines()
+                .find(|l| l.starts_with(&format!("| {what}")))
+                .unwrap_or_else(|| panic!("no row {what} in\n{out}"))
+                .to_owned()
+        };
+        assert!(row("tools that wait (`wait`): throughput against rmcp").contains("| 2.00× | yes"));
+        assert!(row("tools that wait: throughput against the Go SDK").contains("| 9.00× | yes"));
+        let p99 = row("tools that wait: p99");
+        assert!(
+            p99.contains("| 0.80× | yes") && p99.contains("`go`"),
+            "{p99}"
+        );
+        let h2 = row("HTTP/2");
+        assert!(
+            h2.contains("| 1.20× | yes") && h2.contains("1 connection(s)"),
+            "{h2}"
+        );
+        assert!(row("default build (`vellum-default`").contains("| 0.90× | **no**"));
+        assert!(row("default build: KiB").contains("not measured"));
+    }
 }

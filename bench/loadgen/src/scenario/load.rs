@@ -118,10 +118,13 @@ pub(super) async fn run(
     }
     let timeout = secs(args.request_timeout);
     let read_buf = args.read_buf.unwrap_or(client::MIN_BUF);
+    let dialled0 = client::dialled();
     let mut conns = Vec::with_capacity(concurrency);
     for _ in 0..concurrency {
         conns.push(client::connect_with(args.addr, read_buf).await?);
     }
+    // HTTP/1.1: one per slot; h2: the slots share them (32 streams on one connection).
+    rec.connections = Some(client::dialled() - dialled0);
     let mut opened: Vec<Session> = Vec::with_capacity(sessions);
     for (i, conn) in conns.iter_mut().take(sessions).enumerate() {
         opened.push(

@@ -8,7 +8,8 @@
 //! * `cold`: spawn the server and time its first correct answer;
 //! * `fanout`: one list change delivered to many open streams (`streams`: the held streams);
 //! * `chunks`: how SSE answers are framed on the wire;
-//! * `stdio`: a stdio server called directly (the baseline of a gateway's added latency).
+//! * `stdio`: a stdio server called directly (the baseline of a gateway's added latency);
+//! * `wait` (in `load`): a tool that waits on Redis and a slow HTTP service, 50 in flight.
 //!
 //! Every record carries the machine's load around its run (`procfs::Meter`).
 
@@ -36,6 +37,9 @@ use load::{Shape, Work};
 /// Default points of the sweeps.
 const CONC_POINTS: [u64; 5] = [1, 4, 16, 64, 256];
 const SIZE_POINTS: [u64; 3] = [100, 10 * 1024, 1024 * 1024];
+
+/// Requests in flight of `wait`: the 50 users of the TM Dev Lab benchmark (issue 29).
+const WAIT_IN_FLIGHT: usize = 50;
 
 /// Read buffer of the `size` sweep's connections unless `--read-buf` is given.
 const SIZE_READ_BUF: usize = 256 * 1024;
@@ -148,6 +152,21 @@ async fn single(args: &RunArgs, proto: &Proto, rec: &mut Record) -> anyhow::Resu
                 min_tools: n as usize,
             };
             load::run(args, proto, rec, Shape::from_args(args, 1, 4), &work).await
+        }
+        Scenario::Wait => {
+            let work = Work::Call {
+                template: proto.tool("hello_wait", r#"{"user_name":"bench"}"#, false)?,
+                // The greeting comes from Redis: `Hello World`, seeded by run.sh.
+                expect: Expect::Hello,
+            };
+            load::run(
+                args,
+                proto,
+                rec,
+                Shape::from_args(args, 1, WAIT_IN_FLIGHT),
+                &work,
+            )
+            .await
         }
         Scenario::Setup => setup::run(args, proto, rec).await,
         Scenario::Cold => cold::run(args, proto, rec).await,

@@ -6,7 +6,10 @@
 //! apart, then `streamed <count>`);
 //! `blob {bytes}` (a text of exactly that many bytes); `touch {}` (adds or removes the tool
 //! `bench_toggle` and tells every session's GET stream and every `subscriptions/listen`
-//! stream); and `--tools N` filler tools to list.
+//! stream); and `--tools N` filler tools to list. With `--wait-redis URL --wait-http URL`
+//! (the `wait` scenario), `hello_wait {user_name}`: a tool that waits as real tools do, on a
+//! Redis `GET bench:greeting` (redis-rs, one multiplexed connection) and an HTTP `GET` of the
+//! URL (reqwest), then answers `<greeting>, <user_name>`.
 //!
 //! `rmcp-peer --addr 127.0.0.1:PORT` serves stateful sessions with SSE answers (rmcp's
 //! default); `--stateless` serves without sessions and answers with JSON. TCP_NODELAY is set on
@@ -63,9 +66,29 @@ struct BlobArgs {
     bytes: usize,
 }
 
+/// The backends `hello_wait` waits on: Redis and a slow HTTP stub (`--wait-redis`,
+/// `--wait-http`), each with the client an rmcp user would pick.
+#[derive(Clone)]
+struct WaitBackends {
+    redis: redis::aio::ConnectionManager,
+    http: reqwest::Client,
+    url: String,
+}
+
+impl std::fmt::Debug for WaitBackends {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WaitBackends").field("url", &self.url).finish_non_exhaustive()
+    }
+}
+
+/// The Redis key `hello_wait` reads (run.sh seeds it with `Hello World`).
+const GREETING_KEY: &str = "bench:greeting";
+
 /// What all sessions share.
 #[derive(Debug, Default)]
 struct Shared {
+    /// `hello_wait`'s backends, when the peer was started with them.
+    wait: Option<WaitBackends>,
     /// The filler tools and `bench_toggle`, built once.
     filler: Vec<Tool>,
     toggle: Option<Tool>,
@@ -101,6 +124,28 @@ impl Bench {
     #[tool(description = "Say hello to a user")]
     fn hello_world(&self, Parameters(HelloArgs { user_name }): Parameters<HelloArgs>) -> String {
         format!("Hello World, {user_name}")
+    }
+
+    /// Greets the user with a greeting read from Redis, after an HTTP call: a tool that waits.
+    #[tool(description = "Say hello to a user, with a greeting from Redis, after an HTTP call")]
+    async fn hello_wait(
+        &self,
+        Parameters(HelloArgs { user_name }): Parameters<HelloArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let Some(wait) = &self.shared.wait else {
+            return Err(ErrorData::invalid_request("started without --wait-redis/--wait-http", None));
+        };
+        let failed = |what: &str, e: &dyn std::fmt::Display| ErrorData::internal_error(format!("{what}: {e}"), None);
+        let mut redis = wait.redis.clone();
+        let greeting: Option<String> =
+            redis::AsyncCommands::get(&mut redis, GREETING_KEY).await.map_err(|e| failed("redis GET", &e))?;
+        let greeting = greeting.ok_or_else(|| failed("redis GET", &"no greeting"))?;
+        let resp = wait.http.get(&wait.url).send().await.map_err(|e| failed("HTTP GET", &e))?;
+        if !resp.status().is_success() {
+            return Err(failed("HTTP GET", &resp.status()));
+        }
+        resp.bytes().await.map_err(|e| failed("HTTP body", &e))?;
+        Ok(text(format!("{greeting}, {user_name}")))
     }
 
     #[tool(description = "Send count progress notifications (default 10), then the result")]
@@ -208,17 +253,25 @@ struct Args {
     addr: SocketAddr,
     stateless: bool,
     tools: usize,
+    wait_redis: Option<String>,
+    wait_http: Option<String>,
 }
 
 fn parse_args() -> anyhow::Result<Args> {
-    let mut out = Args { addr: ([127, 0, 0, 1], 8000).into(), stateless: false, tools: 0 };
+    let mut out =
+        Args { addr: ([127, 0, 0, 1], 8000).into(), stateless: false, tools: 0, wait_redis: None, wait_http: None };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--addr" => out.addr = args.next().context("--addr needs a value")?.parse()?,
             "--stateless" => out.stateless = true,
             "--tools" => out.tools = args.next().context("--tools needs a value")?.parse()?,
-            other => bail!("unknown argument {other} (usage: rmcp-peer [--addr A] [--stateless] [--tools N])"),
+            "--wait-redis" => out.wait_redis = Some(args.next().context("--wait-redis needs a URL")?),
+            "--wait-http" => out.wait_http = Some(args.next().context("--wait-http needs a URL")?),
+            other => bail!(
+                "unknown argument {other} (usage: rmcp-peer [--addr A] [--stateless] [--tools N] \
+                 [--wait-redis URL --wait-http URL])"
+            ),
         }
     }
     Ok(out)
@@ -227,7 +280,17 @@ fn parse_args() -> anyhow::Result<Args> {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = parse_args()?;
+    let wait = match (args.wait_redis, args.wait_http) {
+        (Some(redis_url), Some(url)) => {
+            let client = redis::Client::open(redis_url.as_str()).context("--wait-redis")?;
+            let redis = redis::aio::ConnectionManager::new(client).await.context("connecting to Redis")?;
+            Some(WaitBackends { redis, http: reqwest::Client::new(), url })
+        }
+        (None, None) => None,
+        _ => bail!("--wait-redis and --wait-http go together"),
+    };
     let shared = Arc::new(Shared {
+        wait,
         filler: (0..args.tools)
             .map(|i| Tool::new(format!("filler_{i:05}"), "A tool that is only listed", empty_schema()))
             .collect(),

@@ -66,6 +66,8 @@ fn companions(key: &str) -> &'static [(&'static str, &'static str)] {
         "tls-cert" => &[("tls-key", "/tmp/k.pem")],
         "tls-key" => &[("tls-cert", "/tmp/c.pem")],
         "rate-burst" => &[("rate-limit", "5/s")],
+        "bench-wait-redis" => &[("bench-wait-http", "http://127.0.0.1:1/")],
+        "bench-wait-http" => &[("bench-wait-redis", "redis://127.0.0.1:1")],
         "auth-client-id" => &[("auth-introspection-url", "https://as.example/introspect")],
         "auth-client-secret" => &[
             ("auth-client-id", "c"),
