@@ -13,8 +13,8 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
+use vellum::error::ConfigError;
 use vellum::prelude::*;
-use vellum::server::RegistrationError;
 
 /// The most bytes `blob` answers with: large enough for the 1 MiB point, small enough that no
 /// request can make the server allocate without bound.
@@ -48,7 +48,7 @@ struct BlobInput {
 }
 
 /// The bench server with `filler` extra tools (`vellum serve --server bench --bench-tools N`).
-pub fn bench_server_with(filler: usize) -> Result<Server, RegistrationError> {
+pub fn bench_server_with(filler: usize) -> Result<Server, ConfigError> {
     let server = Server::new(
         Implementation::new("vellum-bench", env!("CARGO_PKG_VERSION")),
         ServerOptions::default(),
@@ -130,6 +130,6 @@ pub fn bench_server_with(filler: usize) -> Result<Server, RegistrationError> {
 }
 
 /// The bench server with no extra tools (the `bench` entry of [`DEMOS`](crate::DEMOS)).
-pub fn bench_server() -> Result<Server, RegistrationError> {
+pub fn bench_server() -> Result<Server, ConfigError> {
     bench_server_with(0)
 }

@@ -20,7 +20,8 @@
 // The modules name this crate by its name, as they must when compiled as examples.
 extern crate self as vellum_demos;
 
-use vellum::server::{RegistrationError, Server};
+use vellum::error::ConfigError;
+use vellum::server::Server;
 
 pub mod bench;
 // Each module's `main` is its example's entry point (see the crate docs).
@@ -48,7 +49,7 @@ pub struct Demo {
     /// One line on what it serves (`vellum serve --help` shows it).
     pub about: &'static str,
     /// Builds a fresh server.
-    pub build: fn() -> Result<Server, RegistrationError>,
+    pub build: fn() -> Result<Server, ConfigError>,
 }
 
 /// Every demo server, in the order `vellum serve --help` lists them.
