@@ -28,8 +28,10 @@ struct Inner {
     source: Option<Source>,
 }
 
-/// What is wrong: crate-private, so kinds can be added and reworded without a break.
+/// What is wrong: crate-private, so kinds can be added and reworded without a break. The
+/// client's kinds are never built without the feature `client`.
 #[derive(Debug, Clone)]
+#[cfg_attr(not(feature = "client"), allow(dead_code))]
 pub(crate) enum Kind {
     /// `SKILL.md` has no `---` delimited YAML mapping; `uri` when it was fetched.
     Frontmatter { uri: Option<String>, reason: String },
@@ -89,6 +91,7 @@ impl SkillError {
     }
 
     /// This frontmatter error, about the `SKILL.md` fetched from `uri`.
+    #[cfg(feature = "client")]
     pub(crate) fn at(mut self, uri: &str) -> Self {
         if let Kind::Frontmatter { uri: u, .. } = &mut self.inner.kind {
             *u = Some(uri.to_owned());
