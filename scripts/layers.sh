@@ -27,26 +27,33 @@ import tempfile
 # itself; the crate root (lib.rs) may import everything.
 RULES = {
     "sync":      set(),                          # the poison-tolerant lock helpers
-    "protocol":  {"sync"},                       # JSON-RPC framing and MCP types, no I/O
-    "store":     {"protocol", "sync"},           # event and session stores, the bus
-    "error":     {"protocol", "store"},          # the crate's error type for calls
-    "peer":      {"protocol", "error", "sync"},  # ids, waiters, cancellation (client and server)
-    "jose":      set(),                          # JWKs, thumbprints, DPoP proofs, signed JWTs
-    "uri_template": set(),                       # RFC 6570 templates (resource templates)
-    "schema":    {"protocol"},                   # the built-in JSON Schema validator
-    "skill_files": {"protocol"},                 # Agent Skills' files, checked (feature skills)
-    "server":    {"protocol", "error", "sync", "store", "peer", "schema", "uri_template",
-                  "skill_files"},
-    "client":    {"protocol", "error", "sync", "store", "peer", "jose"},
-    "transport": {"protocol", "error", "sync", "store", "peer", "server", "client"},
-    "auth":      {"protocol", "error", "sync", "store", "server", "transport", "jose"},
+    # ConfigError, what every setup step fails with: below every module that checks a
+    # configuration (jose and uri_template included), so it imports nothing and any
+    # module but sync may import it
+    "config_error": set(),
+    "protocol":  {"config_error", "sync"},       # JSON-RPC framing and MCP types, no I/O
+    "store":     {"config_error", "protocol", "sync"},  # event and session stores, the bus
+    "error":     {"config_error", "protocol", "store"},  # the crate's error type for calls
+    # ids, waiters, cancellation (client and server)
+    "peer":      {"config_error", "protocol", "error", "sync"},
+    "jose":      {"config_error"},               # JWKs, thumbprints, DPoP proofs, signed JWTs
+    "uri_template": {"config_error"},            # RFC 6570 templates (resource templates)
+    "schema":    {"config_error", "protocol"},   # the built-in JSON Schema validator
+    "skill_files": {"config_error", "protocol"},  # Agent Skills' files, checked (feature skills)
+    "server":    {"config_error", "protocol", "error", "sync", "store", "peer", "schema",
+                  "uri_template", "skill_files"},
+    "client":    {"config_error", "protocol", "error", "sync", "store", "peer", "jose"},
+    "transport": {"config_error", "protocol", "error", "sync", "store", "peer", "server",
+                  "client"},
+    "auth":      {"config_error", "protocol", "error", "sync", "store", "server", "transport",
+                  "jose"},
     # extractors, results and routes of handler functions (what the macros expand to)
-    "handler":   {"protocol", "error", "sync", "server", "auth"},
-    "otel":      {"transport"},                  # OTLP span export (the crypto provider)
+    "handler":   {"config_error", "protocol", "error", "sync", "server", "auth"},
+    "otel":      {"config_error", "transport"},  # OTLP span export (the crypto provider)
     # a server whose requests another MCP server serves, through the client
-    "gateway":   {"protocol", "error", "sync", "server", "client", "transport"},
+    "gateway":   {"config_error", "protocol", "error", "sync", "server", "client", "transport"},
     # an in-memory client for a server's tests (feature testing): the top of the library
-    "testing":   {"protocol", "error", "server", "client", "transport", "auth"},
+    "testing":   {"config_error", "protocol", "error", "server", "client", "transport", "auth"},
 }
 # Names the crate root re-exports, and the module they belong to (an import of them through
 # the crate root runs back up the layers: import them from their module).

@@ -43,7 +43,10 @@ fn text<'a>(ctx: &'a Value, key: &str) -> Option<&'a str> {
 }
 
 fn needed<'a>(ctx: &'a Value, key: &str) -> Result<&'a str, AuthError> {
-    text(ctx, key).ok_or_else(|| AuthError::Config(format!("MCP_CONFORMANCE_CONTEXT has no {key}")))
+    text(ctx, key).ok_or_else(|| AuthError::InvalidDocument {
+        what: "MCP_CONFORMANCE_CONTEXT",
+        reason: format!("no {key}"),
+    })
 }
 
 /// The user's part of the authorization-code flow: open the URL as a browser would. The
@@ -53,7 +56,7 @@ async fn browse(url: String) -> Result<(), AuthError> {
     reqwest::get(&url)
         .await
         .map(drop)
-        .map_err(|e| AuthError::Redirect(format!("browser: {e}")))
+        .map_err(|e| AuthError::redirect("browser", e))
 }
 
 /// The OAuth client of an `auth/*` scenario, from its context.

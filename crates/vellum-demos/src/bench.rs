@@ -20,8 +20,8 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
+use vellum::error::ConfigError;
 use vellum::prelude::*;
-use vellum::server::RegistrationError;
 use vellum::transport::http::serve;
 
 /// The most bytes `blob` answers with: large enough for the 1 MiB point, small enough that no
@@ -56,7 +56,7 @@ struct BlobInput {
 }
 
 /// The bench server with `filler` extra tools (`vellum serve --server bench --bench-tools N`).
-pub fn bench_server_with(filler: usize) -> Result<Server, RegistrationError> {
+pub fn bench_server_with(filler: usize) -> Result<Server, ConfigError> {
     let server = Server::new(
         Implementation::new("vellum-bench", env!("CARGO_PKG_VERSION")),
         ServerOptions::default(),
@@ -138,7 +138,7 @@ pub fn bench_server_with(filler: usize) -> Result<Server, RegistrationError> {
 }
 
 /// The bench server with no extra tools (the `bench` entry of [`DEMOS`](crate::DEMOS)).
-pub fn bench_server() -> Result<Server, RegistrationError> {
+pub fn bench_server() -> Result<Server, ConfigError> {
     bench_server_with(0)
 }
 

@@ -13,8 +13,8 @@
 use anyhow::Context as _;
 use schemars::JsonSchema;
 use serde::Deserialize;
+use vellum::error::ConfigError;
 use vellum::prelude::*;
-use vellum::server::RegistrationError;
 
 /// The Redis key `hello_wait` reads (bench/run.sh seeds it with `Hello World`).
 pub const GREETING_KEY: &str = "bench:greeting";
@@ -84,7 +84,7 @@ impl WaitBackends {
 }
 
 /// Registers `hello_wait` on `server`, waiting on `backends`.
-pub fn add_hello_wait(server: &Server, backends: WaitBackends) -> Result<(), RegistrationError> {
+pub fn add_hello_wait(server: &Server, backends: WaitBackends) -> Result<(), ConfigError> {
     server.add_tool(
         Tool::new(
             "hello_wait",

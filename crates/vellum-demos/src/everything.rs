@@ -26,13 +26,14 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use vellum::error::ConfigError;
 use vellum::prelude::*;
 use vellum::protocol::{
     CompleteParams, CompletionReference, CreateMessageParams, CreateMessageResult,
     ElicitFormParams, ElicitParams, GetPromptResult, JsonObject, LoggingLevel, ReadResourceResult,
     ResourceContents, Role, SamplingMessage,
 };
-use vellum::server::{NoArgs, RegistrationError};
+use vellum::server::NoArgs;
 use vellum::store::MemoryEventStore;
 use vellum::transport::http::serve;
 // The crate's own name, so this file compiles as the example and as the module alike.
@@ -109,7 +110,7 @@ async fn elicit_form(
     ))
 }
 
-fn add_tools(server: &Server) -> Result<(), RegistrationError> {
+fn add_tools(server: &Server) -> Result<(), ConfigError> {
     add_hello_world(server)?;
     server.add_tool(
         Tool::new("test_simple_text", "Returns a simple text response"),
@@ -379,7 +380,7 @@ fn add_tools(server: &Server) -> Result<(), RegistrationError> {
     Ok(())
 }
 
-fn add_resources(server: &Server) -> Result<(), RegistrationError> {
+fn add_resources(server: &Server) -> Result<(), ConfigError> {
     server.add_resource(
         Resource::new("test://static-text", "static-text")
             .with_description("A static text resource")
@@ -434,7 +435,7 @@ fn add_resources(server: &Server) -> Result<(), RegistrationError> {
     Ok(())
 }
 
-fn add_prompts(server: &Server) -> Result<(), RegistrationError> {
+fn add_prompts(server: &Server) -> Result<(), ConfigError> {
     server.add_prompt(
         Prompt::new("test_simple_prompt", "A prompt without arguments"),
         |_ctx: RequestContext, _req: GetPromptRequest| async move {
@@ -521,7 +522,7 @@ fn add_completions(server: &Server) {
 }
 
 /// The everything server: `vellum-everything` with every conformance fixture.
-pub fn everything_server() -> Result<Server, RegistrationError> {
+pub fn everything_server() -> Result<Server, ConfigError> {
     let server = Server::new(
         Implementation::new("vellum-everything", env!("CARGO_PKG_VERSION")),
         ServerOptions::default().with_instructions(

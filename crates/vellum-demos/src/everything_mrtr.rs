@@ -10,9 +10,9 @@
 //! question is a request to the client on the response stream.
 
 use serde_json::{Value, json};
+use vellum::error::ConfigError;
 use vellum::prelude::*;
 use vellum::protocol::ElicitResult;
-use vellum::server::RegistrationError;
 
 use crate::everything::{form, model_text, sampling};
 
@@ -37,7 +37,7 @@ pub fn entered(answer: &ElicitResult, property: &str) -> Option<String> {
 
 /// Adds the `test_input_required_result_*` tools and the prompt
 /// `test_input_required_result_prompt` to `server`.
-pub fn add_mrtr_fixtures(server: &Server) -> Result<(), RegistrationError> {
+pub fn add_mrtr_fixtures(server: &Server) -> Result<(), ConfigError> {
     server.add_tool(
         Tool::new(
             "test_input_required_result_elicitation",

@@ -4,8 +4,9 @@
 //! (`resources/read` of `skill://…`) and browsing their directories
 //! (`resources/directory/read`) is the SDK's doing.
 
+use vellum::error::ConfigError;
 use vellum::prelude::*;
-use vellum::server::{RegistrationError, SkillFiles};
+use vellum::server::SkillFiles;
 
 /// The `SKILL.md` of the `refunds` skill.
 const REFUNDS: &str = "---
@@ -35,7 +36,7 @@ Group the changes by kind, newest first, one line each.
 
 /// Adds the skills `acme/billing/refunds` (with `references/` and `templates/`) and
 /// `release-notes` to `server`.
-pub fn add_skill_fixtures(server: &Server) -> Result<(), RegistrationError> {
+pub fn add_skill_fixtures(server: &Server) -> Result<(), ConfigError> {
     let refunds = SkillFiles::new("acme/billing", REFUNDS)?
         .with_file(
             "references/policy.md",

@@ -11,9 +11,9 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
+use vellum::error::ConfigError;
 use vellum::prelude::*;
 use vellum::protocol::LoggingLevel;
-use vellum::server::RegistrationError;
 
 use crate::everything::{form, sampling};
 
@@ -36,7 +36,7 @@ pub struct HeaderEchoInput {
 }
 
 /// Adds the 2026-07-28 diagnostics and the header tool to `server`.
-pub fn add_stateless_fixtures(server: &Server) -> Result<(), RegistrationError> {
+pub fn add_stateless_fixtures(server: &Server) -> Result<(), ConfigError> {
     server.add_tool(
         Tool::new(
             "test_missing_capability",

@@ -13,9 +13,9 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
+use vellum::error::ConfigError;
 use vellum::prelude::*;
 use vellum::protocol::{ErrorObject, TaskSupport};
-use vellum::server::RegistrationError;
 
 use crate::everything::form;
 use crate::everything_mrtr::{entered, one_string};
@@ -49,7 +49,7 @@ pub struct ConfirmDeleteInput {
 }
 
 /// Adds the task fixtures to `server`.
-pub fn add_task_fixtures(server: &Server) -> Result<(), RegistrationError> {
+pub fn add_task_fixtures(server: &Server) -> Result<(), ConfigError> {
     server.add_tool(
         Tool::new("greet", "Greets someone at once; never runs as a task")
             .with_task_support(TaskSupport::Forbidden),

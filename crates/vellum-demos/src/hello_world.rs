@@ -7,8 +7,8 @@
 //! program and the `vellum_demos::hello_world` module. `hello_world_builder` serves the
 //! identical tool written without the macro.
 
+use vellum::error::ConfigError;
 use vellum::prelude::*;
-use vellum::server::RegistrationError;
 use vellum::transport::http::serve;
 
 /// 根据 user_name 返回问候语
@@ -21,13 +21,13 @@ pub async fn hello_world(
 }
 
 /// Registers the seed's `hello_world` tool on `server`.
-pub fn add_hello_world(server: &Server) -> Result<(), RegistrationError> {
+pub fn add_hello_world(server: &Server) -> Result<(), ConfigError> {
     // 注册 hello_world 工具
     hello_world_tool().register(server)
 }
 
 /// The seed's server: `hello-world` 0.1.0 with the `hello_world` tool.
-pub fn hello_world_server() -> Result<Server, RegistrationError> {
+pub fn hello_world_server() -> Result<Server, ConfigError> {
     let server = Server::new(
         Implementation::new("hello-world", "0.1.0"),
         ServerOptions::default(),

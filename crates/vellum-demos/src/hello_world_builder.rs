@@ -8,8 +8,8 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
+use vellum::error::ConfigError;
 use vellum::prelude::*;
-use vellum::server::RegistrationError;
 use vellum::transport::http::serve;
 
 /// The tool's input (the seed's `helloInput`).
@@ -30,7 +30,7 @@ pub async fn hello_world_tool(
 }
 
 /// Registers the seed's `hello_world` tool on `server`, with a closure.
-pub fn add_hello_world(server: &Server) -> Result<(), RegistrationError> {
+pub fn add_hello_world(server: &Server) -> Result<(), ConfigError> {
     // 注册 hello_world 工具
     server.add_tool(
         Tool::new("hello_world", "根据 user_name 返回问候语"),
@@ -40,7 +40,7 @@ pub fn add_hello_world(server: &Server) -> Result<(), RegistrationError> {
 }
 
 /// The seed's server (`hello-world` 0.1.0), built with the closure API.
-pub fn hello_world_builder_server() -> Result<Server, RegistrationError> {
+pub fn hello_world_builder_server() -> Result<Server, ConfigError> {
     let server = Server::new(
         Implementation::new("hello-world", "0.1.0"),
         ServerOptions::default(),

@@ -20,7 +20,8 @@
 // The modules name this crate by its name, as they must when compiled as examples.
 extern crate self as vellum_demos;
 
-use vellum::server::{RegistrationError, Server};
+use vellum::error::ConfigError;
+use vellum::server::Server;
 
 // `main` is the example's entry point: the bench server on the library's default features.
 #[allow(dead_code)]
@@ -52,7 +53,7 @@ pub struct Demo {
     /// One line on what it serves (`vellum serve --help` shows it).
     pub about: &'static str,
     /// Builds a fresh server.
-    pub build: fn() -> Result<Server, RegistrationError>,
+    pub build: fn() -> Result<Server, ConfigError>,
 }
 
 /// Every demo server, in the order `vellum serve --help` lists them.

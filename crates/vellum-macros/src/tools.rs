@@ -111,7 +111,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
             fn register(
                 self,
                 server: &::vellum::server::Server,
-            ) -> ::core::result::Result<(), ::vellum::server::RegistrationError> {
+            ) -> ::core::result::Result<(), ::vellum::error::ConfigError> {
                 let this = ::vellum::handler::__private::Arc::new(self);
                 #(#registers)*
                 ::core::result::Result::Ok(())

@@ -56,7 +56,7 @@ impl AppState {
 pub fn app(
     state: AppState,
     mcp: StreamableHttpOptions,
-) -> Result<Router, vellum::server::RegistrationError> {
+) -> Result<Router, vellum::error::ConfigError> {
     let server = Server::new(
         Implementation::new("axum-app", "1.0.0"),
         ServerOptions::default(),

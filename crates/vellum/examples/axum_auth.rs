@@ -39,7 +39,7 @@ pub fn app(
     state: AppState,
     mcp: StreamableHttpOptions,
     auth: &AuthLayer,
-) -> Result<Router, vellum::server::RegistrationError> {
+) -> Result<Router, vellum::error::ConfigError> {
     let server = Server::new(
         Implementation::new("axum-auth-app", "1.0.0"),
         ServerOptions::default(),
@@ -60,7 +60,7 @@ pub fn auth_layer(
     issuer: &str,
     verifier: impl TokenVerifier,
     mcp: &StreamableHttpOptions,
-) -> Result<AuthLayer, vellum::auth::AuthConfigError> {
+) -> Result<AuthLayer, vellum::error::ConfigError> {
     AuthLayer::builder(resource, verifier)
         .authorization_server(issuer)
         .request_checks_of(mcp)

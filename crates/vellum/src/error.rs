@@ -24,6 +24,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use crate::config_error::ConfigError;
 use crate::protocol::{ErrorObject, InputRequiredResult};
 use crate::store::StoreError;
 
@@ -338,6 +339,14 @@ impl From<TransportError> for Error {
     }
 }
 
+/// A transport that cannot be set up (an endpoint URL, the HTTP client, a command line):
+/// [`TransportError::Setup`] with the [`ConfigError`] as its source.
+impl From<ConfigError> for Error {
+    fn from(e: ConfigError) -> Self {
+        Error::from(TransportError::Setup(Arc::new(e)))
+    }
+}
+
 /// A shorthand for results with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -407,7 +416,7 @@ pub enum TransportError {
         status: Option<std::process::ExitStatus>,
     },
     /// The transport could not be set up (an invalid endpoint URL, TLS setup, a command that
-    /// does not start); the source is the transport's own error type.
+    /// does not start); the source is the [`ConfigError`].
     #[error("cannot set up the transport")]
     Setup(#[source] Arc<dyn std::error::Error + Send + Sync>),
     /// The server wants authorization the client could not give: no OAuth client could get

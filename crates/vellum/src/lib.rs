@@ -79,7 +79,7 @@
 //! `pattern` in the `regex` crate's syntax (no lookaround or backreferences); and the
 //! formats `email`, `uri`, `date`, `date-time` where formats are asserted (elicitation). A
 //! schema that needs more is refused when its tool is registered
-//! (`RegistrationError::InvalidSchema` names the feature), so nothing is checked by half.
+//! (the registration's `ConfigError` names the feature), so nothing is checked by half.
 //! `json-schema` brings every draft, ECMA-262 regexes and every format, at the price of
 //! about a third of a small server's cold build.
 //!
@@ -94,6 +94,7 @@
 pub mod auth;
 #[cfg(feature = "client")]
 pub mod client;
+mod config_error;
 pub mod error;
 #[cfg(feature = "client")]
 pub mod gateway;

@@ -51,33 +51,30 @@ use tracing::Subscriber;
 use tracing_subscriber::Layer;
 use tracing_subscriber::registry::LookupSpan;
 
+use crate::config_error::{ConfigError, Kind as ConfigKind};
+
 /// How long the exporter's client waits for the collector (the OTLP default).
 const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long dropping an [`OtelGuard`] waits for the last export.
 const DROP_WAIT: Duration = Duration::from_secs(5);
 
-/// Why OpenTelemetry export could not be set up, flushed or shut down.
+/// Why spans could not be exported at a [flush](OtelGuard::flush) or the
+/// [shutdown](OtelGuard::shutdown): the collector did not answer, or refused. The
+/// OpenTelemetry SDK's error is the source. (Setting the export up fails with a
+/// [`ConfigError`] instead.)
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum OtelError {
-    /// The exporter runs on the caller's tokio runtime, and there was none.
-    #[error("OpenTelemetry export needs a tokio runtime: set it up from within one")]
-    NoRuntime,
-    /// The endpoint is not an `http://` or `https://` URL.
-    #[error("OTLP endpoint {endpoint:?}: {reason}")]
-    Endpoint {
-        /// The endpoint as given.
-        endpoint: String,
-        /// What is wrong with it.
-        reason: &'static str,
-    },
-    /// The exporter could not be built.
-    #[error("OTLP exporter: {0}")]
-    Exporter(String),
-    /// A flush or the shutdown failed (the collector did not answer, or refused).
-    #[error("OpenTelemetry export: {0}")]
-    Export(String),
+#[error("OpenTelemetry export: {source}")]
+pub struct OtelError {
+    source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl OtelError {
+    fn new(source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        OtelError {
+            source: Box::new(source),
+        }
+    }
 }
 
 /// The settings of the OTLP/HTTP span export; [`layer`] is the short form.
@@ -116,10 +113,12 @@ impl OtlpTraces {
     }
 
     /// The traces URL spans are posted to.
-    fn traces_url(&self) -> Result<String, OtelError> {
-        let bad = |reason| OtelError::Endpoint {
-            endpoint: self.endpoint.clone(),
-            reason,
+    fn traces_url(&self) -> Result<String, ConfigError> {
+        let bad = |reason| {
+            ConfigError::from(ConfigKind::OtlpEndpoint {
+                endpoint: self.endpoint.clone(),
+                reason,
+            })
         };
         let uri: http::Uri = self.endpoint.parse().map_err(|_| bad("not a valid URL"))?;
         if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.host().is_none() {
@@ -137,25 +136,26 @@ impl OtlpTraces {
     }
 
     /// Builds the exporter (on the current tokio runtime) and the layer that feeds it.
-    pub fn layer<S>(&self) -> Result<(impl Layer<S> + use<S>, OtelGuard), OtelError>
+    pub fn layer<S>(&self) -> Result<(impl Layer<S> + use<S>, OtelGuard), ConfigError>
     where
         S: Subscriber + for<'a> LookupSpan<'a>,
     {
         let url = self.traces_url()?;
         // The batch processor spawns its task here: fail plainly rather than panic in tokio.
-        tokio::runtime::Handle::try_current().map_err(|_| OtelError::NoRuntime)?;
+        tokio::runtime::Handle::try_current()
+            .map_err(|_| ConfigError::from(ConfigKind::NoRuntime))?;
         crate::transport::install_crypto_provider();
         let client = reqwest::Client::builder()
             .timeout(EXPORT_TIMEOUT)
             .build()
-            .map_err(|e| OtelError::Exporter(e.to_string()))?;
+            .map_err(|e| ConfigError::with_source(ConfigKind::OtlpExporter, e))?;
         let exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_http()
             .with_http_client(client)
             .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
             .with_endpoint(url)
             .build()
-            .map_err(|e| OtelError::Exporter(e.to_string()))?;
+            .map_err(|e| ConfigError::with_source(ConfigKind::OtlpExporter, e))?;
         let mut batch = BatchConfigBuilder::default();
         if let Some(delay) = self.batch_delay {
             batch = batch.with_scheduled_delay(delay);
@@ -193,7 +193,7 @@ impl OtlpTraces {
 pub fn layer<S>(
     endpoint: &str,
     service_name: &str,
-) -> Result<(impl Layer<S> + use<S>, OtelGuard), OtelError>
+) -> Result<(impl Layer<S> + use<S>, OtelGuard), ConfigError>
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
@@ -234,8 +234,8 @@ async fn blocking(
 ) -> Result<(), OtelError> {
     tokio::task::spawn_blocking(f)
         .await
-        .map_err(|e| OtelError::Export(e.to_string()))?
-        .map_err(|e| OtelError::Export(e.to_string()))
+        .map_err(OtelError::new)?
+        .map_err(OtelError::new)
 }
 
 impl Drop for OtelGuard {
@@ -293,16 +293,17 @@ mod tests {
             "http://c:4318/?a=b",
             "not a url",
         ] {
-            assert!(
-                matches!(url(bad), Err(OtelError::Endpoint { .. })),
-                "{bad:?}"
-            );
+            assert!(url(bad).is_err_and(|e| e.is_url()), "{bad:?}");
         }
     }
 
     #[test]
     fn without_a_runtime_setting_up_fails_plainly() {
         let r = layer::<tracing_subscriber::Registry>("http://127.0.0.1:4318", "t");
-        assert!(matches!(r, Err(OtelError::NoRuntime)));
+        let e = r.err().map(|e| e.to_string());
+        assert_eq!(
+            e.as_deref(),
+            Some("OpenTelemetry export needs a tokio runtime: set it up from within one")
+        );
     }
 }

@@ -15,36 +15,14 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
 
 use crate::protocol::{
-    JsonObject, ResourceContents, SKILL_MD, Skill, SkillResource, SkillResources,
-    parse_skill_frontmatter, skill_digest,
+    JsonObject, ResourceContents, SKILL_MD, Skill, SkillError, SkillErrorKind as Kind,
+    SkillResource, SkillResources, parse_skill_frontmatter, skill_digest,
 };
 
 /// The most files a skill may have (`SKILL.md` included), per SEP-2640's limits.
 pub const MAX_SKILL_FILES: usize = 512;
 /// The most bytes a skill's files may add up to (16 MiB), per SEP-2640's limits.
 pub const MAX_SKILL_BYTES: u64 = 16 * 1024 * 1024;
-
-/// Why a skill cannot be built.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum SkillError {
-    /// `SKILL.md` does not start with a `---` delimited YAML frontmatter block, or the block
-    /// is not a YAML mapping.
-    #[error("SKILL.md has no valid YAML frontmatter: {0}")]
-    Frontmatter(String),
-    /// The frontmatter's `name` or `description` is missing or breaks the naming rules.
-    #[error("SKILL.md frontmatter: {0}")]
-    Name(String),
-    /// A path (the skill's prefix or a file's path) is not a clean relative `/` path.
-    #[error("invalid skill path {0:?}: {1}")]
-    Path(String, &'static str),
-    /// The skill has more files or bytes than SEP-2640 lets every host load.
-    #[error("skill {0} is too large: {1}")]
-    TooLarge(String, String),
-    /// A file of a skill directory could not be read.
-    #[error("reading {0}: {1}")]
-    Io(String, std::io::Error),
-}
 
 /// One file of a skill.
 #[derive(Debug, Clone)]
@@ -88,7 +66,7 @@ impl SkillFile {
 /// )?
 /// .with_file("examples/email.md", "Dear customer, ...")?;
 /// assert_eq!(skill.uri(), "skill://acme/billing/refunds/SKILL.md");
-/// # Ok::<(), vellum::server::SkillError>(())
+/// # Ok::<(), vellum::protocol::SkillError>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct SkillFiles {
@@ -142,10 +120,11 @@ impl SkillFiles {
     ) -> Result<Self, SkillError> {
         check_relative_path(path)?;
         if path == SKILL_MD {
-            return Err(SkillError::Path(
-                path.to_owned(),
-                "the root SKILL.md is the one the skill was made from",
-            ));
+            return Err(Kind::Path {
+                path: path.to_owned(),
+                why: "the root SKILL.md is the one the skill was made from",
+            }
+            .into());
         }
         self.files.insert(
             path.to_owned(),
@@ -160,22 +139,22 @@ impl SkillFiles {
     /// out). The directory's own name is not used: the frontmatter's `name` is.
     pub fn from_dir(prefix: &str, dir: impl AsRef<Path>) -> Result<Self, SkillError> {
         let dir = dir.as_ref();
-        let read =
-            |p: &Path| std::fs::read(p).map_err(|e| SkillError::Io(p.display().to_string(), e));
+        let read = |p: &Path| std::fs::read(p).map_err(|e| io_error(p, e));
         let md = read(&dir.join(SKILL_MD))?;
-        let md = String::from_utf8(md)
-            .map_err(|_| SkillError::Frontmatter("SKILL.md is not UTF-8".into()))?;
+        let md = String::from_utf8(md).map_err(|_| {
+            SkillError::from(Kind::Frontmatter {
+                uri: None,
+                reason: "SKILL.md is not UTF-8".into(),
+            })
+        })?;
         let mut skill = SkillFiles::new(prefix, md)?;
         let mut pending = vec![(dir.to_path_buf(), String::new())];
         while let Some((at, rel)) = pending.pop() {
-            let entries =
-                std::fs::read_dir(&at).map_err(|e| SkillError::Io(at.display().to_string(), e))?;
+            let entries = std::fs::read_dir(&at).map_err(|e| io_error(&at, e))?;
             for entry in entries {
-                let entry = entry.map_err(|e| SkillError::Io(at.display().to_string(), e))?;
+                let entry = entry.map_err(|e| io_error(&at, e))?;
                 let name = entry.file_name().to_string_lossy().into_owned();
-                let kind = entry
-                    .file_type()
-                    .map_err(|e| SkillError::Io(entry.path().display().to_string(), e))?;
+                let kind = entry.file_type().map_err(|e| io_error(&entry.path(), e))?;
                 if name.starts_with('.') || kind.is_symlink() {
                     continue;
                 }
@@ -287,16 +266,18 @@ impl SkillFiles {
     fn check_limits(&self) -> Result<(), SkillError> {
         let total: u64 = self.files.values().map(|f| f.bytes.len() as u64).sum();
         if self.files.len() > MAX_SKILL_FILES {
-            return Err(SkillError::TooLarge(
-                self.uri(),
-                format!("{} files (at most {MAX_SKILL_FILES})", self.files.len()),
-            ));
+            return Err(Kind::TooLarge {
+                skill: self.uri(),
+                reason: format!("{} files (at most {MAX_SKILL_FILES})", self.files.len()),
+            }
+            .into());
         }
         if total > MAX_SKILL_BYTES {
-            return Err(SkillError::TooLarge(
-                self.uri(),
-                format!("{total} bytes (at most {MAX_SKILL_BYTES})"),
-            ));
+            return Err(Kind::TooLarge {
+                skill: self.uri(),
+                reason: format!("{total} bytes (at most {MAX_SKILL_BYTES})"),
+            }
+            .into());
         }
         Ok(())
     }
@@ -305,25 +286,41 @@ impl SkillFiles {
 /// The YAML frontmatter of a `SKILL.md` as a JSON object (the protocol's parser, which the
 /// client uses to verify what it fetches).
 fn parse_frontmatter(md: &str) -> Result<JsonObject, SkillError> {
-    parse_skill_frontmatter(md).map_err(|e| SkillError::Frontmatter(e.0))
+    parse_skill_frontmatter(md)
+}
+
+/// A file or directory of a skill directory could not be read.
+fn io_error(path: &Path, e: std::io::Error) -> SkillError {
+    SkillError::with_source(
+        Kind::Io {
+            path: path.display().to_string(),
+        },
+        e,
+    )
+}
+
+/// The frontmatter's `name` or `description` breaks the rules, for `reason`.
+fn bad_name(reason: impl Into<String>) -> SkillError {
+    Kind::Name {
+        reason: reason.into(),
+    }
+    .into()
 }
 
 /// Checks `name` and `description`; returns the name.
 fn check_frontmatter(fm: &JsonObject) -> Result<String, SkillError> {
     let name = match fm.get("name") {
         Some(Value::String(n)) => n.clone(),
-        _ => return Err(SkillError::Name("`name` must be a string".into())),
+        _ => return Err(bad_name("`name` must be a string")),
     };
     if !is_valid_skill_name(&name) {
-        return Err(SkillError::Name(format!(
+        return Err(bad_name(format!(
             "name {name:?} must be 1 to 64 of a-z, 0-9 and -, without leading, trailing or doubled -"
         )));
     }
     match fm.get("description") {
         Some(Value::String(d)) if !d.trim().is_empty() => Ok(name),
-        _ => Err(SkillError::Name(
-            "`description` must be a non-empty string".into(),
-        )),
+        _ => Err(bad_name("`description` must be a non-empty string")),
     }
 }
 
@@ -340,7 +337,13 @@ pub(crate) fn is_valid_skill_name(name: &str) -> bool {
 
 /// A relative `/` path of plain segments (unreserved URI characters, no `.` or `..`).
 fn check_relative_path(path: &str) -> Result<(), SkillError> {
-    let bad = |why| Err(SkillError::Path(path.to_owned(), why));
+    let bad = |why| {
+        Err(Kind::Path {
+            path: path.to_owned(),
+            why,
+        }
+        .into())
+    };
     if path.is_empty() {
         return bad("it is empty");
     }
@@ -520,15 +523,13 @@ mod tests {
         let too_big = ok
             .clone()
             .with_file("big.bin", vec![0u8; MAX_SKILL_BYTES as usize]);
-        assert!(matches!(too_big, Err(SkillError::TooLarge(..))));
+        assert!(too_big.is_err_and(|e| e.is_too_large()));
         let mut many = ok;
         for i in 0..MAX_SKILL_FILES - 1 {
             many = many.with_file(&format!("f{i}.txt"), "x").unwrap();
         }
-        assert!(matches!(
-            many.with_file("one-more.txt", "x"),
-            Err(SkillError::TooLarge(..))
-        ));
+        let one_more = many.with_file("one-more.txt", "x");
+        assert!(one_more.is_err_and(|e| e.is_too_large()));
     }
 
     #[test]

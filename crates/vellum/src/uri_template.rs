@@ -26,6 +26,8 @@ use std::collections::BTreeMap;
 
 use regex::Regex;
 
+use crate::config_error::{ConfigError, Kind as ConfigKind};
+
 /// A parsed template.
 #[derive(Debug, Clone)]
 pub struct UriTemplate {
@@ -123,14 +125,6 @@ struct Expr {
     vars: Vec<VarSpec>,
 }
 
-/// Why a template cannot be used.
-#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
-#[error("invalid URI template {template:?}: {reason}")]
-pub struct TemplateError {
-    template: String,
-    reason: String,
-}
-
 fn is_unreserved(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | '~')
 }
@@ -193,10 +187,12 @@ impl Expr {
 
 impl UriTemplate {
     /// Parses and checks a template.
-    pub fn parse(template: &str) -> Result<Self, TemplateError> {
-        let err = |reason: &str| TemplateError {
-            template: template.to_owned(),
-            reason: reason.to_owned(),
+    pub fn parse(template: &str) -> Result<Self, ConfigError> {
+        let err = |reason: &str| {
+            ConfigError::from(ConfigKind::Template {
+                template: template.to_owned(),
+                reason: reason.to_owned(),
+            })
         };
         let mut parts: Vec<Part> = Vec::new();
         let mut rest = template;

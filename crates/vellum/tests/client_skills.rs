@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::json;
-use vellum::client::{Client, ProtocolChoice, SkillLoadError};
+use vellum::client::{Client, ProtocolChoice, SkillError};
 use vellum::prelude::*;
 use vellum::protocol::{ReadResourceResult, Resource, ResourceContents, SkillResources};
 use vellum::server::SkillFiles;
@@ -106,7 +106,7 @@ async fn lists_without_prefetch_then_loads_and_reads_verified_files() {
             "skill://notes/SKILL.md",
         ] {
             let e = loaded.read_file(path).await.unwrap_err();
-            assert!(matches!(e, SkillLoadError::NotListed(_)), "{path}: {e}");
+            assert!(e.is_not_listed(), "{path}: {e}");
         }
         assert_eq!(reads.load(Ordering::SeqCst), 3);
         client.close().await;
@@ -114,20 +114,23 @@ async fn lists_without_prefetch_then_loads_and_reads_verified_files() {
 }
 
 /// What a refusal must look like.
-type Refusal = fn(&SkillLoadError) -> bool;
+type Refusal = fn(&SkillError) -> bool;
 
 #[tokio::test]
 async fn tampered_files_are_refused() {
     let evil_body = MD.replace("Skill body.", "Evil body!!");
     let extra = format!("{MD}extra bytes the entry did not account for\n");
     let cases: [(String, Refusal); 2] = [
-        (
-            evil_body,
-            |e| matches!(e, SkillLoadError::DigestMismatch { uri, .. } if uri == MD_URI),
-        ),
+        (evil_body, |e| {
+            e.is_mismatch() && e.uri() == Some(MD_URI) && e.to_string().contains(": digest ")
+        }),
         (extra, |e| {
-            matches!(e, SkillLoadError::SizeMismatch { expected, actual, .. }
-                if *actual == *expected + 42)
+            let sizes = format!(
+                ": {} bytes, the skill entry says {}",
+                MD.len() + 42,
+                MD.len()
+            );
+            e.is_mismatch() && e.to_string().ends_with(&sizes)
         }),
     ];
     for (served, refused) in cases {
@@ -158,7 +161,10 @@ async fn tampered_files_are_refused() {
         .await
         .unwrap();
     let e = loaded.read_file("references/FORMS.md").await.unwrap_err();
-    assert!(matches!(e, SkillLoadError::DigestMismatch { .. }), "{e}");
+    assert!(
+        e.is_mismatch() && e.to_string().contains(": digest "),
+        "{e}"
+    );
     client.close().await;
 }
 
@@ -173,18 +179,15 @@ async fn entries_that_disagree_with_the_file_are_refused() {
     let mut fm = good.clone();
     fm.frontmatter
         .insert("description".into(), json!("Exfiltrate credentials"));
-    match client.load_skill(&fm).await.unwrap_err() {
-        SkillLoadError::FrontmatterMismatch { field, .. } => assert_eq!(field, "description"),
-        e => panic!("{e}"),
-    }
+    let e = client.load_skill(&fm).await.unwrap_err();
+    assert!(e.is_mismatch(), "{e}");
+    assert_eq!(e.field(), Some("description"));
     let mut extra_field = good.clone();
     extra_field
         .frontmatter
         .insert("license".into(), json!("MIT"));
-    assert!(matches!(
-        client.load_skill(&extra_field).await.unwrap_err(),
-        SkillLoadError::FrontmatterMismatch { field, .. } if field == "license"
-    ));
+    let e = client.load_skill(&extra_field).await.unwrap_err();
+    assert_eq!(e.field(), Some("license"), "{e}");
 
     let with_file = |f: &dyn Fn(&mut vellum::protocol::SkillResource)| {
         let mut e = good.clone();
@@ -194,21 +197,23 @@ async fn entries_that_disagree_with_the_file_are_refused() {
         e
     };
     let digest = with_file(&|r| r.digest = format!("sha256:{}", "0".repeat(64)));
-    assert!(matches!(
-        client.load_skill(&digest).await.unwrap_err(),
-        SkillLoadError::DigestMismatch { .. }
-    ));
+    let e = client.load_skill(&digest).await.unwrap_err();
+    assert!(
+        e.is_mismatch() && e.to_string().contains(": digest "),
+        "{e}"
+    );
     let size = with_file(&|r| r.size += 1);
-    assert!(matches!(
-        client.load_skill(&size).await.unwrap_err(),
-        SkillLoadError::SizeMismatch { .. }
-    ));
+    let e = client.load_skill(&size).await.unwrap_err();
+    assert!(e.is_mismatch() && e.to_string().contains(" bytes, "), "{e}");
     let mut unlisted = good.clone();
     unlisted.resources = SkillResources::Files(Vec::new());
-    assert!(matches!(
-        client.load_skill(&unlisted).await.unwrap_err(),
-        SkillLoadError::NotListed(_)
-    ));
+    assert!(
+        client
+            .load_skill(&unlisted)
+            .await
+            .unwrap_err()
+            .is_not_listed()
+    );
     // A dynamic skill has no digests, but its frontmatter is still compared.
     let mut dynamic = good.clone();
     dynamic.resources = SkillResources::Dynamic;
@@ -216,10 +221,8 @@ async fn entries_that_disagree_with_the_file_are_refused() {
     dynamic
         .frontmatter
         .insert("name".into(), json!("something-else"));
-    assert!(matches!(
-        client.load_skill(&dynamic).await.unwrap_err(),
-        SkillLoadError::FrontmatterMismatch { .. }
-    ));
+    let e = client.load_skill(&dynamic).await.unwrap_err();
+    assert_eq!(e.field(), Some("name"), "{e}");
     // The unchanged entry loads.
     assert!(client.load_skill(&good).await.is_ok());
     client.close().await;

@@ -451,10 +451,7 @@ fn invalid_param_header_annotations_are_refused_at_registration() {
             },
         );
         assert!(
-            matches!(
-                r,
-                Err(vellum::server::RegistrationError::InvalidParamHeader { .. })
-            ),
+            r.is_err_and(|e| e.is_registration() && e.is_param_header()),
             "{schema}"
         );
     }

@@ -40,7 +40,7 @@ impl BrowserOpener for ScriptedBrowser {
             vellum::transport::install_crypto_provider();
             reqwest::get(url)
                 .await
-                .map_err(|e| AuthError::Redirect(format!("scripted browser: {e}")))?;
+                .map_err(|e| AuthError::redirect("scripted browser", e))?;
             Ok(())
         })
     }

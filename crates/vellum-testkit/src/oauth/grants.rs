@@ -7,7 +7,7 @@
 use base64::Engine as _;
 use jsonwebtoken::{DecodingKey, Validation};
 use serde_json::{Value, json};
-use vellum::jose::{DpopCheck, DpopError, Jwk, sha256_b64url, verify_dpop_proof};
+use vellum::jose::{DpopCheck, Jwk, sha256_b64url, verify_dpop_proof};
 
 use super::endpoints::vellum_now;
 use super::{Issued, Refresh, Reply, Req, Shared, TestClient, json_reply, oauth_error};
@@ -55,7 +55,7 @@ fn dpop(shared: &Shared, r: &Req) -> Result<Option<String>, Reply> {
     }
     match verify_dpop_proof(proof, &check) {
         Ok(v) => Ok(Some(v.jkt)),
-        Err(DpopError::UseNonce) => {
+        Err(e) if e.is_use_nonce() => {
             let mut reply = oauth_error(400, "use_dpop_nonce", "a DPoP nonce is required");
             if let Some(v) = shared
                 .opts

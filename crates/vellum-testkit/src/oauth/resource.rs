@@ -16,7 +16,7 @@ use http_body_util::BodyExt as _;
 use jsonwebtoken::{DecodingKey, Validation};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
-use vellum::jose::{DpopCheck, DpopError, Jwk, verify_dpop_proof};
+use vellum::jose::{DpopCheck, Jwk, verify_dpop_proof};
 
 use super::endpoints::vellum_now;
 use super::{Reply, TestAuthServer, json_reply};
@@ -285,7 +285,7 @@ fn answer(
         }
         match dpop.as_deref().map(|p| verify_dpop_proof(p, &check)) {
             Some(Ok(_)) => {}
-            Some(Err(DpopError::UseNonce)) => {
+            Some(Err(e)) if e.is_use_nonce() => {
                 let mut r = refuse(401, Some("use_dpop_nonce"), None);
                 if let Some(v) = s
                     .opts

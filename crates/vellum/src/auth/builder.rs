@@ -4,11 +4,12 @@
 //! Not here: what the layer does with a request (`layer.rs`).
 
 use super::dpop::{DpopMode, DpopReplayCache, DpopSettings, Nonces};
-use super::endpoint::{AuthConfigError, check_scope, check_url};
+use super::endpoint::{check_scope, check_url};
 use super::failures::{
     DEFAULT_FAILED_TOKEN_TTL, DEFAULT_FAILED_TOKENS, DEFAULT_FAILURE_LIMIT, FailureGuard,
 };
 use super::verifier::TokenVerifier;
+use crate::config_error::{ConfigError, Kind as ConfigKind};
 use crate::jose::{Algorithm, is_asymmetric};
 use crate::protocol::{PROTECTED_RESOURCE_WELL_KNOWN, ProtectedResourceMetadata};
 use crate::server::{ScopeRules, Server};
@@ -215,16 +216,20 @@ impl AuthLayerBuilder {
     }
 
     /// Builds the layer, checking the configuration.
-    pub fn build(self) -> Result<AuthLayer, AuthConfigError> {
+    pub fn build(self) -> Result<AuthLayer, ConfigError> {
         let uri = check_url("resource", &self.resource)?;
         if uri.query().is_some() || self.resource.contains('#') {
-            return Err(AuthConfigError::BadResource(self.resource));
+            return Err(ConfigKind::ResourceId {
+                resource: self.resource,
+            }
+            .into());
         }
         if self.authorization_servers.is_empty() {
-            return Err(AuthConfigError::InsecureUrl {
+            return Err(ConfigKind::InsecureUrl {
                 what: "authorization server (none given)",
                 url: String::new(),
-            });
+            }
+            .into());
         }
         for issuer in &self.authorization_servers {
             check_url("authorization server", issuer)?;
@@ -252,18 +257,23 @@ impl AuthLayerBuilder {
         let path_aware = ProtectedResourceMetadata::well_known_path(uri.path());
         let origin = match (uri.scheme_str(), uri.authority()) {
             (Some(scheme), Some(authority)) => format!("{scheme}://{authority}"),
-            _ => return Err(AuthConfigError::BadResource(self.resource)),
+            _ => {
+                return Err(ConfigKind::ResourceId {
+                    resource: self.resource,
+                }
+                .into());
+            }
         };
         let mut dpop = self.dpop;
         if dpop.algs.is_empty() || dpop.algs.iter().any(|a| !is_asymmetric(*a)) {
-            return Err(AuthConfigError::DpopAlgorithms);
+            return Err(ConfigKind::DpopAlgorithms.into());
         }
         if let Some(period) = self.nonce_period {
             let secret = match self.nonce_secret {
                 Some(s) => s,
                 None => {
                     let mut s = vec![0u8; 32];
-                    getrandom::fill(&mut s).map_err(|_| AuthConfigError::Random)?;
+                    getrandom::fill(&mut s).map_err(|_| ConfigError::from(ConfigKind::Random))?;
                     s
                 }
             };
@@ -277,8 +287,11 @@ impl AuthLayerBuilder {
             metadata.dpop_signing_alg_values_supported = dpop.alg_names();
             metadata.dpop_bound_access_tokens_required = dpop.mode == DpopMode::Required;
         }
-        let metadata_json = serde_json::to_vec(&metadata)
-            .map_err(|e| AuthConfigError::BadResource(e.to_string()))?;
+        let metadata_json = serde_json::to_vec(&metadata).map_err(|e| {
+            ConfigError::from(ConfigKind::ResourceId {
+                resource: e.to_string(),
+            })
+        })?;
         Ok(AuthLayer {
             config: Arc::new(Config {
                 verifier: self.verifier,

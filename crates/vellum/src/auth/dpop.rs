@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use hmac::{Hmac, KeyInit as _, Mac as _};
 use sha2::Sha256;
 
-use crate::jose::{Algorithm, DpopCheck, DpopError, sha256_b64url, verify_dpop_proof};
+use crate::jose::{Algorithm, DpopCheck, DpopRefusal, sha256_b64url, verify_dpop_proof};
 use crate::store::StoreError;
 
 /// How the auth layer treats DPoP-bound tokens.
@@ -276,9 +276,10 @@ impl DpopSettings {
         if let Some(n) = &claimed {
             check = check.nonce(n);
         }
-        let verified = verify_dpop_proof(proof, &check).map_err(|e| match e {
-            DpopError::UseNonce => ProofRefusal::UseNonce,
-            other => ProofRefusal::Invalid(describe(other)),
+        let verified = verify_dpop_proof(proof, &check).map_err(|e| match e.dpop_refusal() {
+            Some(DpopRefusal::UseNonce) => ProofRefusal::UseNonce,
+            Some(other) => ProofRefusal::Invalid(describe(other)),
+            None => ProofRefusal::Invalid(describe(DpopRefusal::Malformed)),
         })?;
         let key = sha256_b64url(format!("{}.{}", verified.jkt, verified.jti).as_bytes());
         match self
@@ -297,18 +298,18 @@ impl DpopSettings {
 }
 
 /// The description of a refused proof (fixed text; never the proof).
-fn describe(e: DpopError) -> &'static str {
+fn describe(e: DpopRefusal) -> &'static str {
     match e {
-        DpopError::Malformed => "The DPoP proof is malformed",
-        DpopError::Type => "The DPoP proof's typ is not dpop+jwt",
-        DpopError::Algorithm => "The DPoP proof is not signed with an asymmetric algorithm",
-        DpopError::Key => "The DPoP proof does not carry a public key",
-        DpopError::Signature => "The DPoP proof's signature does not verify",
-        DpopError::Method => "The DPoP proof is for another HTTP method",
-        DpopError::Url => "The DPoP proof is for another URL",
-        DpopError::Time => "The DPoP proof is too old or from the future",
-        DpopError::AccessToken => "The DPoP proof is not bound to this access token",
-        DpopError::KeyMismatch => "The access token is bound to another key",
+        DpopRefusal::Malformed => "The DPoP proof is malformed",
+        DpopRefusal::Type => "The DPoP proof's typ is not dpop+jwt",
+        DpopRefusal::Algorithm => "The DPoP proof is not signed with an asymmetric algorithm",
+        DpopRefusal::Key => "The DPoP proof does not carry a public key",
+        DpopRefusal::Signature => "The DPoP proof's signature does not verify",
+        DpopRefusal::Method => "The DPoP proof is for another HTTP method",
+        DpopRefusal::Url => "The DPoP proof is for another URL",
+        DpopRefusal::Time => "The DPoP proof is too old or from the future",
+        DpopRefusal::AccessToken => "The DPoP proof is not bound to this access token",
+        DpopRefusal::KeyMismatch => "The access token is bound to another key",
         _ => "The DPoP proof is invalid",
     }
 }

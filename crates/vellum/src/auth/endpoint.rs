@@ -6,51 +6,16 @@
 
 use std::time::Duration;
 
+use crate::config_error::{ConfigError, Kind as ConfigKind};
 use crate::transport::http::is_loopback_host;
 
-/// A configuration the auth layer or a verifier cannot work with.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum AuthConfigError {
-    /// A URL that is not absolute `https://` (or `http://` on a loopback host).
-    #[error("{what} {url:?}: expected an absolute https:// URL (http:// only for a loopback host)")]
-    InsecureUrl {
-        /// What the URL is for.
-        what: &'static str,
-        /// The URL.
-        url: String,
-    },
-    /// A resource identifier with a query or fragment, or no host.
-    #[error("resource {0:?}: expected scheme://host[:port][/path], without query or fragment")]
-    BadResource(String),
-    /// A scope with characters RFC 6749 does not allow (spaces, quotes, backslashes, controls).
-    #[error("scope {0:?}: scopes are non-empty and made of visible ASCII except '\"' and '\\'")]
-    BadScope(String),
-    /// A verifier needs at least one audience (RFC 8707 resource indicator).
-    #[error("at least one audience is required")]
-    NoAudience,
-    /// No JWT crypto backend is available (the `rust_crypto` feature of jsonwebtoken).
-    #[error("no JWT crypto provider is available")]
-    NoCryptoProvider,
-    /// A key that cannot be used.
-    #[error("key: {0}")]
-    BadKey(String),
-    /// The HTTP client could not be built (TLS setup).
-    #[error("HTTP client: {0}")]
-    HttpClient(String),
-    /// No DPoP algorithm, or a symmetric one (a shared secret proves no key possession).
-    #[error("DPoP algorithms: at least one, and only asymmetric ones")]
-    DpopAlgorithms,
-    /// No random bytes for the DPoP nonce secret.
-    #[error("no random bytes available for the DPoP nonce secret")]
-    Random,
-}
-
 /// Checks that `url` may be fetched or advertised: https anywhere, http on loopback only.
-pub(crate) fn check_url(what: &'static str, url: &str) -> Result<http::Uri, AuthConfigError> {
-    let bad = || AuthConfigError::InsecureUrl {
-        what,
-        url: url.to_owned(),
+pub(crate) fn check_url(what: &'static str, url: &str) -> Result<http::Uri, ConfigError> {
+    let bad = || {
+        ConfigError::from(ConfigKind::InsecureUrl {
+            what,
+            url: url.to_owned(),
+        })
     };
     let uri: http::Uri = url.parse().map_err(|_| bad())?;
     let authority = uri.authority().ok_or_else(bad)?;
@@ -65,7 +30,7 @@ pub(crate) fn check_url(what: &'static str, url: &str) -> Result<http::Uri, Auth
 }
 
 /// Checks a scope token (RFC 6749 §3.3: `%x21 / %x23-5B / %x5D-7E`).
-pub(crate) fn check_scope(scope: &str) -> Result<(), AuthConfigError> {
+pub(crate) fn check_scope(scope: &str) -> Result<(), ConfigError> {
     let ok = !scope.is_empty()
         && scope
             .bytes()
@@ -73,7 +38,10 @@ pub(crate) fn check_scope(scope: &str) -> Result<(), AuthConfigError> {
     if ok {
         Ok(())
     } else {
-        Err(AuthConfigError::BadScope(scope.to_owned()))
+        Err(ConfigKind::Scope {
+            scope: scope.to_owned(),
+        }
+        .into())
     }
 }
 
@@ -82,7 +50,7 @@ pub(crate) const HTTP_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The HTTP client of the verifiers: reqwest's rustls with the platform's roots, no
 /// redirects, no proxy, a 5 s limit on every call.
-pub(crate) fn http_client() -> Result<reqwest::Client, AuthConfigError> {
+pub(crate) fn http_client() -> Result<reqwest::Client, ConfigError> {
     crate::transport::install_crypto_provider();
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
@@ -90,7 +58,7 @@ pub(crate) fn http_client() -> Result<reqwest::Client, AuthConfigError> {
         .connect_timeout(HTTP_TIMEOUT)
         .timeout(HTTP_TIMEOUT)
         .build()
-        .map_err(|e| AuthConfigError::HttpClient(e.to_string()))
+        .map_err(|e| ConfigError::with_source(ConfigKind::AuthHttpClient, e))
 }
 
 /// Reads a response body up to `limit` bytes (`None` beyond it).

@@ -14,10 +14,11 @@ use sha2::{Digest, Sha256};
 use tokio::time::Instant;
 
 use super::Principal;
-use super::endpoint::{AuthConfigError, check_url, http_client, now_secs, read_limited};
+use super::endpoint::{check_url, http_client, now_secs, read_limited};
 use super::verifier::{
     InvalidToken, OneOrMany, ScopeClaim, TokenVerifier, VerifyError, VerifyFuture,
 };
+use crate::config_error::{ConfigError, Kind as ConfigKind};
 
 /// How the resource server authenticates to the introspection endpoint.
 #[derive(Clone)]
@@ -114,12 +115,12 @@ impl IntrospectionVerifier {
         auth: ClientAuth,
         issuer: impl Into<String>,
         audience: impl Into<String>,
-    ) -> Result<Self, AuthConfigError> {
+    ) -> Result<Self, ConfigError> {
         let endpoint = endpoint.into();
         check_url("introspection endpoint", &endpoint)?;
         let audience = audience.into();
         if audience.is_empty() {
-            return Err(AuthConfigError::NoAudience);
+            return Err(ConfigKind::NoAudience.into());
         }
         Ok(IntrospectionVerifier {
             endpoint,

@@ -14,8 +14,9 @@ use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, JwkSet, PublicK
 use jsonwebtoken::{Algorithm, DecodingKey};
 use tokio::time::Instant;
 
-use super::endpoint::{AuthConfigError, check_url, http_client, read_limited};
+use super::endpoint::{check_url, http_client, read_limited};
 use super::verifier::{InvalidToken, VerifyError};
+use crate::config_error::ConfigError;
 
 /// A verification key with the one algorithm it may be used with.
 #[derive(Clone)]
@@ -86,7 +87,7 @@ impl JwksCache {
 
     /// A cache of the key set at `url` (https, or http on a loopback host). Nothing is
     /// fetched until the first token arrives.
-    pub fn new(url: impl Into<String>) -> Result<Self, AuthConfigError> {
+    pub fn new(url: impl Into<String>) -> Result<Self, ConfigError> {
         let url = url.into();
         check_url("JWKS URL", &url)?;
         Ok(JwksCache {

@@ -16,12 +16,12 @@ use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
 
 use super::Principal;
-use super::endpoint::AuthConfigError;
 use super::jwks::{JwksCache, VerifyKey};
 use super::token_cache::TokenCache;
 use super::verifier::{
     InvalidToken, OneOrMany, ScopeClaim, TokenVerifier, VerifyError, VerifyFuture,
 };
+use crate::config_error::{ConfigError, Kind as ConfigKind};
 
 enum Keys {
     Jwks(Arc<JwksCache>),
@@ -84,7 +84,7 @@ impl JwtVerifier {
         jwks: Arc<JwksCache>,
         issuer: impl Into<String>,
         audience: impl Into<String>,
-    ) -> Result<Self, AuthConfigError> {
+    ) -> Result<Self, ConfigError> {
         Self::with_keys(Keys::Jwks(jwks), issuer.into(), audience.into())
     }
 
@@ -95,11 +95,12 @@ impl JwtVerifier {
         alg: Algorithm,
         issuer: impl Into<String>,
         audience: impl Into<String>,
-    ) -> Result<Self, AuthConfigError> {
+    ) -> Result<Self, ConfigError> {
         if key.family() != alg.family() {
-            return Err(AuthConfigError::BadKey(format!(
-                "the key does not fit algorithm {alg:?}"
-            )));
+            return Err(ConfigKind::Key {
+                reason: format!("the key does not fit algorithm {alg:?}").into(),
+            }
+            .into());
         }
         Self::with_keys(
             Keys::Static(Arc::new(VerifyKey { key, alg })),
@@ -114,23 +115,27 @@ impl JwtVerifier {
         secret: &[u8],
         issuer: impl Into<String>,
         audience: impl Into<String>,
-    ) -> Result<Self, AuthConfigError> {
+    ) -> Result<Self, ConfigError> {
         if secret.len() < 32 {
-            return Err(AuthConfigError::BadKey(
-                "an HS256 secret needs at least 32 bytes".into(),
-            ));
+            return Err(ConfigKind::Key {
+                reason: "an HS256 secret needs at least 32 bytes".into(),
+            }
+            .into());
         }
-        let key =
-            DecodingKey::from_secret(secret).map_err(|e| AuthConfigError::BadKey(e.to_string()))?;
+        let key = DecodingKey::from_secret(secret).map_err(|e| {
+            ConfigError::from(ConfigKind::Key {
+                reason: e.to_string().into(),
+            })
+        })?;
         Self::with_static_key(key, Algorithm::HS256, issuer, audience)
     }
 
-    fn with_keys(keys: Keys, issuer: String, audience: String) -> Result<Self, AuthConfigError> {
+    fn with_keys(keys: Keys, issuer: String, audience: String) -> Result<Self, ConfigError> {
         if jsonwebtoken::crypto::CryptoProvider::try_get_default().is_none() {
-            return Err(AuthConfigError::NoCryptoProvider);
+            return Err(ConfigKind::NoCryptoProvider.into());
         }
         if audience.is_empty() {
-            return Err(AuthConfigError::NoAudience);
+            return Err(ConfigKind::NoAudience.into());
         }
         Ok(JwtVerifier {
             keys,

@@ -84,7 +84,7 @@ pub(super) struct Config {
 /// ```no_run
 /// # use std::sync::Arc;
 /// # use vellum::auth::{AuthLayer, JwksCache, JwtVerifier};
-/// # fn f() -> Result<(), vellum::auth::AuthConfigError> {
+/// # fn f() -> Result<(), vellum::error::ConfigError> {
 /// let jwks = Arc::new(JwksCache::new("https://as.example.com/jwks.json")?);
 /// let verifier = JwtVerifier::new(jwks, "https://as.example.com", "https://mcp.example.com/mcp")?;
 /// let layer = AuthLayer::builder("https://mcp.example.com/mcp", verifier)

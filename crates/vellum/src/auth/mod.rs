@@ -65,7 +65,6 @@ pub use dpop::{DpopMode, DpopReplayCache, MemoryReplayCache, ReplayFuture};
 #[cfg(all(feature = "auth", feature = "redis"))]
 pub use dpop_redis::RedisReplayCache;
 #[cfg(feature = "auth")]
-pub use endpoint::AuthConfigError;
 #[cfg(feature = "auth")]
 pub use introspection::{ClientAuth, IntrospectionVerifier};
 #[cfg(feature = "auth")]

@@ -57,6 +57,8 @@ mod skills;
 mod subscriptions;
 pub(crate) mod transport;
 
+#[cfg(feature = "skills")]
+pub use crate::protocol::SkillError;
 pub use builder::ClientBuilder;
 pub use call_options::{CallOptions, InputRoundHandler};
 pub use callbacks::{
@@ -66,7 +68,7 @@ pub use callbacks::{
 pub use config::ProtocolChoice;
 pub use handle::Client;
 #[cfg(feature = "skills")]
-pub use skills::{LoadedSkill, SkillLoadError};
+pub use skills::LoadedSkill;
 pub use subscriptions::Listen;
 
 pub use crate::error::TransportError;

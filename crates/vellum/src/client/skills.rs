@@ -4,7 +4,7 @@
 //!
 //! Listing fetches entries only: no file of a skill is read before the application loads
 //! that skill ([`Client::load_skill`]), the extension's "no retrieval ahead of need" rule.
-//! Loading reads its `SKILL.md` and refuses it, with a typed [`SkillLoadError`], when its
+//! Loading reads its `SKILL.md` and refuses it, with a [`SkillError`], when its
 //! size, its sha256 digest or its YAML frontmatter differs from the entry; a supporting
 //! file read through the [`LoadedSkill`] is checked the same way (size and digest).
 //!
@@ -20,9 +20,9 @@ use super::engine::to_object;
 use super::handle::Client;
 use crate::error::Error;
 use crate::protocol::{
-    FrontmatterError, GetSkillParams, GetSkillResult, JsonObject, ListSkillsResult,
-    PaginatedParams, ResourceContents, SKILL_MD, Skill, SkillResource, SkillResources,
-    parse_skill_frontmatter, skill_digest,
+    GetSkillParams, GetSkillResult, JsonObject, ListSkillsResult, PaginatedParams,
+    ResourceContents, SKILL_MD, Skill, SkillError, SkillErrorKind as Kind, SkillResource,
+    SkillResources, parse_skill_frontmatter, skill_digest,
 };
 
 /// `skills/list`.
@@ -30,70 +30,14 @@ const SKILLS_LIST: &str = "skills/list";
 /// `skills/get`.
 const SKILLS_GET: &str = "skills/get";
 
-/// Why a skill, or one of its files, was refused.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum SkillLoadError {
-    /// The request failed (transport, or the server's JSON-RPC error).
-    #[error(transparent)]
-    Call(#[from] Error),
-    /// The file is not one the skill's entry lists (or lies outside the skill's directory),
-    /// so there is nothing to verify it against.
-    #[error("{0} is not a file of this skill's entry")]
-    NotListed(String),
-    /// The server answered `resources/read` without contents for the file, or with a blob
-    /// that is not Base64.
-    #[error("{uri}: {why}")]
-    Contents {
-        /// The file.
-        uri: String,
-        /// What was wrong.
-        why: &'static str,
-    },
-    /// The file's byte length differs from the entry's `size`.
-    #[error("{uri}: {actual} bytes, the skill entry says {expected}")]
-    SizeMismatch {
-        /// The file.
-        uri: String,
-        /// The entry's size.
-        expected: u64,
-        /// The bytes served.
-        actual: u64,
-    },
-    /// The file's sha256 digest differs from the entry's.
-    #[error("{uri}: digest {actual}, the skill entry says {expected}")]
-    DigestMismatch {
-        /// The file.
-        uri: String,
-        /// The entry's digest.
-        expected: String,
-        /// The digest of the bytes served.
-        actual: String,
-    },
-    /// The entry's digest is not `sha256:…`, the one algorithm the extension defines.
-    #[error("{uri}: unsupported digest {digest:?}")]
-    UnsupportedDigest {
-        /// The file.
-        uri: String,
-        /// The entry's digest.
-        digest: String,
-    },
-    /// The fetched `SKILL.md` has no valid YAML frontmatter.
-    #[error("{uri}: {source}")]
-    InvalidFrontmatter {
-        /// The `SKILL.md`.
-        uri: String,
-        /// Why it could not be parsed.
-        source: FrontmatterError,
-    },
-    /// The fetched `SKILL.md`'s frontmatter differs from the entry's.
-    #[error("{uri}: frontmatter field {field:?} differs from the skill entry")]
-    FrontmatterMismatch {
-        /// The `SKILL.md`.
-        uri: String,
-        /// The first field (in name order) that differs, is missing or is extra.
-        field: String,
-    },
+/// The call that fetched a skill's file failed.
+fn call_failed(e: Error) -> SkillError {
+    SkillError::with_source(Kind::Call, e)
+}
+
+/// `uri` is not a file of the skill's entry.
+fn not_listed(uri: impl Into<String>) -> SkillError {
+    Kind::NotListed { uri: uri.into() }.into()
 }
 
 impl Client {
@@ -133,30 +77,28 @@ impl Client {
     /// Loads a skill: reads its `SKILL.md` (`resources/read`) and verifies it against
     /// `entry` (size, then sha256 digest, unless the entry's files are `"dynamic"`; then the
     /// YAML frontmatter, field by field). Content that fails is refused, never returned.
-    pub async fn load_skill(&self, entry: &Skill) -> Result<LoadedSkill, SkillLoadError> {
+    pub async fn load_skill(&self, entry: &Skill) -> Result<LoadedSkill, SkillError> {
         let uri = entry.uri.as_str();
         let root = uri
             .strip_suffix(SKILL_MD)
             .and_then(|r| r.strip_suffix('/'))
             .filter(|r| !r.is_empty())
-            .ok_or_else(|| SkillLoadError::NotListed(uri.to_owned()))?
+            .ok_or_else(|| not_listed(uri))?
             .to_owned();
         let bytes = self.read_verified(entry, uri).await?;
-        let text = String::from_utf8(bytes).map_err(|_| SkillLoadError::Contents {
-            uri: uri.to_owned(),
-            why: "SKILL.md is not UTF-8",
-        })?;
-        let served = parse_skill_frontmatter(&text).map_err(|source| {
-            SkillLoadError::InvalidFrontmatter {
+        let text = String::from_utf8(bytes).map_err(|_| {
+            SkillError::from(Kind::Contents {
                 uri: uri.to_owned(),
-                source,
-            }
+                why: "SKILL.md is not UTF-8",
+            })
         })?;
+        let served = parse_skill_frontmatter(&text).map_err(|e| e.at(uri))?;
         if let Some(field) = first_difference(&entry.frontmatter, &served) {
-            return Err(SkillLoadError::FrontmatterMismatch {
+            return Err(Kind::FrontmatterMismatch {
                 uri: uri.to_owned(),
                 field,
-            });
+            }
+            .into());
         }
         Ok(LoadedSkill {
             client: self.clone(),
@@ -167,36 +109,36 @@ impl Client {
     }
 
     /// Reads one file of `entry` and checks it against the entry's record of it.
-    async fn read_verified(&self, entry: &Skill, uri: &str) -> Result<Vec<u8>, SkillLoadError> {
+    async fn read_verified(&self, entry: &Skill, uri: &str) -> Result<Vec<u8>, SkillError> {
         let listed = match &entry.resources {
             SkillResources::Files(files) => Some(
                 files
                     .iter()
                     .find(|f| f.uri == uri)
-                    .ok_or_else(|| SkillLoadError::NotListed(uri.to_owned()))?,
+                    .ok_or_else(|| not_listed(uri))?,
             ),
             SkillResources::Dynamic => None,
         };
-        let result = self.read_resource(uri).await?;
+        let result = self.read_resource(uri).await.map_err(call_failed)?;
         let contents = result
             .contents
             .iter()
             .find(|c| c.uri() == uri)
             .or(result.contents.first())
-            .ok_or(SkillLoadError::Contents {
-                uri: uri.to_owned(),
-                why: "resources/read returned no contents",
+            .ok_or_else(|| {
+                SkillError::from(Kind::Contents {
+                    uri: uri.to_owned(),
+                    why: "resources/read returned no contents",
+                })
             })?;
         let bytes = match contents {
             ResourceContents::Text(t) => t.text.clone().into_bytes(),
-            ResourceContents::Blob(b) => {
-                STANDARD
-                    .decode(&b.blob)
-                    .map_err(|_| SkillLoadError::Contents {
-                        uri: uri.to_owned(),
-                        why: "the blob is not Base64",
-                    })?
-            }
+            ResourceContents::Blob(b) => STANDARD.decode(&b.blob).map_err(|_| {
+                SkillError::from(Kind::Contents {
+                    uri: uri.to_owned(),
+                    why: "the blob is not Base64",
+                })
+            })?,
         };
         if let Some(listed) = listed {
             verify(listed, &bytes)?;
@@ -207,32 +149,35 @@ impl Client {
 
 /// Checks bytes against their entry: the size first (a mismatch needs no hashing), then the
 /// digest.
-fn verify(listed: &SkillResource, bytes: &[u8]) -> Result<(), SkillLoadError> {
+fn verify(listed: &SkillResource, bytes: &[u8]) -> Result<(), SkillError> {
     let actual = bytes.len() as u64;
     if actual != listed.size {
-        return Err(SkillLoadError::SizeMismatch {
+        return Err(Kind::SizeMismatch {
             uri: listed.uri.clone(),
             expected: listed.size,
             actual,
-        });
+        }
+        .into());
     }
     if !listed
         .digest
         .get(..7)
         .is_some_and(|p| p.eq_ignore_ascii_case("sha256:"))
     {
-        return Err(SkillLoadError::UnsupportedDigest {
+        return Err(Kind::UnsupportedDigest {
             uri: listed.uri.clone(),
             digest: listed.digest.clone(),
-        });
+        }
+        .into());
     }
     let digest = skill_digest(bytes);
     if !digest.eq_ignore_ascii_case(&listed.digest) {
-        return Err(SkillLoadError::DigestMismatch {
+        return Err(Kind::DigestMismatch {
             uri: listed.uri.clone(),
             expected: listed.digest.clone(),
             actual: digest,
-        });
+        }
+        .into());
     }
     Ok(())
 }
@@ -309,7 +254,7 @@ impl LoadedSkill {
     /// (`references/FORMS.md`) or by its full URI, verified against the entry (size and
     /// digest). A file the entry does not list is refused; a `"dynamic"` skill's files are
     /// read unverified, but only inside the skill's directory.
-    pub async fn read_file(&self, path: &str) -> Result<Vec<u8>, SkillLoadError> {
+    pub async fn read_file(&self, path: &str) -> Result<Vec<u8>, SkillError> {
         let uri = if path.contains("://") {
             path.to_owned()
         } else {
@@ -319,21 +264,23 @@ impl LoadedSkill {
             .strip_prefix(self.root.as_str())
             .is_some_and(|rest| rest.starts_with('/') && !rest.split('/').any(|s| s == ".."));
         if !inside {
-            return Err(SkillLoadError::NotListed(uri));
+            return Err(not_listed(uri));
         }
         self.client.read_verified(&self.entry, &uri).await
     }
 
     /// [`read_file`](Self::read_file) for a text file.
-    pub async fn read_text(&self, path: &str) -> Result<String, SkillLoadError> {
+    pub async fn read_text(&self, path: &str) -> Result<String, SkillError> {
         let bytes = self.read_file(path).await?;
-        String::from_utf8(bytes).map_err(|e| SkillLoadError::Contents {
-            uri: path.to_owned(),
-            why: if e.utf8_error().valid_up_to() == 0 {
-                "the file is not UTF-8 text"
-            } else {
-                "the file is not valid UTF-8 throughout"
-            },
+        String::from_utf8(bytes).map_err(|e| {
+            SkillError::from(Kind::Contents {
+                uri: path.to_owned(),
+                why: if e.utf8_error().valid_up_to() == 0 {
+                    "the file is not UTF-8 text"
+                } else {
+                    "the file is not valid UTF-8 throughout"
+                },
+            })
         })
     }
 }
@@ -378,14 +325,13 @@ mod tests {
             size: 3,
         };
         assert!(verify(&listed, b"abc").is_ok());
-        assert!(matches!(
-            verify(&listed, b"abcd"),
-            Err(SkillLoadError::SizeMismatch { actual: 4, .. })
-        ));
-        assert!(matches!(
-            verify(&listed, b"abd"),
-            Err(SkillLoadError::DigestMismatch { .. })
-        ));
+        let size = verify(&listed, b"abcd").map_err(|e| e.to_string());
+        assert_eq!(
+            size,
+            Err("skill://a/SKILL.md: 4 bytes, the skill entry says 3".into())
+        );
+        let digest = verify(&listed, b"abd").map_err(|e| e.to_string());
+        assert!(digest.is_err_and(|e| e.contains(": digest sha256:")));
         let upper = SkillResource {
             digest: listed.digest.to_ascii_uppercase(),
             ..listed.clone()
@@ -395,9 +341,7 @@ mod tests {
             digest: "md5:900150983cd24fb0d6963f7d28e17f72".into(),
             ..listed
         };
-        assert!(matches!(
-            verify(&md5, b"abc"),
-            Err(SkillLoadError::UnsupportedDigest { .. })
-        ));
+        let md5 = verify(&md5, b"abc").map_err(|e| e.to_string());
+        assert!(md5.is_err_and(|e| e.contains("unsupported digest")));
     }
 }

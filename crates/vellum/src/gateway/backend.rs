@@ -13,15 +13,13 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use super::GatewayOptions;
 use super::link::Link;
 use crate::client::{Client, ClientBuilder, Transport};
-use crate::error::Error;
+use crate::error::{ConfigError, Error};
 use crate::protocol::{
     ClientCapabilities, ElicitationCapability, ErrorObject, Implementation, InitializeParams,
     InitializeResult, JsonObject, LoggingLevel, RootsCapability, SamplingCapability,
 };
 use crate::transport::http_client::{HttpClientOptions, StreamableHttpClientTransport};
-use crate::transport::stdio::{
-    ChildProcessTransport, LineOptions, StdioCommandError, split_command_line,
-};
+use crate::transport::stdio::{ChildProcessTransport, LineOptions, split_command_line};
 
 /// The longest line of a child's stderr logged whole (the rest of a longer one is cut).
 const MAX_STDERR_LINE: usize = 16 * 1024;
@@ -64,7 +62,7 @@ impl ChildCommand {
     }
 
     /// A command line split shell-style (`"npx -y server --flag 'a b'"`).
-    pub fn from_command_line(line: &str) -> Result<Self, StdioCommandError> {
+    pub fn from_command_line(line: &str) -> Result<Self, ConfigError> {
         let (program, args) = split_command_line(line)?;
         Ok(ChildCommand::new(program).args(args))
     }

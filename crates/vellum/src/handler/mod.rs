@@ -22,7 +22,7 @@
 //! );
 //! let server = Server::new(Implementation::new("demo", "1.0"), ServerOptions::default());
 //! route.register(&server)?;
-//! # Ok::<(), vellum::server::RegistrationError>(())
+//! # Ok::<(), vellum::error::ConfigError>(())
 //! ```
 
 mod extract;

@@ -2,12 +2,12 @@
 
 use std::future::Future;
 
+use crate::config_error::ConfigError;
 use crate::protocol::{
     CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, ResourceTemplate, Tool,
 };
 use crate::server::{
-    CallToolRequest, GetPromptRequest, HandlerError, ReadResourceRequest, RegistrationError,
-    RequestContext, Server,
+    CallToolRequest, GetPromptRequest, HandlerError, ReadResourceRequest, RequestContext, Server,
 };
 
 /// Something that registers tools, prompts or resources on a [`Server`]: a route, a type
@@ -25,11 +25,11 @@ use crate::server::{
 /// });
 /// let server = Server::new(Implementation::new("demo", "1.0"), ServerOptions::default());
 /// (ping, echo).register(&server)?;
-/// # Ok::<(), vellum::server::RegistrationError>(())
+/// # Ok::<(), vellum::error::ConfigError>(())
 /// ```
 pub trait Register {
     /// Registers everything on `server` (replacing entries of the same name).
-    fn register(self, server: &Server) -> Result<(), RegistrationError>;
+    fn register(self, server: &Server) -> Result<(), ConfigError>;
 }
 
 /// Declares a handler trait and its blanket impl for every `Fn(RequestContext, $req) ->
@@ -114,7 +114,7 @@ impl<F> ToolRoute<F> {
 }
 
 impl<H: ToolHandler> Register for ToolRoute<H> {
-    fn register(self, server: &Server) -> Result<(), RegistrationError> {
+    fn register(self, server: &Server) -> Result<(), ConfigError> {
         let handler = self.handler;
         server.add_raw_tool(self.tool, move |ctx, req| handler.call(ctx, req))?;
         Ok(())
@@ -153,7 +153,7 @@ impl<F> PromptRoute<F> {
 }
 
 impl<H: PromptHandler> Register for PromptRoute<H> {
-    fn register(self, server: &Server) -> Result<(), RegistrationError> {
+    fn register(self, server: &Server) -> Result<(), ConfigError> {
         let handler = self.handler;
         server.add_prompt(self.prompt, move |ctx, req| handler.call(ctx, req))?;
         Ok(())
@@ -213,7 +213,7 @@ impl<F> ResourceRoute<F> {
 }
 
 impl<H: ResourceHandler> Register for ResourceRoute<H> {
-    fn register(self, server: &Server) -> Result<(), RegistrationError> {
+    fn register(self, server: &Server) -> Result<(), ConfigError> {
         let handler = self.handler;
         let read = move |ctx, req| handler.call(ctx, req);
         match self.kind {
@@ -228,7 +228,7 @@ macro_rules! register_tuple {
     ($($name:ident)+) => {
         impl<$($name: Register),+> Register for ($($name,)+) {
             #[allow(non_snake_case)]
-            fn register(self, server: &Server) -> Result<(), RegistrationError> {
+            fn register(self, server: &Server) -> Result<(), ConfigError> {
                 let ($($name,)+) = self;
                 $($name.register(server)?;)+
                 Ok(())

@@ -6,7 +6,8 @@ use jsonwebtoken::jwk::Jwk;
 use jsonwebtoken::{DecodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 
-use super::{JoseError, SigningKey, is_asymmetric, now_secs, random_b64url, sha256_b64url};
+use super::error::{DpopRefusal, JoseError};
+use super::{SigningKey, is_asymmetric, now_secs, random_b64url, sha256_b64url};
 
 /// The `typ` of a DPoP proof's header.
 pub const DPOP_JWT_TYPE: &str = "dpop+jwt";
@@ -79,7 +80,7 @@ pub struct DpopCheck<'a> {
     /// have it.
     pub jkt: Option<&'a str>,
     /// The nonce the server requires, if any (a missing or other nonce is
-    /// [`DpopError::UseNonce`]).
+    /// [`JoseError::is_use_nonce`]).
     pub nonce: Option<&'a str>,
     /// How far `iat` may be from now, in seconds (both ways).
     pub max_age_secs: u64,
@@ -127,79 +128,44 @@ pub struct VerifiedDpop {
     pub iat: u64,
 }
 
-/// Why a proof is refused (RFC 9449 §4.3). The text is fixed, fit for an
-/// `error_description`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum DpopError {
-    /// Not a JWT, or a claim is missing or of the wrong type.
-    #[error("the DPoP proof is not a well-formed JWT")]
-    Malformed,
-    /// The header's `typ` is not `dpop+jwt`.
-    #[error("the DPoP proof's typ is not dpop+jwt")]
-    Type,
-    /// A symmetric algorithm, or `none`.
-    #[error("the DPoP proof is not signed with an asymmetric algorithm")]
-    Algorithm,
-    /// No `jwk` header, or a JWK that is not a public key.
-    #[error("the DPoP proof does not carry a public key")]
-    Key,
-    /// The signature does not verify with the proof's key.
-    #[error("the DPoP proof's signature does not verify")]
-    Signature,
-    /// `htm` is not the request's method.
-    #[error("the DPoP proof is for another HTTP method")]
-    Method,
-    /// `htu` is not the request's URL (or has a query or fragment).
-    #[error("the DPoP proof is for another URL")]
-    Url,
-    /// `iat` is too far from now.
-    #[error("the DPoP proof is too old or from the future")]
-    Time,
-    /// `ath` is missing or is not the hash of the request's access token.
-    #[error("the DPoP proof is not bound to this access token")]
-    AccessToken,
-    /// The proof's key is not the one the access token is bound to.
-    #[error("the access token is bound to another key")]
-    KeyMismatch,
-    /// The proof lacks the nonce the server requires (answer `use_dpop_nonce` with a
-    /// `DPoP-Nonce` header).
-    #[error("the DPoP proof must carry the server's nonce")]
-    UseNonce,
-}
-
 /// The members a public JWK must not have: the private parts of EC, OKP, RSA and
 /// symmetric keys.
 const PRIVATE_MEMBERS: [&str; 7] = ["d", "p", "q", "dp", "dq", "qi", "k"];
 
-/// Checks a proof against `check`.
-pub fn verify_dpop_proof(proof: &str, check: &DpopCheck<'_>) -> Result<VerifiedDpop, DpopError> {
-    let raw_header = proof.split('.').next().ok_or(DpopError::Malformed)?;
+/// Checks a proof against `check`; a refused proof is a [`JoseError`] whose
+/// [`is_dpop`](JoseError::is_dpop) is true.
+pub fn verify_dpop_proof(proof: &str, check: &DpopCheck<'_>) -> Result<VerifiedDpop, JoseError> {
+    check_proof(proof, check).map_err(JoseError::from)
+}
+
+/// The checks of [`verify_dpop_proof`], each refusal by its cause.
+fn check_proof(proof: &str, check: &DpopCheck<'_>) -> Result<VerifiedDpop, DpopRefusal> {
+    let raw_header = proof.split('.').next().ok_or(DpopRefusal::Malformed)?;
     let raw: serde_json::Value = base64::Engine::decode(
         &base64::engine::general_purpose::URL_SAFE_NO_PAD,
         raw_header,
     )
     .ok()
     .and_then(|b| serde_json::from_slice(&b).ok())
-    .ok_or(DpopError::Malformed)?;
+    .ok_or(DpopRefusal::Malformed)?;
     if raw.get("typ").and_then(|t| t.as_str()) != Some(DPOP_JWT_TYPE) {
-        return Err(DpopError::Type);
+        return Err(DpopRefusal::Type);
     }
     // The typed header drops members it does not know, so the private-part check reads the
     // raw JSON.
     let raw_jwk = raw
         .get("jwk")
         .and_then(|j| j.as_object())
-        .ok_or(DpopError::Key)?;
+        .ok_or(DpopRefusal::Key)?;
     if PRIVATE_MEMBERS.iter().any(|m| raw_jwk.contains_key(*m)) {
-        return Err(DpopError::Key);
+        return Err(DpopRefusal::Key);
     }
-    let header = jsonwebtoken::decode_header(proof).map_err(|_| DpopError::Algorithm)?;
+    let header = jsonwebtoken::decode_header(proof).map_err(|_| DpopRefusal::Algorithm)?;
     if !is_asymmetric(header.alg) {
-        return Err(DpopError::Algorithm);
+        return Err(DpopRefusal::Algorithm);
     }
-    let jwk: Jwk = header.jwk.ok_or(DpopError::Key)?;
-    let key = DecodingKey::from_jwk(&jwk).map_err(|_| DpopError::Key)?;
+    let jwk: Jwk = header.jwk.ok_or(DpopRefusal::Key)?;
+    let key = DecodingKey::from_jwk(&jwk).map_err(|_| DpopRefusal::Key)?;
     let mut validation = Validation::new(header.alg);
     validation.required_spec_claims.clear();
     validation.validate_exp = false;
@@ -207,38 +173,38 @@ pub fn verify_dpop_proof(proof: &str, check: &DpopCheck<'_>) -> Result<VerifiedD
     validation.validate_aud = false;
     let claims = jsonwebtoken::decode::<DpopClaims>(proof, &key, &validation)
         .map_err(|e| match e.kind() {
-            jsonwebtoken::errors::ErrorKind::InvalidSignature => DpopError::Signature,
-            jsonwebtoken::errors::ErrorKind::Json(_) => DpopError::Malformed,
-            _ => DpopError::Signature,
+            jsonwebtoken::errors::ErrorKind::InvalidSignature => DpopRefusal::Signature,
+            jsonwebtoken::errors::ErrorKind::Json(_) => DpopRefusal::Malformed,
+            _ => DpopRefusal::Signature,
         })?
         .claims;
     if claims.htm != check.method {
-        return Err(DpopError::Method);
+        return Err(DpopRefusal::Method);
     }
     if claims.htu.contains(['?', '#'])
         || normalize_url(&claims.htu).is_none()
         || normalize_url(&claims.htu) != normalize_url(&htu_of(check.url))
     {
-        return Err(DpopError::Url);
+        return Err(DpopRefusal::Url);
     }
     if now_secs().abs_diff(claims.iat) > check.max_age_secs {
-        return Err(DpopError::Time);
+        return Err(DpopRefusal::Time);
     }
     if let Some(token) = check.access_token
         && claims.ath.as_deref() != Some(sha256_b64url(token.as_bytes()).as_str())
     {
-        return Err(DpopError::AccessToken);
+        return Err(DpopRefusal::AccessToken);
     }
-    let jkt = super::thumbprint(&jwk).map_err(|_| DpopError::Key)?;
+    let jkt = super::thumbprint(&jwk).map_err(|_| DpopRefusal::Key)?;
     if let Some(bound) = check.jkt
         && bound != jkt
     {
-        return Err(DpopError::KeyMismatch);
+        return Err(DpopRefusal::KeyMismatch);
     }
     if let Some(nonce) = check.nonce
         && claims.nonce.as_deref() != Some(nonce)
     {
-        return Err(DpopError::UseNonce);
+        return Err(DpopRefusal::UseNonce);
     }
     Ok(VerifiedDpop {
         jkt,
@@ -308,28 +274,31 @@ mod tests {
         let key = SigningKey::generate_es256().unwrap();
         let other = SigningKey::generate_es256().unwrap();
         let proof = dpop_proof(&key, "POST", URL, Some("tok"), None).unwrap();
-        let cases: [(DpopCheck<'_>, DpopError); 6] = [
-            (DpopCheck::new("GET", URL), DpopError::Method),
+        let cases: [(DpopCheck<'_>, DpopRefusal); 6] = [
+            (DpopCheck::new("GET", URL), DpopRefusal::Method),
             (
                 DpopCheck::new("POST", "https://mcp.example.com/other"),
-                DpopError::Url,
+                DpopRefusal::Url,
             ),
             (
                 DpopCheck::new("POST", URL).access_token("other", None),
-                DpopError::AccessToken,
+                DpopRefusal::AccessToken,
             ),
             (
                 DpopCheck::new("POST", URL).access_token("tok", Some(other.thumbprint())),
-                DpopError::KeyMismatch,
+                DpopRefusal::KeyMismatch,
             ),
-            (DpopCheck::new("POST", URL).nonce("n"), DpopError::UseNonce),
+            (
+                DpopCheck::new("POST", URL).nonce("n"),
+                DpopRefusal::UseNonce,
+            ),
             (
                 DpopCheck::new("POST", "http://mcp.example.com/mcp"),
-                DpopError::Url,
+                DpopRefusal::Url,
             ),
         ];
         for (check, want) in cases {
-            assert_eq!(verify_dpop_proof(&proof, &check), Err(want), "{check:?}");
+            assert_eq!(check_proof(&proof, &check), Err(want), "{check:?}");
         }
         // A proof signed by another key than the one in its header.
         let mut parts: Vec<&str> = proof.split('.').collect();
@@ -337,20 +306,20 @@ mod tests {
         let forged_sig = forged.split('.').nth(2).unwrap().to_owned();
         parts[2] = &forged_sig;
         assert_eq!(
-            verify_dpop_proof(&parts.join("."), &DpopCheck::new("POST", URL)),
-            Err(DpopError::Signature)
+            check_proof(&parts.join("."), &DpopCheck::new("POST", URL)),
+            Err(DpopRefusal::Signature)
         );
         // An ordinary JWT is not a proof.
         let jwt = key
             .sign(Header::new(key.algorithm()), &serde_json::json!({}))
             .unwrap();
         assert_eq!(
-            verify_dpop_proof(&jwt, &DpopCheck::new("POST", URL)),
-            Err(DpopError::Type)
+            check_proof(&jwt, &DpopCheck::new("POST", URL)),
+            Err(DpopRefusal::Type)
         );
         assert_eq!(
-            verify_dpop_proof("x", &DpopCheck::new("POST", URL)),
-            Err(DpopError::Malformed)
+            check_proof("x", &DpopCheck::new("POST", URL)),
+            Err(DpopRefusal::Malformed)
         );
     }
 
@@ -364,8 +333,8 @@ mod tests {
         });
         let proof = format!("{}.e30.AA", b64.encode(header.to_string()));
         assert_eq!(
-            verify_dpop_proof(&proof, &DpopCheck::new("POST", URL)),
-            Err(DpopError::Key)
+            check_proof(&proof, &DpopCheck::new("POST", URL)),
+            Err(DpopRefusal::Key)
         );
     }
 

@@ -5,35 +5,13 @@ use jsonwebtoken::jwk::{Jwk, ThumbprintHash};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde::Serialize;
 
+use super::error::{JoseError, Kind};
 use super::is_asymmetric;
-
-/// Why a key could not be used or a JWT could not be made.
-///
-/// No variant carries key material: the text names what failed, never the bytes.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum JoseError {
-    /// No JWT crypto backend is compiled in (jsonwebtoken needs exactly one).
-    #[error("no JWT crypto provider is available")]
-    NoCryptoProvider,
-    /// The algorithm cannot be used here (symmetric, or not one the key type signs with).
-    #[error("algorithm {0:?} cannot be used for this key")]
-    Algorithm(Algorithm),
-    /// The key could not be read (not PEM/PKCS#8, or not a key of the algorithm's type).
-    #[error("the key could not be read: {0}")]
-    BadKey(String),
-    /// The operating system's random generator failed.
-    #[error("no random bytes available")]
-    Random,
-    /// Signing failed.
-    #[error("signing failed: {0}")]
-    Sign(String),
-}
 
 fn provider() -> Result<(), JoseError> {
     CryptoProvider::try_get_default()
         .map(|_| ())
-        .ok_or(JoseError::NoCryptoProvider)
+        .ok_or_else(|| Kind::NoCryptoProvider.into())
 }
 
 /// A private signing key with the algorithm it signs with and its public JSON Web Key.
@@ -64,7 +42,7 @@ impl SigningKey {
         use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair};
         let rng = ring::rand::SystemRandom::new();
         let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng)
-            .map_err(|_| JoseError::Random)?;
+            .map_err(|_| JoseError::from(Kind::Random))?;
         Self::from_pkcs8_der(pkcs8.as_ref(), Algorithm::ES256)
     }
 
@@ -72,12 +50,12 @@ impl SigningKey {
     /// `alg` (ES256/ES384, RS*/PS*, EdDSA).
     pub fn from_pem(pem: &[u8], alg: Algorithm) -> Result<Self, JoseError> {
         provider()?;
-        let bad = |e: jsonwebtoken::errors::Error| JoseError::BadKey(e.to_string());
+        let bad = |e: jsonwebtoken::errors::Error| bad_key(&e);
         let key = match alg {
             Algorithm::ES256 | Algorithm::ES384 => EncodingKey::from_ec_pem(pem).map_err(bad)?,
             Algorithm::EdDSA => EncodingKey::from_ed_pem(pem).map_err(bad)?,
             a if is_asymmetric(a) => EncodingKey::from_rsa_pem(pem).map_err(bad)?,
-            a => return Err(JoseError::Algorithm(a)),
+            a => return Err(Kind::Algorithm(a).into()),
         };
         Self::from_encoding_key(key, alg)
     }
@@ -88,19 +66,18 @@ impl SigningKey {
         let key = match alg {
             Algorithm::ES256 | Algorithm::ES384 => EncodingKey::from_ec_der(der),
             Algorithm::EdDSA => EncodingKey::from_ed_der(der),
-            a => return Err(JoseError::Algorithm(a)),
+            a => return Err(Kind::Algorithm(a).into()),
         };
         Self::from_encoding_key(key, alg)
     }
 
     fn from_encoding_key(key: EncodingKey, alg: Algorithm) -> Result<Self, JoseError> {
         if !is_asymmetric(alg) {
-            return Err(JoseError::Algorithm(alg));
+            return Err(Kind::Algorithm(alg).into());
         }
         // Deriving the public key parses the private one: a key of the wrong type fails here,
         // not at the first signature.
-        let jwk =
-            Jwk::from_encoding_key(&key, alg).map_err(|e| JoseError::BadKey(e.to_string()))?;
+        let jwk = Jwk::from_encoding_key(&key, alg).map_err(|e| bad_key(&e))?;
         let thumbprint = thumbprint(&jwk)?;
         let out = SigningKey {
             key,
@@ -150,7 +127,11 @@ impl SigningKey {
         if header.kid.is_none() {
             header.kid.clone_from(&self.jwk.common.key_id);
         }
-        jsonwebtoken::encode(&header, claims, &self.key).map_err(|e| JoseError::Sign(e.to_string()))
+        jsonwebtoken::encode(&header, claims, &self.key).map_err(|e| {
+            JoseError::from(Kind::Sign {
+                reason: e.to_string(),
+            })
+        })
     }
 }
 
@@ -158,7 +139,15 @@ impl SigningKey {
 pub fn thumbprint(jwk: &Jwk) -> Result<String, JoseError> {
     provider()?;
     jwk.thumbprint(ThumbprintHash::SHA256)
-        .map_err(|e| JoseError::BadKey(e.to_string()))
+        .map_err(|e| bad_key(&e))
+}
+
+/// A key jsonwebtoken could not read, for the reason it gives (which never quotes the key).
+fn bad_key(e: &jsonwebtoken::errors::Error) -> JoseError {
+    Kind::BadKey {
+        reason: e.to_string(),
+    }
+    .into()
 }
 
 #[cfg(test)]
@@ -238,12 +227,10 @@ mod tests {
         let pem = b"-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n";
         assert_eq!(
             SigningKey::from_pem(pem, Algorithm::HS256).unwrap_err(),
-            JoseError::Algorithm(Algorithm::HS256)
+            JoseError::from(Kind::Algorithm(Algorithm::HS256))
         );
-        assert!(matches!(
-            SigningKey::from_pem(pem, Algorithm::ES256),
-            Err(JoseError::BadKey(_))
-        ));
+        let bad = SigningKey::from_pem(pem, Algorithm::ES256);
+        assert!(bad.is_err_and(|e| e.is_key()));
     }
 
     #[test]

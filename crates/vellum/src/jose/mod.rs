@@ -15,15 +15,18 @@
 //! them, since only it knows how long its proofs live).
 
 mod dpop;
+mod error;
 mod key;
 
 pub use dpop::{
-    DPOP_JWT_TYPE, DpopCheck, DpopClaims, DpopError, VerifiedDpop, dpop_proof, htu_of,
-    verify_dpop_proof,
+    DPOP_JWT_TYPE, DpopCheck, DpopClaims, VerifiedDpop, dpop_proof, htu_of, verify_dpop_proof,
 };
+pub(crate) use error::DpopRefusal;
+pub use error::JoseError;
+use error::Kind;
 pub use jsonwebtoken::Algorithm;
 pub use jsonwebtoken::jwk::Jwk;
-pub use key::{JoseError, SigningKey, thumbprint};
+pub use key::{SigningKey, thumbprint};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -43,7 +46,7 @@ pub(crate) fn b64url(data: &[u8]) -> String {
 /// PKCE verifiers).
 pub(crate) fn random_b64url(n: usize) -> Result<String, JoseError> {
     let mut buf = vec![0u8; n];
-    getrandom::fill(&mut buf).map_err(|_| JoseError::Random)?;
+    getrandom::fill(&mut buf).map_err(|_| JoseError::from(Kind::Random))?;
     Ok(b64url(&buf))
 }
 

@@ -320,40 +320,134 @@ pub enum Payload {
     Batch(Vec<Message>),
 }
 
-/// Why a body could not be decoded into messages.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum DecodeError {
-    /// Not JSON at all.
-    #[error("invalid JSON: {0}")]
-    Parse(String),
+/// Why a received message could not be read: its body is not JSON, or not a JSON-RPC 2.0
+/// message, or (2026-07-28, SEP-2243) an `Mcp-Param-*` header does not fit its arguments.
+///
+/// Opaque: ask with [`is_parse`](Self::is_parse), [`is_invalid`](Self::is_invalid) and
+/// [`is_param_header`](Self::is_param_header); [`to_error_object`](Self::to_error_object) is
+/// the JSON-RPC error the message is answered with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{kind}")]
+pub struct DecodeError {
+    kind: Box<DecodeKind>,
+}
+
+/// What is wrong with the message: private, so kinds can be added without a break.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum DecodeKind {
+    /// Not JSON at all; `detail` is the JSON parser's complaint.
+    #[error("invalid JSON: {detail}")]
+    Parse { detail: String },
     /// JSON, but not a JSON-RPC 2.0 message; `id` is the request id when it could be read.
     #[error("invalid JSON-RPC message: {reason}")]
     Invalid {
-        /// The id of the offending request, when readable.
         id: Option<RequestId>,
-        /// What is wrong.
         reason: Cow<'static, str>,
+    },
+    /// An `Mcp-Param-*` header that does not mirror its argument.
+    #[error("Header mismatch: {header} {mismatch}")]
+    ParamHeader {
+        header: String,
+        mismatch: HeaderMismatch,
     },
 }
 
+/// How an `Mcp-Param-*` header fails to mirror its argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HeaderMismatch {
+    /// The body has the value, the header is missing.
+    Missing,
+    /// The header is present, the body has no value for it.
+    Unexpected,
+    /// Not a valid header value (bad characters, Base64 that does not decode, sent twice).
+    Invalid,
+    /// The header and the body disagree.
+    Differs,
+}
+
+impl std::fmt::Display for HeaderMismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            HeaderMismatch::Missing => "is required (the argument is present)",
+            HeaderMismatch::Unexpected => "is sent but the argument is absent",
+            HeaderMismatch::Invalid => "is not a valid value",
+            HeaderMismatch::Differs => "differs from the argument",
+        })
+    }
+}
+
 impl DecodeError {
+    fn new(kind: DecodeKind) -> Self {
+        DecodeError {
+            kind: Box::new(kind),
+        }
+    }
+
+    /// Not JSON: `detail` is the parser's complaint.
+    fn parse(detail: impl std::fmt::Display) -> Self {
+        Self::new(DecodeKind::Parse {
+            detail: detail.to_string(),
+        })
+    }
+
+    /// Not a JSON-RPC message, for `reason`; `id` when it could be read.
+    fn invalid(id: Option<RequestId>, reason: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(DecodeKind::Invalid {
+            id,
+            reason: reason.into(),
+        })
+    }
+
+    /// The `header` does not mirror its argument.
+    pub(crate) fn param_header(header: String, mismatch: HeaderMismatch) -> Self {
+        Self::new(DecodeKind::ParamHeader { header, mismatch })
+    }
+
+    /// The body is not JSON at all (answered with -32700).
+    pub fn is_parse(&self) -> bool {
+        matches!(*self.kind, DecodeKind::Parse { .. })
+    }
+
+    /// The body is JSON but not a JSON-RPC 2.0 message (answered with -32600).
+    pub fn is_invalid(&self) -> bool {
+        matches!(*self.kind, DecodeKind::Invalid { .. })
+    }
+
+    /// An `Mcp-Param-*` header is missing, unexpected, not a valid value, or differs from
+    /// its argument (answered with -32020).
+    pub fn is_param_header(&self) -> bool {
+        matches!(*self.kind, DecodeKind::ParamHeader { .. })
+    }
+
+    /// How the header failed, for a [`param_header`](Self::is_param_header) error.
+    #[cfg(test)]
+    pub(crate) fn header_mismatch(&self) -> Option<HeaderMismatch> {
+        match &*self.kind {
+            DecodeKind::ParamHeader { mismatch, .. } => Some(*mismatch),
+            _ => None,
+        }
+    }
+
     /// The JSON-RPC error object this failure is answered with.
     pub fn to_error_object(&self) -> ErrorObject {
-        match self {
-            DecodeError::Parse(_) => {
+        match &*self.kind {
+            DecodeKind::Parse { .. } => {
                 ErrorObject::parse_error("Parse error: the body is not valid JSON")
             }
-            DecodeError::Invalid { reason, .. } => {
+            DecodeKind::Invalid { reason, .. } => {
                 ErrorObject::invalid_request(format!("Invalid request: {reason}"))
+            }
+            DecodeKind::ParamHeader { .. } => {
+                ErrorObject::new(code::HEADER_MISMATCH, self.to_string())
             }
         }
     }
 
     /// The request id the error response should echo, when it could be read.
     pub fn id(&self) -> Option<&RequestId> {
-        match self {
-            DecodeError::Parse(_) => None,
-            DecodeError::Invalid { id, .. } => id.as_ref(),
+        match &*self.kind {
+            DecodeKind::Invalid { id, .. } => id.as_ref(),
+            DecodeKind::Parse { .. } | DecodeKind::ParamHeader { .. } => None,
         }
     }
 }
@@ -389,17 +483,12 @@ fn decode_envelope(source: &Bytes, env: Envelope<'_>) -> Result<Message, DecodeE
     let id = match env.id {
         None => None,
         Some(raw) if raw.get() == "null" => None,
-        Some(raw) => Some(serde_json::from_str::<RequestId>(raw.get()).map_err(|_| {
-            DecodeError::Invalid {
-                id: None,
-                reason: "the id must be a string or an integer".into(),
-            }
-        })?),
+        Some(raw) => Some(
+            serde_json::from_str::<RequestId>(raw.get())
+                .map_err(|_| DecodeError::invalid(None, "the id must be a string or an integer"))?,
+        ),
     };
-    let invalid = |id: Option<RequestId>, reason: &'static str| DecodeError::Invalid {
-        id,
-        reason: reason.into(),
-    };
+    let invalid = |id: Option<RequestId>, reason: &'static str| DecodeError::invalid(id, reason);
     if env.jsonrpc.as_deref() != Some("2.0") {
         return Err(invalid(id, "\"jsonrpc\" must be \"2.0\""));
     }
@@ -471,13 +560,9 @@ fn decode_envelope(source: &Bytes, env: Envelope<'_>) -> Result<Message, DecodeE
 pub fn decode(source: &Bytes) -> Result<Payload, DecodeError> {
     let first = source.iter().copied().find(|b| !b.is_ascii_whitespace());
     if first == Some(b'[') {
-        let items: Vec<&RawValue> =
-            serde_json::from_slice(source).map_err(|e| DecodeError::Parse(e.to_string()))?;
+        let items: Vec<&RawValue> = serde_json::from_slice(source).map_err(DecodeError::parse)?;
         if items.is_empty() {
-            return Err(DecodeError::Invalid {
-                id: None,
-                reason: "an empty batch".into(),
-            });
+            return Err(DecodeError::invalid(None, "an empty batch"));
         }
         let mut out = Vec::with_capacity(items.len());
         for raw in items {
@@ -487,22 +572,17 @@ pub fn decode(source: &Bytes) -> Result<Payload, DecodeError> {
     }
     let env: Envelope<'_> = serde_json::from_slice(source).map_err(|e| {
         if e.is_data() {
-            DecodeError::Invalid {
-                id: None,
-                reason: "not a JSON-RPC message object".into(),
-            }
+            DecodeError::invalid(None, "not a JSON-RPC message object")
         } else {
-            DecodeError::Parse(e.to_string())
+            DecodeError::parse(e)
         }
     })?;
     decode_envelope(source, env).map(Payload::Single)
 }
 
 fn decode_raw(source: &Bytes, raw: &RawValue) -> Result<Message, DecodeError> {
-    let env: Envelope<'_> = serde_json::from_str(raw.get()).map_err(|_| DecodeError::Invalid {
-        id: None,
-        reason: "a batch item is not a JSON-RPC message object".into(),
-    })?;
+    let env: Envelope<'_> = serde_json::from_str(raw.get())
+        .map_err(|_| DecodeError::invalid(None, "a batch item is not a JSON-RPC message object"))?;
     // Re-anchor borrowed slices in `source`: `raw` itself points into `source`.
     decode_envelope(source, env)
 }
@@ -511,10 +591,7 @@ fn decode_raw(source: &Bytes, raw: &RawValue) -> Result<Message, DecodeError> {
 pub fn decode_message(source: &Bytes) -> Result<Message, DecodeError> {
     match decode(source)? {
         Payload::Single(m) => Ok(m),
-        Payload::Batch(_) => Err(DecodeError::Invalid {
-            id: None,
-            reason: "batches are not allowed here".into(),
-        }),
+        Payload::Batch(_) => Err(DecodeError::invalid(None, "batches are not allowed here")),
     }
 }
 
@@ -563,9 +640,9 @@ mod tests {
 
     #[test]
     fn rejects_malformed() {
-        assert!(matches!(decode(&b("{")), Err(DecodeError::Parse(_))));
-        assert!(matches!(decode(&b("[]")), Err(DecodeError::Invalid { .. })));
-        assert!(matches!(decode(&b("42")), Err(DecodeError::Invalid { .. })));
+        assert!(decode(&b("{")).is_err_and(|e| e.is_parse()));
+        assert!(decode(&b("[]")).is_err_and(|e| e.is_invalid()));
+        assert!(decode(&b("42")).is_err_and(|e| e.is_invalid()));
         let e = decode(&b(r#"{"jsonrpc":"1.0","id":3,"method":"x"}"#)).unwrap_err();
         assert_eq!(e.id(), Some(&RequestId::Number(3)));
         assert!(decode(&b(r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#)).is_err());

@@ -18,6 +18,8 @@ mod param_headers;
 mod prompts;
 mod resource_metadata;
 mod resources;
+#[cfg(feature = "skills")]
+mod skill_error;
 mod skills;
 mod tasks;
 mod tools;
@@ -40,14 +42,17 @@ pub use lifecycle::*;
 pub use mrtr::*;
 pub use notifications::*;
 pub use param_headers::{
-    InvalidParamHeader, PARAM_HEADER_PREFIX, ParamHeader, ParamHeaderMismatch, X_MCP_HEADER,
-    decode_header_value, encode_header_value,
+    PARAM_HEADER_PREFIX, ParamHeader, X_MCP_HEADER, decode_header_value, encode_header_value,
 };
 pub use prompts::*;
 pub use resource_metadata::{PROTECTED_RESOURCE_WELL_KNOWN, ProtectedResourceMetadata};
 pub use resources::*;
+#[cfg(feature = "skills")]
+pub(crate) use skill_error::Kind as SkillErrorKind;
+#[cfg(feature = "skills")]
+pub use skill_error::SkillError;
 pub use skills::*;
 pub use tasks::*;
 pub use tools::*;
 pub use version::{Era, ProtocolVersion};
-pub use versions::{ProtocolVersions, ProtocolVersionsError};
+pub use versions::ProtocolVersions;

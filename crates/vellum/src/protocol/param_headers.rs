@@ -15,6 +15,9 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value};
 
+use super::jsonrpc::{DecodeError, HeaderMismatch};
+use crate::config_error::{ConfigError, Kind as ConfigKind};
+
 /// The schema keyword that mirrors a property into a header.
 pub const X_MCP_HEADER: &str = "x-mcp-header";
 
@@ -72,28 +75,10 @@ pub fn decode_header_value(raw: &str) -> Option<Cow<'_, str>> {
     }
 }
 
-/// Why a tool's `x-mcp-header` annotations are invalid (the server refuses to register the
-/// tool; a client drops it from the list).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid x-mcp-header annotation: {0}")]
-pub struct InvalidParamHeader(String);
-
-/// Why an `Mcp-Param-*` header does not fit the request's body.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ParamHeaderMismatch {
-    /// The body has the value, the header is missing.
-    #[error("Header mismatch: {0} is required (the argument is present)")]
-    Missing(String),
-    /// The header is present, the body has no value for it.
-    #[error("Header mismatch: {0} is sent but the argument is absent")]
-    Unexpected(String),
-    /// The header is not a valid header value (bad characters, Base64 that does not decode,
-    /// sent twice).
-    #[error("Header mismatch: {0} is not a valid value")]
-    Invalid(String),
-    /// The header and the body disagree.
-    #[error("Header mismatch: {0} differs from the argument")]
-    Differs(String),
+/// An `x-mcp-header` annotation that breaks SEP-2243's rules, for `reason` (the server
+/// refuses to register the tool; a client drops it from the list).
+fn invalid(reason: String) -> ConfigError {
+    ConfigKind::ParamHeader { tool: None, reason }.into()
 }
 
 /// A tool argument mirrored into an `Mcp-Param-{name}` header.
@@ -122,13 +107,13 @@ impl ParamHeader {
     /// annotation breaks SEP-2243's rules: a non-empty header token, unique regardless of
     /// case, on a `string`, `integer` or `boolean` property reached from the root through
     /// `properties` only (no `items`, `anyOf`, `$ref`, …).
-    pub fn of_schema(schema: &Map<String, Value>) -> Result<Vec<ParamHeader>, InvalidParamHeader> {
+    pub fn of_schema(schema: &Map<String, Value>) -> Result<Vec<ParamHeader>, ConfigError> {
         let mut found = Vec::new();
         walk(schema, &mut Vec::new(), true, &mut found)?;
         let mut seen = std::collections::HashSet::new();
         for h in &found {
             if !seen.insert(h.name.to_ascii_lowercase()) {
-                return Err(InvalidParamHeader(format!(
+                return Err(invalid(format!(
                     "two arguments use the header name {:?}",
                     h.name
                 )));
@@ -185,18 +170,18 @@ impl ParamHeader {
         &self,
         arguments: &Map<String, Value>,
         values: &[&[u8]],
-    ) -> Result<(), ParamHeaderMismatch> {
-        let header = || self.header.clone();
+    ) -> Result<(), DecodeError> {
+        let mismatch = |how| DecodeError::param_header(self.header.clone(), how);
         let body = self.value_in(arguments);
         let raw = match values {
             [] => {
                 return match body {
-                    Some(_) => Err(ParamHeaderMismatch::Missing(header())),
+                    Some(_) => Err(mismatch(HeaderMismatch::Missing)),
                     None => Ok(()),
                 };
             }
             [one] => *one,
-            _ => return Err(ParamHeaderMismatch::Invalid(header())),
+            _ => return Err(mismatch(HeaderMismatch::Invalid)),
         };
         // A header value is visible ASCII, spaces and tabs; anything else is refused before
         // it is compared (a client encodes such values).
@@ -204,9 +189,9 @@ impl ParamHeader {
             .ok()
             .filter(|t| is_header_text(t.as_bytes()))
             .and_then(decode_header_value)
-            .ok_or_else(|| ParamHeaderMismatch::Invalid(header()))?;
+            .ok_or_else(|| mismatch(HeaderMismatch::Invalid))?;
         let Some(body) = body else {
-            return Err(ParamHeaderMismatch::Unexpected(header()));
+            return Err(mismatch(HeaderMismatch::Unexpected));
         };
         let same = match (self.kind, body) {
             (Kind::String, Value::String(s)) => *s == text,
@@ -220,7 +205,7 @@ impl ParamHeader {
         if same {
             Ok(())
         } else {
-            Err(ParamHeaderMismatch::Differs(header()))
+            Err(mismatch(HeaderMismatch::Differs))
         }
     }
 }
@@ -232,27 +217,25 @@ fn walk(
     path: &mut Vec<String>,
     on_chain: bool,
     out: &mut Vec<ParamHeader>,
-) -> Result<(), InvalidParamHeader> {
+) -> Result<(), ConfigError> {
     if let Some(annotation) = schema.get(X_MCP_HEADER) {
         if !on_chain || path.is_empty() {
-            return Err(InvalidParamHeader(format!(
+            return Err(invalid(format!(
                 "{X_MCP_HEADER} may only annotate a property reached through `properties` (at {path:?})"
             )));
         }
         let name = annotation
             .as_str()
-            .ok_or_else(|| InvalidParamHeader(format!("{X_MCP_HEADER} must be a string")))?;
+            .ok_or_else(|| invalid(format!("{X_MCP_HEADER} must be a string")))?;
         if name.is_empty() || !name.chars().all(is_tchar) {
-            return Err(InvalidParamHeader(format!(
-                "{name:?} is not a valid header name"
-            )));
+            return Err(invalid(format!("{name:?} is not a valid header name")));
         }
         let kind = match primitive_type(schema.get("type")) {
             Some("string") => Kind::String,
             Some("integer") => Kind::Integer,
             Some("boolean") => Kind::Boolean,
             _ => {
-                return Err(InvalidParamHeader(format!(
+                return Err(invalid(format!(
                     "{name:?} annotates a value that is not a string, integer or boolean"
                 )));
             }
@@ -308,7 +291,7 @@ fn walk_off_chain(
     v: &Value,
     path: &mut Vec<String>,
     out: &mut Vec<ParamHeader>,
-) -> Result<(), InvalidParamHeader> {
+) -> Result<(), ConfigError> {
     match v {
         Value::Object(m) => walk(m, path, false, out),
         Value::Array(items) => items
@@ -464,31 +447,33 @@ mod tests {
         assert_eq!(ok("=?base64?SGVsbG8=?="), Ok(()));
         assert!(matches!(
             ok("=?base64?SGVsbG8?="),
-            Err(ParamHeaderMismatch::Invalid(_))
+            Err(e) if e.header_mismatch() == Some(HeaderMismatch::Invalid)
         ));
         assert!(matches!(
             ok("=?base64?SGVs!!!bG8=?="),
-            Err(ParamHeaderMismatch::Invalid(_))
+            Err(e) if e.header_mismatch() == Some(HeaderMismatch::Invalid)
         ));
-        assert!(matches!(ok("hello"), Err(ParamHeaderMismatch::Differs(_))));
+        assert!(
+            matches!(ok("hello"), Err(e) if e.header_mismatch() == Some(HeaderMismatch::Differs))
+        );
         assert!(matches!(
             h.verify(&body, &[b"Hel\xfflo"]),
-            Err(ParamHeaderMismatch::Invalid(_))
+            Err(e) if e.header_mismatch() == Some(HeaderMismatch::Invalid)
         ));
         assert!(matches!(
             h.verify(&body, &[b"Hello", b"Hello"]),
-            Err(ParamHeaderMismatch::Invalid(_))
+            Err(e) if e.header_mismatch() == Some(HeaderMismatch::Invalid)
         ));
         assert!(matches!(
             h.verify(&body, &[]),
-            Err(ParamHeaderMismatch::Missing(_))
+            Err(e) if e.header_mismatch() == Some(HeaderMismatch::Missing)
         ));
         // Absent or null in the body: no header expected, none allowed.
         for empty in [json!({}), json!({"v": null})] {
             assert_eq!(h.verify(&args(empty.clone()), &[]), Ok(()));
             assert!(matches!(
                 h.verify(&args(empty), &[b"x"]),
-                Err(ParamHeaderMismatch::Unexpected(_))
+                Err(e) if e.header_mismatch() == Some(HeaderMismatch::Unexpected)
             ));
         }
         // A literal that looks like the encoded form without its end is compared as is.
@@ -507,7 +492,7 @@ mod tests {
         assert!(b.verify(&args(json!({"v": false})), &[b"False"]).is_err());
         assert!(b.verify(&args(json!({"v": true})), &[b"1"]).is_err());
         assert_eq!(
-            ParamHeaderMismatch::Missing("Mcp-Param-B".into()).to_string(),
+            DecodeError::param_header("Mcp-Param-B".into(), HeaderMismatch::Missing).to_string(),
             "Header mismatch: Mcp-Param-B is required (the argument is present)"
         );
     }

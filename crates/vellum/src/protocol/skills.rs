@@ -11,6 +11,8 @@ use sha2::{Digest, Sha256};
 
 use super::common::{JsonObject, Meta};
 use super::resources::Resource;
+#[cfg(feature = "skills")]
+use super::skill_error::{Kind as SkillKind, SkillError};
 
 /// The extension id of skills.
 pub const SKILLS_EXTENSION: &str = "io.modelcontextprotocol/skills";
@@ -156,12 +158,6 @@ pub struct ReadDirectoryResult {
 #[cfg(feature = "skills")]
 pub const MAX_FRONTMATTER_BYTES: usize = 64 * 1024;
 
-/// Why a `SKILL.md` has no usable frontmatter.
-#[cfg(feature = "skills")]
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("SKILL.md has no valid YAML frontmatter: {0}")]
-pub struct FrontmatterError(pub String);
-
 /// `sha256:{64 lowercase hex}` of some bytes: the digest a skill entry publishes for a file.
 pub fn skill_digest(bytes: &[u8]) -> String {
     use std::fmt::Write as _;
@@ -178,9 +174,14 @@ pub fn skill_digest(bytes: &[u8]) -> String {
 /// `---` line), as a JSON object. Servers build a skill's entry with it; clients compare a
 /// fetched `SKILL.md` against the entry they hold with it, so both read YAML the same way.
 #[cfg(feature = "skills")]
-pub fn parse_skill_frontmatter(md: &str) -> Result<JsonObject, FrontmatterError> {
+pub fn parse_skill_frontmatter(md: &str) -> Result<JsonObject, SkillError> {
     let text = md.strip_prefix('\u{feff}').unwrap_or(md);
-    let bad = |why: &str| FrontmatterError(why.to_owned());
+    let bad = |why: &str| {
+        SkillError::from(SkillKind::Frontmatter {
+            uri: None,
+            reason: why.to_owned(),
+        })
+    };
     let mut lines = text.split_inclusive('\n');
     let first = lines.next().ok_or_else(|| bad("SKILL.md is empty"))?;
     if first.trim_end_matches(['\r', '\n']) != "---" {
@@ -205,8 +206,7 @@ pub fn parse_skill_frontmatter(md: &str) -> Result<JsonObject, FrontmatterError>
     if !closed {
         return Err(bad("the frontmatter has no closing --- line"));
     }
-    let value: Value =
-        serde_saphyr::from_str(&yaml).map_err(|e| FrontmatterError(e.to_string()))?;
+    let value: Value = serde_saphyr::from_str(&yaml).map_err(|e| bad(&e.to_string()))?;
     match value {
         Value::Object(map) => Ok(map),
         _ => Err(bad("the frontmatter is not a mapping")),

@@ -5,6 +5,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use super::version::ProtocolVersion;
+use crate::config_error::{ConfigError, Kind};
 
 /// The protocol versions a server accepts, like the Go SDK's `SupportedProtocolVersions`:
 /// a 2026-07-28 request when 2026-07-28 is not among them is refused (-32022, listing
@@ -19,24 +20,12 @@ use super::version::ProtocolVersion;
 /// // A legacy client asking for 2025-06-18 gets the newest legacy version of the set.
 /// assert_eq!(v.negotiate_legacy("2025-06-18"), Some(ProtocolVersion::V2025_11_25));
 /// assert_eq!(v.to_string(), "2026-07-28,2025-11-25");
-/// # Ok::<(), vellum::protocol::ProtocolVersionsError>(())
+/// # Ok::<(), vellum::error::ConfigError>(())
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ProtocolVersions {
     /// One bit per version, by its place in [`ProtocolVersion::ALL`].
     bits: u8,
-}
-
-/// Why a list of protocol versions was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ProtocolVersionsError {
-    /// A version this SDK does not speak.
-    #[error("unknown protocol version {0:?} (known: {known})", known = ProtocolVersions::ALL)]
-    Unknown(String),
-    /// No version at all.
-    #[error("the list of protocol versions is empty")]
-    Empty,
 }
 
 impl ProtocolVersions {
@@ -50,13 +39,11 @@ impl ProtocolVersions {
         place.map_or(0, |i| 1 << i)
     }
 
-    /// The set of `versions`; [`ProtocolVersionsError::Empty`] when there are none.
-    pub fn new(
-        versions: impl IntoIterator<Item = ProtocolVersion>,
-    ) -> Result<Self, ProtocolVersionsError> {
+    /// The set of `versions`; a [`ConfigError`] when there are none.
+    pub fn new(versions: impl IntoIterator<Item = ProtocolVersion>) -> Result<Self, ConfigError> {
         let bits = versions.into_iter().fold(0, |b, v| b | Self::bit(v));
         if bits == 0 {
-            return Err(ProtocolVersionsError::Empty);
+            return Err(Kind::NoVersions.into());
         }
         Ok(ProtocolVersions { bits })
     }
@@ -109,7 +96,7 @@ impl fmt::Debug for ProtocolVersions {
 }
 
 impl FromStr for ProtocolVersions {
-    type Err = ProtocolVersionsError;
+    type Err = ConfigError;
 
     /// A comma-separated list (`2026-07-28,2025-11-25`; spaces around entries allowed).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
@@ -118,7 +105,12 @@ impl FromStr for ProtocolVersions {
             .map(str::trim)
             .filter(|v| !v.is_empty())
             .map(|v| {
-                ProtocolVersion::parse(v).ok_or_else(|| ProtocolVersionsError::Unknown(v.into()))
+                ProtocolVersion::parse(v).ok_or_else(|| {
+                    ConfigError::from(Kind::UnknownVersion {
+                        version: v.into(),
+                        known: ProtocolVersions::ALL.to_string(),
+                    })
+                })
             })
             .collect::<Result<Vec<_>, _>>()?;
         ProtocolVersions::new(versions)
@@ -149,13 +141,16 @@ mod tests {
 
     #[test]
     fn bad_lists_name_the_problem() {
+        let unknown = "2026-07-28,2024-11-05".parse::<ProtocolVersions>();
+        let unknown = unknown.map(|_| ()).map_err(|e| e.to_string());
         assert_eq!(
-            "2026-07-28,2024-11-05".parse::<ProtocolVersions>(),
-            Err(ProtocolVersionsError::Unknown("2024-11-05".into()))
+            unknown,
+            Err(format!(
+                "unknown protocol version \"2024-11-05\" (known: {})",
+                ProtocolVersions::ALL
+            ))
         );
-        assert_eq!(
-            " , ".parse::<ProtocolVersions>(),
-            Err(ProtocolVersionsError::Empty)
-        );
+        let empty = " , ".parse::<ProtocolVersions>();
+        assert!(empty.is_err_and(|e| e.is_protocol_versions()));
     }
 }

@@ -48,21 +48,22 @@ mod tasks;
 mod upstream;
 
 #[cfg(feature = "skills")]
-pub use crate::skill_files::{MAX_SKILL_BYTES, MAX_SKILL_FILES, SkillError, SkillFiles};
+pub use crate::protocol::SkillError;
+#[cfg(feature = "skills")]
+pub use crate::skill_files::{MAX_SKILL_BYTES, MAX_SKILL_FILES, SkillFiles};
 /// RFC 6570 URI templates, as resource templates are matched: the crate's own
 /// `vellum::uri_template`, here too.
 pub use crate::uri_template;
 pub use caller::Caller;
 pub use handler_error::HandlerError;
 pub use limits::StateLimits;
-pub use mrtr::{RequestStateKey, RequestStateKeyError};
+pub use mrtr::RequestStateKey;
 pub use options::{DEFAULT_CLIENT_REQUEST_TIMEOUT, ServerOptions};
 pub use registry::cache_hints::{CacheHints, Cached};
 pub use registry::prompt::GetPromptRequest;
 pub use registry::resource::ReadResourceRequest;
 pub use registry::tool::{
-    CallToolRequest, IntoToolResult, NoArgs, RegistrationError, Structured, is_valid_tool_name,
-    schema_for,
+    CallToolRequest, IntoToolResult, NoArgs, Structured, is_valid_tool_name, schema_for,
 };
 pub use request::context::RequestContext;
 pub use request::elicit::Elicited;

@@ -32,6 +32,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::config_error::{ConfigError, Kind as ConfigKind};
 use crate::protocol::{
     ErrorObject, InputRequest, InputRequests, InputRequiredResult, InputResponses, RawJson,
 };
@@ -56,26 +57,6 @@ impl std::fmt::Debug for RequestStateKey {
             self.verify_also.len()
         )
     }
-}
-
-/// Why a request-state key file could not be used.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum RequestStateKeyError {
-    /// The file could not be read.
-    #[error("cannot read the request-state key file {path}: {source}")]
-    Read {
-        /// The file.
-        path: String,
-        /// The error.
-        source: std::io::Error,
-    },
-    /// The file has no key.
-    #[error("the request-state key file {path} has no key (one secret per line)")]
-    Empty {
-        /// The file.
-        path: String,
-    },
 }
 
 impl RequestStateKey {
@@ -118,14 +99,18 @@ impl RequestStateKey {
     /// skipped, surrounding spaces trimmed): the first signs, all verify. Rotating is then
     /// adding a new first line on every instance (old states still verify), and later
     /// dropping the old line.
-    pub fn from_key_file(path: impl AsRef<std::path::Path>) -> Result<Self, RequestStateKeyError> {
+    pub fn from_key_file(path: impl AsRef<std::path::Path>) -> Result<Self, ConfigError> {
         let path = path.as_ref();
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| RequestStateKeyError::Read {
-            path: shown.clone(),
-            source,
+        let text = std::fs::read_to_string(path).map_err(|source| {
+            ConfigError::with_source(
+                ConfigKind::KeyFileRead {
+                    path: shown.clone(),
+                },
+                source,
+            )
         })?;
-        Self::from_lines(&text).ok_or(RequestStateKeyError::Empty { path: shown })
+        Self::from_lines(&text).ok_or_else(|| ConfigKind::KeyFileEmpty { path: shown }.into())
     }
 
     /// The keys of a key file's text (see [`RequestStateKey::from_key_file`]).

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use crate::config_error::ConfigError;
 use crate::jose::JoseError;
 use crate::store::StoreError;
 
@@ -91,13 +92,37 @@ pub enum AuthError {
         /// The issuer.
         issuer: String,
     },
-    /// The flow needs something the configuration does not give (a key, an assertion, a
-    /// grant the server does not offer).
-    #[error("{0}")]
-    Config(String),
-    /// The redirect (browser, loopback listener, pasted answer) failed.
-    #[error("authorization redirect: {0}")]
-    Redirect(String),
+    /// The flow needs something the configuration or the held tokens do not give: `what`
+    /// (a refresh token, a client secret, a private key, …), of the client `client_id`
+    /// when it is about a registered client's credentials.
+    #[error("{}", missing_text(.what, .client_id))]
+    Missing {
+        /// What is missing.
+        what: &'static str,
+        /// The client whose credentials lack it, if it is about them.
+        client_id: Option<String>,
+    },
+    /// The client's credentials cannot be sent (they are not valid HTTP header text).
+    #[error("client credentials are not valid header text")]
+    CredentialsNotHeaderText,
+    /// The OAuth client could not be set up (its HTTP client could not be built).
+    #[error(transparent)]
+    Setup(#[from] ConfigError),
+    /// The redirect (browser, loopback listener, pasted answer) failed at step `what`.
+    #[error("authorization redirect: {what}{}", source_suffix(.source))]
+    Redirect {
+        /// Which step failed (`listen`, `not a URL`, `browser`, …).
+        what: &'static str,
+        /// Why, when an error says it (the OS error, the browser's).
+        #[source]
+        source: Option<Arc<dyn std::error::Error + Send + Sync>>,
+    },
+    /// No redirect arrived within the time allowed.
+    #[error("authorization redirect: no answer within {after:?}")]
+    RedirectTimeout {
+        /// How long the client waited.
+        after: std::time::Duration,
+    },
     /// The authorization response's `state` is not the one sent: the response belongs to
     /// another request (CSRF), and is ignored.
     #[error("the authorization response does not match the request (state)")]
@@ -136,6 +161,19 @@ pub enum AuthError {
     Jose(#[from] JoseError),
 }
 
+fn missing_text(what: &str, client_id: &Option<String>) -> String {
+    match client_id {
+        Some(id) => format!("client {id} has no {what}"),
+        None => format!("no {what}"),
+    }
+}
+
+fn source_suffix(source: &Option<Arc<dyn std::error::Error + Send + Sync>>) -> String {
+    source
+        .as_ref()
+        .map_or_else(String::new, |s| format!(": {s}"))
+}
+
 fn description_suffix(d: &Option<String>) -> String {
     match d {
         Some(d) if !d.is_empty() => format!(" ({d})"),
@@ -163,6 +201,31 @@ impl AuthError {
             next = e.source();
         }
         None
+    }
+
+    /// A [`Redirect`](Self::Redirect) failure at step `what`, caused by `source` (for a
+    /// [`BrowserOpener`](super::BrowserOpener) or redirect handler of your own).
+    pub fn redirect(
+        what: &'static str,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        AuthError::Redirect {
+            what,
+            source: Some(Arc::new(source)),
+        }
+    }
+
+    /// A [`Redirect`](Self::Redirect) failure at step `what`, with no error behind it.
+    pub(crate) fn redirect_step(what: &'static str) -> Self {
+        AuthError::Redirect { what, source: None }
+    }
+
+    /// A [`Missing`](Self::Missing) `what`, not about a client's credentials.
+    pub(crate) fn missing(what: &'static str) -> Self {
+        AuthError::Missing {
+            what,
+            client_id: None,
+        }
     }
 
     pub(crate) fn http(what: &'static str, e: reqwest::Error) -> Self {

@@ -408,7 +408,7 @@ pub(crate) async fn refresh(
     dpop: Option<&Dpop>,
 ) -> Result<TokenSet, AuthError> {
     let Some(refresh_token) = &tokens.refresh_token else {
-        return Err(AuthError::Config("no refresh token".into()));
+        return Err(AuthError::missing("refresh token"));
     };
     let form = vec![
         ("grant_type", "refresh_token".to_owned()),

@@ -7,6 +7,7 @@ use reqwest::{StatusCode, Url};
 use serde::de::DeserializeOwned;
 
 use super::{AuthError, urls};
+use crate::config_error::{ConfigError, Kind as ConfigKind};
 
 /// How long an idle connection to an authorization server is kept: under the 5 s after
 /// which common servers close it.
@@ -72,7 +73,7 @@ impl Http {
             .pool_idle_timeout(POOL_IDLE)
             .user_agent(concat!("vellum/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|e| AuthError::Config(format!("HTTP client: {e}")))?;
+            .map_err(|e| ConfigError::with_source(ConfigKind::HttpClient, e))?;
         Ok(Http { client })
     }
 

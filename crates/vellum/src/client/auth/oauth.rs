@@ -172,9 +172,7 @@ impl OAuth {
             TokenType::Bearer => "Bearer",
             TokenType::Dpop => {
                 let Some(dpop) = &st.dpop else {
-                    return Err(AuthError::Config(
-                        "a DPoP-bound token without its key".into(),
-                    ));
+                    return Err(AuthError::missing("key for its DPoP-bound token"));
                 };
                 let proof = dpop.proof(method.as_str(), &target, Some(token))?;
                 out.insert("dpop", header(&proof)?);
@@ -444,10 +442,10 @@ impl OAuth {
     async fn refresh_locked(&self, st: &mut State) -> Result<(), AuthError> {
         let cfg = &self.inner.cfg;
         let Some(mut record) = st.record.clone() else {
-            return Err(AuthError::Config("nothing to refresh".into()));
+            return Err(AuthError::missing("tokens to refresh"));
         };
         let Some(tokens) = record.tokens.clone() else {
-            return Err(AuthError::Config("nothing to refresh".into()));
+            return Err(AuthError::missing("tokens to refresh"));
         };
         let meta = self.metadata_for(st, &record.issuer).await?;
         let client = match record

@@ -58,7 +58,7 @@ impl AuthorizationResponse {
 
     /// The response in the address the browser was redirected to.
     pub fn from_url(url: &str) -> Result<Self, AuthError> {
-        let u = Url::parse(url).map_err(|_| AuthError::Redirect("not a URL".into()))?;
+        let u = Url::parse(url).map_err(|_| AuthError::redirect_step("not a URL"))?;
         Ok(Self::from_query(u.query().unwrap_or_default()))
     }
 }
@@ -132,7 +132,7 @@ impl BrowserOpener for SystemBrowser {
     fn open<'a>(&'a self, url: &'a str) -> RedirectFuture<'a, ()> {
         Box::pin(async move {
             // Only web URLs go to the desktop's opener (never file:, javascript:, …).
-            let parsed = Url::parse(url).map_err(|_| AuthError::Redirect("not a URL".into()))?;
+            let parsed = Url::parse(url).map_err(|_| AuthError::redirect_step("not a URL"))?;
             if !matches!(parsed.scheme(), "https" | "http") {
                 return Err(AuthError::InsecureUrl {
                     what: "authorization URL",
@@ -244,15 +244,15 @@ impl RedirectHandler for LoopbackRedirect {
                     Ok(l) => l,
                     Err(_) => bind(0)
                         .await
-                        .map_err(|e| AuthError::Redirect(format!("listen: {e}")))?,
+                        .map_err(|e| AuthError::redirect("listen", e))?,
                 },
-                (p, _) => bind(p)
-                    .await
-                    .map_err(|e| AuthError::Redirect(format!("listen on 127.0.0.1:{p}: {e}")))?,
+                (p, _) => bind(p).await.map_err(|e| {
+                    AuthError::redirect("listen on the configured loopback port", e)
+                })?,
             };
             let port = listener
                 .local_addr()
-                .map_err(|e| AuthError::Redirect(format!("listen: {e}")))?
+                .map_err(|e| AuthError::redirect("listen", e))?
                 .port();
             let pending: Box<dyn PendingRedirect> = Box::new(PendingLoopback {
                 redirect_uri: format!("http://127.0.0.1:{port}{}", self.path),
@@ -328,11 +328,11 @@ impl PendingRedirect for PendingLoopback {
                 // one does): wait for both.
                 let (opened, got) = tokio::join!(opened, rx.recv());
                 opened?;
-                got.ok_or_else(|| AuthError::Redirect("the listener stopped".into()))
+                got.ok_or_else(|| AuthError::redirect_step("the listener stopped"))
             };
             tokio::select! {
-                r = tokio::time::timeout(timeout, wait) => r.map_err(|_| AuthError::Redirect(format!("no answer within {timeout:?}")))?,
-                () = serve => Err(AuthError::Redirect("the listener stopped".into())),
+                r = tokio::time::timeout(timeout, wait) => r.map_err(|_| AuthError::RedirectTimeout { after: timeout })?,
+                () = serve => Err(AuthError::redirect_step("the listener stopped")),
             }
         })
     }
@@ -444,7 +444,7 @@ impl PendingRedirect for PasteRedirect {
             input
                 .read_line(&mut line)
                 .await
-                .map_err(|e| AuthError::Redirect(format!("reading the answer: {e}")))?;
+                .map_err(|e| AuthError::redirect("reading the answer", e))?;
             parse_pasted(line.trim())
         })
     }
@@ -452,7 +452,7 @@ impl PendingRedirect for PasteRedirect {
 
 fn parse_pasted(text: &str) -> Result<AuthorizationResponse, AuthError> {
     if text.is_empty() {
-        return Err(AuthError::Redirect("no answer was pasted".into()));
+        return Err(AuthError::redirect_step("no answer was pasted"));
     }
     if text.contains("://") {
         return AuthorizationResponse::from_url(text);

@@ -182,7 +182,10 @@ impl ClientAuth<'_> {
         let secret = || {
             reg.client_secret
                 .as_ref()
-                .ok_or_else(|| AuthError::Config(format!("client {} has no secret", reg.client_id)))
+                .ok_or_else(|| AuthError::Missing {
+                    what: "secret",
+                    client_id: Some(reg.client_id.clone()),
+                })
         };
         Ok(match reg.auth_method {
             TokenEndpointAuth::None => {
@@ -205,18 +208,14 @@ impl ClientAuth<'_> {
                     "Basic {}",
                     base64::engine::general_purpose::STANDARD.encode(pair)
                 ))
-                .map_err(|_| {
-                    AuthError::Config("client credentials are not valid header text".into())
-                })?;
+                .map_err(|_| AuthError::CredentialsNotHeaderText)?;
                 value.set_sensitive(true);
                 request.header(http::header::AUTHORIZATION, value)
             }
             TokenEndpointAuth::PrivateKeyJwt => {
-                let key = self.key.ok_or_else(|| {
-                    AuthError::Config(format!(
-                        "client {} has no private key for private_key_jwt",
-                        reg.client_id
-                    ))
+                let key = self.key.ok_or_else(|| AuthError::Missing {
+                    what: "private key for private_key_jwt",
+                    client_id: Some(reg.client_id.clone()),
                 })?;
                 form.push(("client_id", reg.client_id.clone()));
                 form.push(("client_assertion_type", JWT_BEARER_ASSERTION.to_owned()));

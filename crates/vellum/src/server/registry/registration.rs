@@ -19,9 +19,8 @@ use super::prompt::{
     FnCompleter, FnCompletion, FnPrompt, GetPromptRequest, PromptEntry, completer_key,
 };
 use super::resource::{FnResource, ReadResourceRequest, ResourceEntry, TemplateEntry};
-use super::tool::{
-    CallToolRequest, IntoToolResult, RawTool, RegistrationError, ToolEntry, TypedTool, schema_for,
-};
+use super::tool::{CallToolRequest, IntoToolResult, RawTool, ToolEntry, TypedTool, schema_for};
+use crate::config_error::{ConfigError, Kind as ConfigKind};
 use crate::protocol::{
     CompleteParams, CompleteResult, CompletionReference, GetPromptResult, JsonObject, Prompt,
     ReadResourceResult, Resource, ResourceTemplate, Tool,
@@ -64,7 +63,7 @@ impl Server {
         &self,
         mut tool: Tool,
         handler: F,
-    ) -> Result<&Self, RegistrationError>
+    ) -> Result<&Self, ConfigError>
     where
         In: DeserializeOwned + JsonSchema + Send + 'static,
         F: Fn(RequestContext, CallToolRequest, In) -> Fut + Send + Sync + 'static,
@@ -92,11 +91,7 @@ impl Server {
 
     /// Registers a tool whose schemas are used verbatim and whose handler gets the raw
     /// (validated) arguments in [`CallToolRequest::arguments`].
-    pub fn add_raw_tool<Out, E, F, Fut>(
-        &self,
-        tool: Tool,
-        handler: F,
-    ) -> Result<&Self, RegistrationError>
+    pub fn add_raw_tool<Out, E, F, Fut>(&self, tool: Tool, handler: F) -> Result<&Self, ConfigError>
     where
         F: Fn(RequestContext, CallToolRequest) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Out, E>> + Send + 'static,
@@ -123,17 +118,18 @@ impl Server {
         &self,
         resource: Resource,
         handler: F,
-    ) -> Result<&Self, RegistrationError>
+    ) -> Result<&Self, ConfigError>
     where
         F: Fn(RequestContext, ReadResourceRequest) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<ReadResourceResult, E>> + Send + 'static,
         E: Into<HandlerError> + 'static,
     {
         if resource.uri.is_empty() || !resource.uri.contains(':') {
-            return Err(RegistrationError::InvalidResource(
-                resource.uri,
-                "a resource URI needs a scheme".into(),
-            ));
+            return Err(ConfigKind::Resource {
+                uri: resource.uri,
+                reason: "a resource URI needs a scheme".into(),
+            }
+            .into());
         }
         self.inner.registry.insert_resource(ResourceEntry {
             resource,
@@ -148,14 +144,17 @@ impl Server {
         &self,
         template: ResourceTemplate,
         handler: F,
-    ) -> Result<&Self, RegistrationError>
+    ) -> Result<&Self, ConfigError>
     where
         F: Fn(RequestContext, ReadResourceRequest) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<ReadResourceResult, E>> + Send + 'static,
         E: Into<HandlerError> + 'static,
     {
         let matcher = UriTemplate::parse(&template.uri_template).map_err(|e| {
-            RegistrationError::InvalidResource(template.uri_template.clone(), e.to_string())
+            ConfigError::from(ConfigKind::Resource {
+                uri: template.uri_template.clone(),
+                reason: e.to_string(),
+            })
         })?;
         self.inner.registry.insert_template(TemplateEntry {
             template,
@@ -176,11 +175,7 @@ impl Server {
     }
 
     /// Registers a prompt.
-    pub fn add_prompt<F, Fut, E>(
-        &self,
-        prompt: Prompt,
-        handler: F,
-    ) -> Result<&Self, RegistrationError>
+    pub fn add_prompt<F, Fut, E>(&self, prompt: Prompt, handler: F) -> Result<&Self, ConfigError>
     where
         F: Fn(RequestContext, GetPromptRequest) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<GetPromptResult, E>> + Send + 'static,
@@ -276,7 +271,7 @@ impl Server {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[cfg(feature = "skills")]
-    pub fn add_skill(&self, skill: SkillFiles) -> Result<&Self, RegistrationError> {
+    pub fn add_skill(&self, skill: SkillFiles) -> Result<&Self, ConfigError> {
         self.inner.registry.insert_skill(skill);
         self.changed(ListKind::Resources);
         Ok(self)

@@ -15,9 +15,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::config_error::{ConfigError, Kind as ConfigKind};
 use crate::protocol::{
-    CallToolResult, ContentBlock, ErrorObject, InvalidParamHeader, JsonObject, Meta, ParamHeader,
-    TaskMetadata, Tool,
+    CallToolResult, ContentBlock, ErrorObject, JsonObject, Meta, ParamHeader, TaskMetadata, Tool,
 };
 use crate::schema::Validator;
 use crate::server::handler_error::HandlerError;
@@ -98,45 +98,8 @@ impl<T: Serialize + JsonSchema + Send + 'static> IntoToolResult for Structured<T
 #[serde(deny_unknown_fields)]
 pub struct NoArgs {}
 
-/// Why a tool cannot be registered.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum RegistrationError {
-    /// The name breaks the naming rules (1-128 of `A-Za-z0-9_.-`).
-    #[error("invalid tool name {0:?}: use 1 to 128 of A-Z a-z 0-9 _ - .")]
-    InvalidName(String),
-    /// The input schema's root is not `type: object`.
-    #[error("the input schema of tool {0:?} must have `type: object` at its root")]
-    InputNotObject(String),
-    /// A schema does not compile.
-    #[error("the {which} schema of tool {tool:?} is invalid: {message}")]
-    InvalidSchema {
-        /// The tool.
-        tool: String,
-        /// `input` or `output`.
-        which: &'static str,
-        /// The validator's complaint.
-        message: String,
-    },
-    /// A resource URI or template is malformed.
-    #[error("invalid resource {0:?}: {1}")]
-    InvalidResource(String, String),
-    /// An Agent Skill could not be built (see [`SkillFiles`](crate::server::SkillFiles)).
-    #[cfg(feature = "skills")]
-    #[error(transparent)]
-    Skill(#[from] crate::server::SkillError),
-    /// An `x-mcp-header` annotation of the input schema breaks SEP-2243's rules.
-    #[error("tool {tool:?}: {error}")]
-    InvalidParamHeader {
-        /// The tool.
-        tool: String,
-        /// What is wrong with the annotation.
-        error: InvalidParamHeader,
-    },
-}
-
-impl From<RegistrationError> for HandlerError {
-    fn from(e: RegistrationError) -> Self {
+impl From<ConfigError> for HandlerError {
+    fn from(e: ConfigError) -> Self {
         HandlerError::Failed(e.to_string())
     }
 }
@@ -169,35 +132,28 @@ pub(crate) struct ToolEntry {
     pub(crate) param_headers: Box<[ParamHeader]>,
 }
 
-fn compile(
-    tool: &str,
-    which: &'static str,
-    schema: &JsonObject,
-) -> Result<Validator, RegistrationError> {
+fn compile(tool: &str, which: &'static str, schema: &JsonObject) -> Result<Validator, ConfigError> {
     // `format` is an annotation for tools, as in the spec's default dialect.
-    Validator::new(schema, false).map_err(|message| RegistrationError::InvalidSchema {
-        tool: tool.to_owned(),
-        which,
-        message,
+    Validator::new(schema, false).map_err(|message| {
+        ConfigKind::Schema {
+            tool: tool.to_owned(),
+            which,
+            message,
+        }
+        .into()
     })
 }
 
 impl ToolEntry {
-    pub(crate) fn new(
-        tool: Tool,
-        handler: Arc<dyn DynToolHandler>,
-    ) -> Result<Self, RegistrationError> {
+    pub(crate) fn new(tool: Tool, handler: Arc<dyn DynToolHandler>) -> Result<Self, ConfigError> {
         if !is_valid_tool_name(&tool.name) {
-            return Err(RegistrationError::InvalidName(tool.name));
+            return Err(ConfigKind::ToolName { name: tool.name }.into());
         }
         if tool.input_schema.get("type") != Some(&Value::String("object".into())) {
-            return Err(RegistrationError::InputNotObject(tool.name));
+            return Err(ConfigKind::InputNotObject { tool: tool.name }.into());
         }
         let param_headers = ParamHeader::of_schema(&tool.input_schema)
-            .map_err(|error| RegistrationError::InvalidParamHeader {
-                tool: tool.name.clone(),
-                error,
-            })?
+            .map_err(|e| e.for_tool(&tool.name))?
             .into_boxed_slice();
         let input_validator = compile(&tool.name, "input", &tool.input_schema)?;
         let output_validator = match &tool.output_schema {

@@ -24,6 +24,7 @@ use super::call::{Wait, backend, retrying};
 use super::link::Conn;
 use super::supervisor::supervise;
 use super::target::Target;
+use crate::config_error::{ConfigError, Kind as ConfigKind};
 use crate::store::bus::BusMessage;
 use crate::store::error::StoreError;
 
@@ -75,28 +76,6 @@ impl Default for RedisOptions {
     }
 }
 
-/// Why Redis could not be set up.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum RedisSetupError {
-    /// The URL is not a Redis URL.
-    #[error("invalid Redis URL {url:?}: {reason}")]
-    InvalidUrl {
-        /// The URL.
-        url: String,
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// Redis did not answer.
-    #[error("cannot reach Redis at {url}: {reason}")]
-    Unreachable {
-        /// The URL.
-        url: String,
-        /// The connection error.
-        reason: String,
-    },
-}
-
 struct Inner {
     /// Whether this connection's session store is in use: then events are only written for
     /// sessions whose record exists (no keys are recreated for a session just deleted).
@@ -145,16 +124,18 @@ impl Redis {
     /// the connection. Fails at once, with the reason, when Redis is unreachable; later
     /// outages and failovers are survived (operations fail with [`StoreError::Backend`]
     /// within the store timeout meanwhile, and everything resumes when Redis answers again).
-    pub async fn connect(url: &str, options: RedisOptions) -> Result<Redis, RedisSetupError> {
-        let unreachable = |reason: String| RedisSetupError::Unreachable {
-            url: url.to_owned(),
-            reason,
-        };
-        let target = Target::parse(url, options.command_timeout).map_err(|reason| {
-            RedisSetupError::InvalidUrl {
+    pub async fn connect(url: &str, options: RedisOptions) -> Result<Redis, ConfigError> {
+        let unreachable = |reason: String| {
+            ConfigError::from(ConfigKind::RedisUnreachable {
                 url: url.to_owned(),
                 reason,
-            }
+            })
+        };
+        let target = Target::parse(url, options.command_timeout).map_err(|reason| {
+            ConfigError::from(ConfigKind::RedisUrl {
+                url: url.to_owned(),
+                reason,
+            })
         })?;
         let target = Arc::new(target);
         let link = tokio::time::timeout(options.command_timeout * 2, target.shared())

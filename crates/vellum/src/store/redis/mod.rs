@@ -38,7 +38,7 @@ mod target;
 
 pub(in crate::store) use call::{Call, backend, retrying};
 pub(in crate::store) use connection::Envelope;
-pub use connection::{Redis, RedisOptions, RedisSetupError};
+pub use connection::{Redis, RedisOptions};
 pub(in crate::store) use link::{Conn, Link};
 pub use target::{CLUSTER_SCHEME, SENTINEL_SCHEME, URL_FORMS, is_redis_url};
 

@@ -79,7 +79,7 @@ pub use options::{DEFAULT_SHUTDOWN_GRACE, StreamableHttpOptions};
 pub use rate_limit::RateLimits;
 #[cfg(feature = "auth")]
 pub(crate) use rejection::too_many_auth_failures;
-pub use security::{ConnectionInfo, CrossOriginProtection, InvalidOrigin, is_loopback_host};
+pub use security::{ConnectionInfo, CrossOriginProtection, is_loopback_host};
 pub use security_layer::{SecurityBody, SecurityFuture, SecurityLayer, SecurityService};
 #[cfg(feature = "http2")]
 pub use serve::{
@@ -88,4 +88,4 @@ pub use serve::{
 };
 pub use serve::{Layered, Serve, ServeFuture, ServeLayer, local_addr, serve};
 #[cfg(feature = "tls")]
-pub use tls::{TlsConfig, TlsError};
+pub use tls::TlsConfig;

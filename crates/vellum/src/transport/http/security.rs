@@ -9,6 +9,7 @@ use std::net::{IpAddr, SocketAddr};
 use http::{HeaderMap, Method, header};
 
 use super::rejection::Rejection;
+use crate::config_error::{ConfigError, Kind as ConfigKind};
 
 /// How the connection a request arrived on looks. [`serve`](super::serve) inserts it into
 /// every request's extensions; when you serve the handler yourself, insert it too or set
@@ -228,11 +229,6 @@ impl Default for CrossOriginProtection {
     }
 }
 
-/// An origin that cannot be trusted (it must be `scheme://host[:port]`).
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("invalid origin {0:?}: expected scheme://host[:port]")]
-pub struct InvalidOrigin(pub String);
-
 impl CrossOriginProtection {
     /// The default policy (on, nothing trusted).
     pub fn new() -> Self {
@@ -253,7 +249,7 @@ impl CrossOriginProtection {
     }
 
     /// Trusts requests from `origin` (exact match, e.g. `https://app.example.com`).
-    pub fn add_trusted_origin(&mut self, origin: &str) -> Result<&mut Self, InvalidOrigin> {
+    pub fn add_trusted_origin(&mut self, origin: &str) -> Result<&mut Self, ConfigError> {
         let valid = origin.split_once("://").is_some_and(|(scheme, rest)| {
             !scheme.is_empty()
                 && scheme
@@ -263,7 +259,10 @@ impl CrossOriginProtection {
                 && !rest.contains(['/', '?', '#'])
         });
         if !valid {
-            return Err(InvalidOrigin(origin.to_owned()));
+            return Err(ConfigKind::Origin {
+                origin: origin.to_owned(),
+            }
+            .into());
         }
         self.trusted.push(origin.to_ascii_lowercase());
         Ok(self)

@@ -22,23 +22,11 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 
-/// Why a certificate could not be loaded or the TLS configuration built.
-#[derive(Debug, thiserror::Error)]
-pub enum TlsError {
-    /// A PEM file could not be read or held nothing usable.
-    #[error("{path}: {reason}")]
-    Pem {
-        /// The file.
-        path: PathBuf,
-        /// What was wrong with it.
-        reason: String,
-    },
-    /// rustls refused the key, the certificate chain or the configuration.
-    #[error("TLS: {0}")]
-    Rustls(#[from] rustls::Error),
-    /// [`TlsConfig::reload`] on a configuration not built from files.
-    #[error("this TLS configuration was not built from certificate files, so it cannot reload")]
-    NotReloadable,
+use crate::config_error::{ConfigError, Kind as ConfigKind};
+
+/// rustls refused the key, the certificate chain or the configuration.
+fn refused(e: rustls::Error) -> ConfigError {
+    ConfigError::with_source(ConfigKind::Tls, e)
 }
 
 /// The provider every TLS configuration of the crate uses.
@@ -77,7 +65,10 @@ impl TlsConfig {
     /// Loads the certificate chain (`cert`, PEM, leaf first) and its private key (`key`,
     /// PEM: PKCS#8, PKCS#1 or SEC1), checks that they belong together, and offers TLS 1.3
     /// and 1.2 with ALPN [`ALPN`](Self::ALPN).
-    pub fn from_pem_files(cert: impl AsRef<Path>, key: impl AsRef<Path>) -> Result<Self, TlsError> {
+    pub fn from_pem_files(
+        cert: impl AsRef<Path>,
+        key: impl AsRef<Path>,
+    ) -> Result<Self, ConfigError> {
         let provider = provider();
         let cert = Arc::new(ReloadableCert::load(
             cert.as_ref().to_owned(),
@@ -85,7 +76,8 @@ impl TlsConfig {
             provider.clone(),
         )?);
         let mut config = ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()?
+            .with_safe_default_protocol_versions()
+            .map_err(refused)?
             .with_no_client_auth()
             .with_cert_resolver(cert.clone());
         config.alpn_protocols = Self::ALPN.iter().map(|p| p.to_vec()).collect();
@@ -109,8 +101,11 @@ impl TlsConfig {
 
     /// Reads the certificate and key files again and presents them from the next handshake
     /// on; open connections are untouched. On error the current certificate stays.
-    pub fn reload(&self) -> Result<(), TlsError> {
-        self.cert.as_ref().ok_or(TlsError::NotReloadable)?.reload()
+    pub fn reload(&self) -> Result<(), ConfigError> {
+        self.cert
+            .as_ref()
+            .ok_or_else(|| ConfigError::from(ConfigKind::NotReloadable))?
+            .reload()
     }
 
     /// Reloads on every `SIGHUP` until the returned handle is dropped, telling `reloaded`
@@ -118,7 +113,7 @@ impl TlsConfig {
     #[cfg(unix)]
     pub fn reload_on_sighup(
         &self,
-        reloaded: impl Fn(Result<(), TlsError>) + Send + 'static,
+        reloaded: impl Fn(Result<(), ConfigError>) + Send + 'static,
     ) -> std::io::Result<tokio_util::task::AbortOnDropHandle<()>> {
         use tokio::signal::unix::{SignalKind, signal};
         let mut hup = signal(SignalKind::hangup())?;
@@ -161,7 +156,7 @@ impl ReloadableCert {
         cert_path: PathBuf,
         key_path: PathBuf,
         provider: Arc<CryptoProvider>,
-    ) -> Result<Self, TlsError> {
+    ) -> Result<Self, ConfigError> {
         let key = certified_key(&cert_path, &key_path, &provider)?;
         Ok(ReloadableCert {
             cert_path,
@@ -171,7 +166,7 @@ impl ReloadableCert {
         })
     }
 
-    fn reload(&self) -> Result<(), TlsError> {
+    fn reload(&self) -> Result<(), ConfigError> {
         let key = certified_key(&self.cert_path, &self.key_path, &self.provider)?;
         // A poisoned lock only means a writer panicked between two whole values.
         *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(key);
@@ -195,10 +190,12 @@ fn certified_key(
     cert_path: &Path,
     key_path: &Path,
     provider: &CryptoProvider,
-) -> Result<CertifiedKey, TlsError> {
-    let pem_error = |path: &Path, reason: String| TlsError::Pem {
-        path: path.to_owned(),
-        reason,
+) -> Result<CertifiedKey, ConfigError> {
+    let pem_error = |path: &Path, reason: String| {
+        ConfigError::from(ConfigKind::Pem {
+            path: path.to_owned(),
+            reason,
+        })
     };
     let chain = CertificateDer::pem_file_iter(cert_path)
         .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
@@ -208,5 +205,5 @@ fn certified_key(
     }
     let key = PrivateKeyDer::from_pem_file(key_path)
         .map_err(|e| pem_error(key_path, format!("no usable private key: {e}")))?;
-    Ok(CertifiedKey::from_der(chain, key, provider)?)
+    CertifiedKey::from_der(chain, key, provider).map_err(refused)
 }

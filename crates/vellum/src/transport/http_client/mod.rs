@@ -52,33 +52,10 @@ use self::post::{cancelled_id, post_one_way, request};
 use self::shared::Shared;
 use self::standalone_stream::standalone;
 use crate::client::transport::{Incoming, OutgoingKind, OutgoingMessage, Transport};
-use crate::error::{Error, TransportError};
+use crate::config_error::{ConfigError, Kind as ConfigKind};
+use crate::error::TransportError;
 use crate::protocol::methods;
 use crate::sync::{lock, read, write};
-
-/// Why a URL or option could not be used.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum HttpClientError {
-    /// The URL does not parse, or is not `http`/`https`. The text shows the URL without its
-    /// query and credentials, which may be secrets; the field holds it whole.
-    #[error("invalid MCP endpoint URL {:?}: {reason}", redact_url(.url))]
-    InvalidUrl {
-        /// The URL given.
-        url: String,
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// The HTTP client could not be built (TLS setup).
-    #[error("cannot build the HTTP client")]
-    Client(#[source] reqwest::Error),
-}
-
-impl From<HttpClientError> for Error {
-    fn from(e: HttpClientError) -> Self {
-        Error::from(TransportError::Setup(Arc::new(e)))
-    }
-}
 
 /// A URL for messages and logs: scheme, host, port and path, with any credentials and the
 /// query (which may carry tokens or session ids) cut out.
@@ -127,25 +104,23 @@ impl std::fmt::Debug for StreamableHttpClientTransport {
 
 impl StreamableHttpClientTransport {
     /// A transport for the MCP endpoint at `url`, with default options.
-    pub fn new(url: &str) -> Result<Self, HttpClientError> {
+    pub fn new(url: &str) -> Result<Self, ConfigError> {
         Self::with_options(url, HttpClientOptions::default())
     }
 
     /// A transport for `url` with `options` (headers, a custom reqwest client, timeouts,
     /// reconnection).
-    pub fn with_options(
-        url: &str,
-        mut options: HttpClientOptions,
-    ) -> Result<Self, HttpClientError> {
-        let parsed = reqwest::Url::parse(url).map_err(|e| HttpClientError::InvalidUrl {
-            url: url.to_owned(),
-            reason: e.to_string(),
-        })?;
+    pub fn with_options(url: &str, mut options: HttpClientOptions) -> Result<Self, ConfigError> {
+        // The text shows the URL without its query and credentials, which may be secrets.
+        let invalid = |reason: String| {
+            ConfigError::from(ConfigKind::EndpointUrl {
+                shown: redact_url(url),
+                reason,
+            })
+        };
+        let parsed = reqwest::Url::parse(url).map_err(|e| invalid(e.to_string()))?;
         if !matches!(parsed.scheme(), "http" | "https") {
-            return Err(HttpClientError::InvalidUrl {
-                url: url.to_owned(),
-                reason: "the scheme must be http or https".into(),
-            });
+            return Err(invalid("the scheme must be http or https".into()));
         }
         options.mark_credentials_sensitive();
         let http = match &options.client {
@@ -156,7 +131,7 @@ impl StreamableHttpClientTransport {
                     .connect_timeout(options.connect_timeout)
                     .read_timeout(options.read_timeout)
                     .build()
-                    .map_err(HttpClientError::Client)?
+                    .map_err(|e| ConfigError::with_source(ConfigKind::HttpClient, e))?
             }
         };
         let shared = Arc::new(Shared::new(http, parsed, options));

@@ -6,7 +6,6 @@ use std::collections::VecDeque;
 use std::io;
 use std::pin::Pin;
 use std::process::Stdio;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -18,7 +17,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::{DEFAULT_MAX_LINE_BYTES, Line, next_line, write_line};
 use crate::client::transport::{Incoming, OutgoingMessage, Transport, decode_incoming};
-use crate::error::{Error, TransportError};
+use crate::config_error::{ConfigError, Kind as ConfigKind};
+use crate::error::TransportError;
 use crate::protocol::{Payload, decode};
 
 type Writer = Pin<Box<dyn AsyncWrite + Send>>;
@@ -209,48 +209,19 @@ impl Transport for LineTransport {
     }
 }
 
-/// Why a stdio server command could not be started.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum StdioCommandError {
-    /// The command line could not be split (an unclosed quote, say).
-    #[error("cannot parse the command line {line:?}: {reason}")]
-    Parse {
-        /// The command line.
-        line: String,
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// The command line is empty.
-    #[error("the command line is empty")]
-    Empty,
-    /// The process could not be started.
-    #[error("cannot start {program:?}")]
-    Spawn {
-        /// The program.
-        program: String,
-        /// The OS error.
-        source: io::Error,
-    },
-}
-
 /// A command line split shell-style into its program and arguments (no shell runs it).
-pub(crate) fn split_command_line(line: &str) -> Result<(String, Vec<String>), StdioCommandError> {
-    let mut words = shell_words::split(line).map_err(|e| StdioCommandError::Parse {
-        line: line.to_owned(),
-        reason: e.to_string(),
+pub(crate) fn split_command_line(line: &str) -> Result<(String, Vec<String>), ConfigError> {
+    let mut words = shell_words::split(line).map_err(|e| {
+        ConfigError::from(ConfigKind::CommandLine {
+            line: line.to_owned(),
+            reason: e.to_string(),
+        })
     })?;
     if words.is_empty() {
-        return Err(StdioCommandError::Empty);
+        return Err(ConfigKind::EmptyCommand.into());
     }
     let program = words.remove(0);
     Ok((program, words))
-}
-
-impl From<StdioCommandError> for Error {
-    fn from(e: StdioCommandError) -> Self {
-        Error::from(TransportError::Setup(Arc::new(e)))
-    }
 }
 
 /// A client transport that runs a stdio server as a child process.
@@ -283,7 +254,7 @@ impl ChildProcessTransport {
 
     /// Spawns `command` with piped stdin and stdout. The command's own stderr setting is
     /// kept (inherited by default).
-    pub fn spawn(command: Command) -> Result<ChildProcessTransport, StdioCommandError> {
+    pub fn spawn(command: Command) -> Result<ChildProcessTransport, ConfigError> {
         Self::spawn_with(command, LineOptions::default())
     }
 
@@ -293,7 +264,7 @@ impl ChildProcessTransport {
     pub fn spawn_with(
         mut command: Command,
         options: LineOptions,
-    ) -> Result<ChildProcessTransport, StdioCommandError> {
+    ) -> Result<ChildProcessTransport, ConfigError> {
         let program = command
             .as_std()
             .get_program()
@@ -303,15 +274,19 @@ impl ChildProcessTransport {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .kill_on_drop(true);
-        let mut child = command.spawn().map_err(|source| StdioCommandError::Spawn {
-            program: program.clone(),
-            source,
+        let mut child = command.spawn().map_err(|source| {
+            ConfigError::with_source(
+                ConfigKind::Spawn {
+                    program: program.clone(),
+                },
+                source,
+            )
         })?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-            return Err(StdioCommandError::Spawn {
-                program,
-                source: io::Error::other("the child has no stdin/stdout pipes"),
-            });
+            return Err(ConfigError::with_source(
+                ConfigKind::Spawn { program },
+                io::Error::other("the child has no stdin/stdout pipes"),
+            ));
         };
         Ok(ChildProcessTransport {
             lines: LineTransport::with_options(stdout, stdin, options),
@@ -324,7 +299,7 @@ impl ChildProcessTransport {
 
     /// Spawns a command line split shell-style (`"npx -y server --flag 'a b'"`), without
     /// running a shell: no variables, globs or pipes.
-    pub fn from_command_line(line: &str) -> Result<ChildProcessTransport, StdioCommandError> {
+    pub fn from_command_line(line: &str) -> Result<ChildProcessTransport, ConfigError> {
         let (program, args) = split_command_line(line)?;
         let mut command = Command::new(program);
         command.args(args);

@@ -29,7 +29,7 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWr
 #[cfg(feature = "client")]
 pub(crate) use client_side::split_command_line;
 #[cfg(feature = "client")]
-pub use client_side::{ChildProcessTransport, LineOptions, LineTransport, StdioCommandError};
+pub use client_side::{ChildProcessTransport, LineOptions, LineTransport};
 pub use process_stdio::{ProcessStdin, ProcessStdout};
 pub use server_side::{DEFAULT_DRAIN_TIMEOUT, ServeLines, serve_stdio};
 
