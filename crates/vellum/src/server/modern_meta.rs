@@ -59,10 +59,17 @@ thread_local! {
     static LAST_CLIENT: RefCell<Option<LastClient>> = const { RefCell::new(None) };
 }
 
+/// The most text (capabilities and client info together) a kept client context may come
+/// from: what real clients send is well under it, and a context kept after its request ends
+/// must not let a client make the server hold a large one (its decoded form can be many
+/// times its text).
+const KEPT_CONTEXT_TEXT: usize = 4 * 1024;
+
 /// The client context `_meta`'s capabilities and client info describe. A client repeats the
 /// same two members in every request, so the last one decoded on this thread is kept with
-/// its text: a request that repeats it byte for byte shares it instead of decoding and
-/// dropping two structures (one entry per runtime thread: bounded whatever clients send).
+/// its text (when under [`KEPT_CONTEXT_TEXT`]): a request that repeats it byte for byte
+/// shares it instead of decoding and dropping two structures (one small entry per runtime
+/// thread, whatever clients send).
 fn client_context(
     capabilities: &RawValue,
     client_info: Option<&RawValue>,
@@ -92,6 +99,10 @@ fn client_context(
         capabilities: caps,
         client_info: info,
     });
+    let text = capabilities.get().len() + client_info.map_or(0, |v| v.get().len());
+    if text > KEPT_CONTEXT_TEXT {
+        return Ok(context);
+    }
     LAST_CLIENT.set(Some(LastClient {
         capabilities: capabilities.get().into(),
         client_info: client_info.map(|v| v.get().into()),
@@ -266,6 +277,18 @@ mod tests {
         let back = parse(&ok).unwrap();
         assert!(back.client.capabilities.supports_form_elicitation());
         assert!(back.client.client_info.is_none());
+        // A large context is decoded for its request and not kept.
+        let large = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"experimental": {"x": "y".repeat(KEPT_CONTEXT_TEXT)}}
+        });
+        let first = parse(&large).unwrap();
+        let second = parse(&large).unwrap();
+        assert!(!Arc::ptr_eq(&first.client, &second.client));
+        assert!(LAST_CLIENT.with_borrow(|l| {
+            l.as_ref()
+                .is_some_and(|l| l.capabilities.len() < KEPT_CONTEXT_TEXT)
+        }));
         assert_eq!(meta.log_level, Some(LoggingLevel::Info));
         let bad_level = json!({
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
