@@ -112,7 +112,9 @@ impl JoseError {
         matches!(*self.kind, Kind::BadKey { .. } | Kind::Algorithm(_))
     }
 
-    /// Why the DPoP proof was refused, for a [`is_dpop`](Self::is_dpop) error.
+    /// Why the DPoP proof was refused, for a [`is_dpop`](Self::is_dpop) error (the resource
+    /// server's 401 description).
+    #[cfg(feature = "auth")]
     pub(crate) fn dpop_refusal(&self) -> Option<DpopRefusal> {
         match *self.kind {
             Kind::Dpop(r) => Some(r),

@@ -21,6 +21,7 @@ mod key;
 pub use dpop::{
     DPOP_JWT_TYPE, DpopCheck, DpopClaims, VerifiedDpop, dpop_proof, htu_of, verify_dpop_proof,
 };
+#[cfg(feature = "auth")]
 pub(crate) use error::DpopRefusal;
 pub use error::JoseError;
 use error::Kind;
