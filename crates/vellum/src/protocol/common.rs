@@ -116,17 +116,42 @@ const CONTEXT_KEYS: [&str; 4] = [
     meta_keys::LOG_LEVEL,
 ];
 
-/// Decodes a request's `_meta` without the 2026-07-28 context members (version,
-/// capabilities, client info, log level), and as `None` when nothing else is left.
+thread_local! {
+    /// Whether request params decoded on this thread leave out the context members of
+    /// `_meta` (see [`without_context_meta`]).
+    static WITHOUT_CONTEXT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `decode` (a synchronous decode of request params) with the 2026-07-28 context members
+/// of `_meta` (version, capabilities, client info, log level) left out, and a `_meta` with
+/// nothing else decoded as `None`.
 ///
-/// The server reads that context once, borrowed from the request's bytes, and hands it to
-/// handlers through their context's typed accessors; kept here too, it would be built into a
-/// map, copied and dropped on every request for nothing (a third of the modern era's cost
-/// per `tools/call` before this). Every other member is kept as sent.
+/// The server's dispatcher decodes this way: it has read that context once, borrowed, for
+/// the request's context, and handlers reach it through typed accessors; kept in the params
+/// too, it would be built into a map, copied into the request and dropped on every call (a
+/// seventh of a 2026-07-28 `tools/call`). Everywhere else the params types round-trip every
+/// member, as the spec's examples require.
+pub(crate) fn without_context_meta<T>(decode: impl FnOnce() -> T) -> T {
+    /// Puts the flag back even if `decode` unwinds.
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            WITHOUT_CONTEXT.set(self.0);
+        }
+    }
+    let _restore = Restore(WITHOUT_CONTEXT.replace(true));
+    decode()
+}
+
+/// Decodes a request's `_meta`: every member, or without the context members inside
+/// [`without_context_meta`].
 pub(crate) fn request_meta<'de, D>(d: D) -> Result<Option<Meta>, D::Error>
 where
     D: serde::Deserializer<'de>,
 {
+    if !WITHOUT_CONTEXT.get() {
+        return Option::<Meta>::deserialize(d);
+    }
     struct Members;
     impl<'de> serde::de::Visitor<'de> for Members {
         type Value = Option<Meta>;
@@ -434,7 +459,7 @@ mod tests {
     use crate::protocol::CallToolParams;
 
     fn meta_of(params: &str) -> Option<Meta> {
-        serde_json::from_str::<CallToolParams>(params).unwrap().meta
+        without_context_meta(|| serde_json::from_str::<CallToolParams>(params).unwrap().meta)
     }
 
     #[test]
@@ -461,6 +486,19 @@ mod tests {
         assert_eq!(meta_of(r#"{"name":"t","_meta":null}"#), None);
         assert_eq!(meta_of(r#"{"name":"t"}"#), None);
         // Not an object: refused as before.
-        assert!(serde_json::from_str::<CallToolParams>(r#"{"name":"t","_meta":1}"#).is_err());
+        assert!(
+            without_context_meta(|| serde_json::from_str::<CallToolParams>(
+                r#"{"name":"t","_meta":1}"#
+            ))
+            .is_err()
+        );
+        // Outside the dispatcher's decode, every member round-trips, an empty `_meta` too.
+        let full = serde_json::from_str::<CallToolParams>(
+            r#"{"name":"t","_meta":{"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"progressToken":7}}"#,
+        )
+        .unwrap();
+        assert_eq!(full.meta.unwrap().len(), 2);
+        let empty = serde_json::from_str::<CallToolParams>(r#"{"name":"t","_meta":{}}"#).unwrap();
+        assert_eq!(empty.meta, Some(Meta::new()));
     }
 }

@@ -27,6 +27,7 @@ mod version;
 mod versions;
 
 pub use client_features::*;
+pub(crate) use common::without_context_meta;
 pub use common::*;
 pub use content::*;
 pub(crate) use encode::encode_response_with;

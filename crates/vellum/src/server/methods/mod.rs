@@ -38,7 +38,7 @@ mod lists;
 mod skills;
 mod tasks;
 
-use crate::protocol::echo;
+use crate::protocol::{echo, without_context_meta};
 use input::{PromptGet, ResourceRead, ToolCall};
 use lists::{Prompts, Resources, Templates, Tools};
 
@@ -63,9 +63,10 @@ impl Eras {
     }
 }
 
-/// Decodes params into the method's type.
+/// Decodes params into the method's type (their `_meta` without the 2026-07-28 context,
+/// which the request's context holds: see `without_context_meta`).
 fn parse<T: DeserializeOwned>(raw: &RawJson) -> Result<T, ErrorObject> {
-    raw.parse().map_err(|e| {
+    without_context_meta(|| raw.parse()).map_err(|e| {
         ErrorObject::invalid_params(format!("Invalid params: {}", echo(&e.to_string())))
     })
 }
