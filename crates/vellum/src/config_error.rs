@@ -17,8 +17,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// The cause behind a configuration error, shared so the error stays cheap to clone.
-type Source = Arc<dyn std::error::Error + Send + Sync>;
+/// The cause behind an error, shared so the error stays cheap to clone.
+pub(crate) type Source = Arc<dyn std::error::Error + Send + Sync>;
 
 /// Why something you configured cannot be built: a tool, resource, prompt or skill that
 /// cannot be registered, a key or certificate file, a URL, a command line, a list of
@@ -28,13 +28,39 @@ type Source = Arc<dyn std::error::Error + Send + Sync>;
 /// [`source`](std::error::Error::source) why (the OS error, the TLS library's, …).
 #[derive(Clone)]
 pub struct ConfigError {
-    inner: Box<Inner>,
+    inner: Box<ErrorParts<Kind>>,
 }
 
+/// What an opaque error of this crate holds behind its one box (here and in `SkillError`):
+/// its private kind, and the cause it reports as its `source`.
 #[derive(Clone)]
-struct Inner {
-    kind: Kind,
-    source: Option<Source>,
+pub(crate) struct ErrorParts<K> {
+    pub(crate) kind: K,
+    pub(crate) source: Option<Source>,
+}
+
+impl<K: fmt::Debug> ErrorParts<K> {
+    /// The parts of an error of `kind`, with its cause if any.
+    pub(crate) fn boxed(kind: K, source: Option<Source>) -> Box<Self> {
+        Box::new(ErrorParts { kind, source })
+    }
+
+    /// The cause, as `std::error::Error::source` returns it.
+    pub(crate) fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|s| s as &(dyn std::error::Error + 'static))
+    }
+
+    /// `Debug` of the error named `name`: its kind, and its cause if any.
+    pub(crate) fn debug(&self, name: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct(name);
+        d.field("kind", &self.kind);
+        if let Some(source) = &self.source {
+            d.field("source", source);
+        }
+        d.finish()
+    }
 }
 
 /// What is wrong: crate-private, so kinds can be added and reworded without a break. The
@@ -139,7 +165,7 @@ pub(crate) enum Kind {
 impl From<Kind> for ConfigError {
     fn from(kind: Kind) -> Self {
         ConfigError {
-            inner: Box::new(Inner { kind, source: None }),
+            inner: ErrorParts::boxed(kind, None),
         }
     }
 }
@@ -151,10 +177,7 @@ impl ConfigError {
         source: impl std::error::Error + Send + Sync + 'static,
     ) -> Self {
         ConfigError {
-            inner: Box::new(Inner {
-                kind,
-                source: Some(Arc::new(source)),
-            }),
+            inner: ErrorParts::boxed(kind, Some(Arc::new(source))),
         }
     }
 
@@ -406,21 +429,13 @@ fn with_source(
 
 impl fmt::Debug for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut d = f.debug_struct("ConfigError");
-        d.field("kind", &self.inner.kind);
-        if let Some(source) = &self.inner.source {
-            d.field("source", source);
-        }
-        d.finish()
+        self.inner.debug("ConfigError", f)
     }
 }
 
 impl std::error::Error for ConfigError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.inner
-            .source
-            .as_deref()
-            .map(|s| s as &(dyn std::error::Error + 'static))
+        self.inner.source()
     }
 }
 

@@ -8,10 +8,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::config_error::{ConfigError, Kind as ConfigKind};
-
-/// The cause behind a skill error, shared so the error stays cheap to clone.
-type Source = Arc<dyn std::error::Error + Send + Sync>;
+use crate::config_error::{ConfigError, ErrorParts, Kind as ConfigKind};
 
 /// Why a skill cannot be built (server side), or was refused while loading (client side).
 ///
@@ -19,13 +16,7 @@ type Source = Arc<dyn std::error::Error + Send + Sync>;
 /// [`source`](std::error::Error::source) why (the OS error, the call's error).
 #[derive(Clone)]
 pub struct SkillError {
-    inner: Box<Inner>,
-}
-
-#[derive(Clone)]
-struct Inner {
-    kind: Kind,
-    source: Option<Source>,
+    inner: Box<ErrorParts<Kind>>,
 }
 
 /// What is wrong: crate-private, so kinds can be added and reworded without a break. The
@@ -71,7 +62,7 @@ pub(crate) enum Kind {
 impl From<Kind> for SkillError {
     fn from(kind: Kind) -> Self {
         SkillError {
-            inner: Box::new(Inner { kind, source: None }),
+            inner: ErrorParts::boxed(kind, None),
         }
     }
 }
@@ -83,10 +74,7 @@ impl SkillError {
         source: impl std::error::Error + Send + Sync + 'static,
     ) -> Self {
         SkillError {
-            inner: Box::new(Inner {
-                kind,
-                source: Some(Arc::new(source)),
-            }),
+            inner: ErrorParts::boxed(kind, Some(Arc::new(source))),
         }
     }
 
@@ -211,21 +199,13 @@ impl fmt::Display for SkillError {
 
 impl fmt::Debug for SkillError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut d = f.debug_struct("SkillError");
-        d.field("kind", &self.inner.kind);
-        if let Some(source) = &self.inner.source {
-            d.field("source", source);
-        }
-        d.finish()
+        self.inner.debug("SkillError", f)
     }
 }
 
 impl std::error::Error for SkillError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.inner
-            .source
-            .as_deref()
-            .map(|s| s as &(dyn std::error::Error + 'static))
+        self.inner.source()
     }
 }
 
